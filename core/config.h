@@ -1,0 +1,99 @@
+/* Configuration: one libconfig file, validated fully at load. */
+#ifndef OBX_CONFIG_H
+#define OBX_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+typedef enum { ORDERING_AGGREGATE, ORDERING_NONE } ordering_mode;
+typedef enum { DEAD_SKIP, DEAD_BLOCK } dead_policy;
+typedef enum { RETAIN_MARK, RETAIN_DELETE } retention_mode;
+
+/* A driver option value as written in the file (already env-expanded). */
+typedef struct cfg_value {
+    char *name;
+    int type; /* obx_option_type */
+    char *s;
+    int64_t i;
+    double d;
+    int b;
+    int line;
+} cfg_value;
+
+typedef struct cfg_pair {
+    char *key;
+    char *value;
+} cfg_pair;
+
+typedef struct cfg_output {
+    char *name;
+    char *driver;
+    int line;
+    cfg_value *options;
+    size_t option_count;
+    cfg_pair *properties; /* native client properties, passed through */
+    size_t property_count;
+} cfg_output;
+
+typedef struct cfg_route {
+    char *event_type;     /* glob; "*" when absent */
+    char *aggregate_type; /* glob; "*" when absent */
+    char *output;
+    size_t output_index;
+    char *destination;    /* template with ${event_type} etc. */
+    int line;
+} cfg_route;
+
+/* Column names of the outbox table (mappable for existing tables). */
+typedef struct cfg_columns {
+    char *id, *event_id, *aggregate_type, *aggregate_id, *event_type, *payload, *headers,
+        *destination, *created_at, *available_at, *attempts, *lease_owner, *lease_until,
+        *published_at, *dead_at, *last_error, *txid;
+} cfg_columns;
+
+typedef struct relay_config {
+    char *path;
+
+    char *conninfo; /* secret: may hold a password, never printed */
+    char *schema;   /* "public" by default */
+    char *table;    /* "outbox" by default */
+    cfg_columns col;
+
+    int workers;
+    int batch_size;
+    int lease_ms;
+    int poll_interval_ms;
+    int shutdown_timeout_ms;
+    ordering_mode ordering;
+    dead_policy on_dead;
+    int max_attempts;
+    int backoff_initial_ms;
+    int backoff_max_ms;
+    double backoff_multiplier;
+    double backoff_jitter; /* 0..1: fraction of the delay randomised */
+    retention_mode retention;
+    int retention_hours; /* published rows older than this are deleted (mark mode); 0 = keep */
+    int max_payload_bytes;
+    char *drivers_dir; /* NULL: loader_default_dir() */
+
+    obx_log_level log_level;
+    log_format log_format;
+    char *metrics_listen; /* "host:port" or NULL */
+
+    cfg_output *outputs;
+    size_t output_count;
+    cfg_route *routes;
+    size_t route_count;
+} relay_config;
+
+/* Loads and validates path. On error returns NULL and writes
+ * "FILE:LINE: what is wrong" to err (never a secret value). */
+relay_config *config_load(const char *path, char *err, size_t err_size);
+void config_free(relay_config *cfg);
+
+/* Finds a driver option of an output by name, or NULL. */
+const cfg_value *config_output_option(const cfg_output *out, const char *name);
+
+#endif

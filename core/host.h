@@ -1,0 +1,31 @@
+/* The host-services table (obx_host) given to each driver instance. */
+#ifndef OBX_HOST_H
+#define OBX_HOST_H
+
+#include "config.h"
+#include "loader.h"
+
+/* Receives completions; called from any thread. detail may be NULL. */
+typedef void (*host_complete_fn)(void *arg, uint64_t token, obx_status status, int native_code,
+                                 const char *detail);
+
+typedef struct host_ctx {
+    obx_host host;            /* what the driver sees; host.host_ctx points here */
+    const cfg_output *output; /* option values for the getters */
+    const loaded_driver *driver;
+    host_complete_fn on_complete;
+    void *on_complete_arg;
+    char scope[128];          /* log prefix: "output NAME (driver)" */
+} host_ctx;
+
+/* Fills ctx so &ctx->host can be passed to the driver's create. */
+void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *output,
+               host_complete_fn on_complete, void *arg);
+
+/* Checks an output's options against the driver's declared options:
+ * unknown names, wrong types, missing required ones. Returns 0 or -1 with
+ * "FILE:LINE: ..." in err. */
+int host_validate_options(const relay_config *cfg, const cfg_output *output,
+                          const loaded_driver *driver, char *err, size_t err_size);
+
+#endif

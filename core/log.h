@@ -1,0 +1,20 @@
+/* Logging: one line per event to stderr, text or JSON. Thread-safe. */
+#ifndef OBX_LOG_H
+#define OBX_LOG_H
+
+#include <stdarg.h>
+
+#include "obx/driver.h"
+
+typedef enum { LOG_FORMAT_TEXT, LOG_FORMAT_JSON } log_format;
+
+void log_setup(obx_log_level max_level, log_format format);
+void log_msg(obx_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list ap);
+
+#define log_error(...) log_msg(OBX_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(OBX_LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(OBX_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(OBX_LOG_DEBUG, __VA_ARGS__)
+
+#endif

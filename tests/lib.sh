@@ -1,0 +1,36 @@
+# Shared helpers for the shell tests. Source it: . "$(dirname "$0")/../lib.sh"
+# Needs: services started by tests/services/services.sh (env in $SVC_DIR/env.sh),
+# and OBX_BIN (the outbox-relay executable) set by ctest.
+set -euo pipefail
+
+SVC_DIR=${SVC_DIR:-/tmp/ci-services}
+[ -s "$SVC_DIR/env.sh" ] || { echo "FAIL: services not running ($SVC_DIR/env.sh missing): run tests/services/services.sh start" >&2; exit 1; }
+# shellcheck disable=SC1091
+. "$SVC_DIR/env.sh"
+OBX_BIN=${OBX_BIN:?OBX_BIN must name the outbox-relay executable}
+OBX_SRC=${OBX_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+SERVICES=$OBX_SRC/tests/services/services.sh
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "--- $*" >&2; }
+
+# fresh_db NAME: drop and create database NAME; sets TEST_DB and TEST_DSN.
+fresh_db() {
+    TEST_DB=$1
+    psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $TEST_DB WITH (FORCE)" >/dev/null
+    psql -qAt -d postgres -c "CREATE DATABASE $TEST_DB" >/dev/null
+    TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$TEST_DB"
+    export TEST_DB TEST_DSN
+}
+
+# sql QUERY: run in the test database, unaligned output.
+sql() { psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "$1"; }
+
+# enqueue_bulk N AGGREGATES [EVENT_TYPE]: N events in one transaction over AGGREGATES aggregates.
+enqueue_bulk() {
+    sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $2), '${3:-order.created}',
+             jsonb_build_object('n', g, 'pad', repeat('x', 150)))) FROM generate_series(1, $1) g" >/dev/null
+}
+
+# expect_eq WHAT GOT WANT
+expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
