@@ -20,7 +20,7 @@ static int is_dir(const char *path)
 
 const char *loader_default_dir(void)
 {
-    static char dir[PATH_MAX];
+    static char dir[PATH_MAX + 64];
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
@@ -60,7 +60,7 @@ static const char *missing_callback(const obx_driver_def *def)
 
 loaded_driver *loader_open(const char *dir, const char *name, char *err, size_t err_size)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX + 64];
     if (strchr(name, '/'))
         snprintf(path, sizeof path, "%s", name);
     else
