@@ -1,0 +1,357 @@
+/*
+ * RabbitMQ driver: pipelined publishing and publisher confirms.
+ *
+ * After confirm.select the broker numbers publishes on the channel 1, 2, 3...
+ * so the unconfirmed messages live in a ring indexed by delivery tag.
+ * basic.ack / basic.nack (possibly `multiple`) complete ranges of it. A
+ * basic.return (mandatory, unroutable) carries no delivery tag but comes
+ * before the ack of its message: it is matched by message_id (the event id)
+ * and turns that later ack into a failure with the broker's reply text.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "rmq.h"
+
+#define RMQ_RING_MIN 1024
+
+static rmq_entry *rmq_entry_at(obx_instance *inst, uint64_t tag)
+{
+    if (tag < inst->base_tag || tag >= inst->next_tag)
+        return NULL;
+    return &inst->ring[(inst->head + (size_t)(tag - inst->base_tag)) % inst->cap];
+}
+
+/* Room for one more entry; grows the ring (rarely: it keeps its size). */
+static int rmq_reserve(obx_instance *inst)
+{
+    size_t used = (size_t)(inst->next_tag - inst->base_tag);
+    if (used < inst->cap)
+        return 0;
+    size_t cap = inst->cap ? inst->cap * 2 : RMQ_RING_MIN;
+    rmq_entry *ring = malloc(cap * sizeof(*ring));
+    if (!ring)
+        return -1;
+    for (size_t i = 0; i < used; i++)
+        ring[i] = inst->ring[(inst->head + i) % inst->cap];
+    free(inst->ring);
+    inst->ring = ring;
+    inst->cap = cap;
+    inst->head = 0;
+    return 0;
+}
+
+static void rmq_finish(obx_instance *inst, rmq_entry *e, obx_status status, int code,
+                       const char *detail)
+{
+    if (e->done)
+        return;
+    e->done = 1;
+    inst->pending--;
+    inst->host->complete(inst->host->host_ctx, e->token, status, code, detail);
+}
+
+/* Drops completed entries from the front of the ring. */
+static void rmq_advance(obx_instance *inst)
+{
+    while (inst->base_tag < inst->next_tag && inst->ring[inst->head].done) {
+        inst->head = (inst->head + 1) % inst->cap;
+        inst->base_tag++;
+    }
+}
+
+void rmq_fail_pending(obx_instance *inst, obx_status status, const char *detail)
+{
+    for (uint64_t tag = inst->base_tag; tag < inst->next_tag; tag++)
+        rmq_finish(inst, rmq_entry_at(inst, tag), status, 0, detail);
+    rmq_advance(inst);
+}
+
+static int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
+{
+    int done = 0;
+    uint64_t from = multiple ? inst->base_tag : tag;
+    for (uint64_t t = from; t <= tag; t++) {
+        rmq_entry *e = rmq_entry_at(inst, t);
+        if (!e || e->done)
+            continue;
+        if (!ack)
+            rmq_finish(inst, e, OBX_RETRIABLE, 0, "nacked by the broker");
+        else if (e->return_code)
+            rmq_finish(inst, e, inst->unroutable, e->return_code, e->return_text);
+        else
+            rmq_finish(inst, e, OBX_OK, 0, NULL);
+        done++;
+    }
+    rmq_advance(inst);
+    return done;
+}
+
+/* A basic.return: read its content to learn which message it was. */
+static int rmq_on_return(obx_instance *inst, amqp_channel_t channel, const amqp_basic_return_t *ret)
+{
+    char text[sizeof(((rmq_entry *)0)->return_text)];
+    snprintf(text, sizeof(text), "%.*s (exchange '%.*s', routing key '%.*s')",
+             (int)ret->reply_text.len, (const char *)ret->reply_text.bytes, (int)ret->exchange.len,
+             (const char *)ret->exchange.bytes, (int)ret->routing_key.len,
+             (const char *)ret->routing_key.bytes);
+    uint16_t code = ret->reply_code;
+    amqp_message_t msg;
+    amqp_rpc_reply_t r = amqp_read_message(inst->conn, channel, &msg, 0);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        char why[256];
+        rmq_reply_text(r, "reading a returned message", why, sizeof(why));
+        rmq_disconnect(inst, why, 0);
+        return -1;
+    }
+    int matched = 0;
+    if (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG) {
+        amqp_bytes_t id = msg.properties.message_id;
+        for (uint64_t t = inst->base_tag; t < inst->next_tag && !matched; t++) {
+            rmq_entry *e = rmq_entry_at(inst, t);
+            if (!e->done && !e->return_code && strlen(e->event_id) == id.len &&
+                memcmp(e->event_id, id.bytes, id.len) == 0) {
+                e->return_code = code ? code : 312;
+                snprintf(e->return_text, sizeof(e->return_text), "%s", text);
+                matched = 1;
+            }
+        }
+    }
+    amqp_destroy_message(&msg);
+    if (!matched)
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                        "rabbitmq: basic.return for no unconfirmed message: %s", text);
+    return 0;
+}
+
+static void rmq_on_close(obx_instance *inst, const amqp_frame_t *f)
+{
+    char why[256];
+    if (f->payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        const amqp_connection_close_t *m = f->payload.method.decoded;
+        snprintf(why, sizeof(why), "broker closed the connection: %.*s", (int)m->reply_text.len,
+                 (const char *)m->reply_text.bytes);
+        amqp_connection_close_ok_t ok = {0};
+        amqp_send_method(inst->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+        rmq_disconnect(inst, why, 0);
+        return;
+    }
+    const amqp_channel_close_t *m = f->payload.method.decoded;
+    snprintf(why, sizeof(why), "broker closed the channel: %.*s", (int)m->reply_text.len,
+             (const char *)m->reply_text.bytes);
+    amqp_channel_close_ok_t ok = {0};
+    int sent = amqp_send_method(inst->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+    if (f->channel == RMQ_CHECK_CHANNEL && sent >= 0) {
+        inst->check_channel_open = 0;
+        return;
+    }
+    /* The publishing channel is gone with its unconfirmed messages: start
+     * over on a fresh connection (graceful, the connection itself is fine). */
+    rmq_disconnect(inst, why, sent >= 0);
+}
+
+/* Handles one frame; returns completions made, or -1 when the connection is gone. */
+static int rmq_on_frame(obx_instance *inst, const amqp_frame_t *f)
+{
+    if (f->frame_type != AMQP_FRAME_METHOD)
+        return 0;
+    switch (f->payload.method.id) {
+    case AMQP_BASIC_ACK_METHOD: {
+        const amqp_basic_ack_t *a = f->payload.method.decoded;
+        return rmq_confirm(inst, a->delivery_tag, a->multiple, 1);
+    }
+    case AMQP_BASIC_NACK_METHOD: {
+        const amqp_basic_nack_t *n = f->payload.method.decoded;
+        return rmq_confirm(inst, n->delivery_tag, n->multiple, 0);
+    }
+    case AMQP_BASIC_RETURN_METHOD:
+        return rmq_on_return(inst, f->channel, f->payload.method.decoded);
+    case AMQP_CHANNEL_CLOSE_METHOD:
+    case AMQP_CONNECTION_CLOSE_METHOD: {
+        size_t before = inst->pending;
+        rmq_on_close(inst, f);
+        return inst->conn ? 0 : (int)before;
+    }
+    case AMQP_CONNECTION_BLOCKED_METHOD: {
+        const amqp_connection_blocked_t *b = f->payload.method.decoded;
+        inst->blocked = 1;
+        snprintf(inst->blocked_reason, sizeof(inst->blocked_reason), "%.*s", (int)b->reason.len,
+                 (const char *)b->reason.bytes);
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "rabbitmq: broker blocked publishing: %s",
+                        inst->blocked_reason);
+        return 0;
+    }
+    case AMQP_CONNECTION_UNBLOCKED_METHOD:
+        inst->blocked = 0;
+        inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "rabbitmq: broker unblocked publishing");
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int rmq_pump(obx_instance *inst, int timeout_ms)
+{
+    int done = 0;
+    int64_t deadline = rmq_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    while (inst->conn) {
+        /* Wait while nothing completed yet; afterwards only drain what is there. */
+        int64_t left = done > 0 ? 0 : deadline - rmq_now_ms();
+        if (left < 0)
+            left = 0;
+        struct timeval tv = {(time_t)(left / 1000), (suseconds_t)((left % 1000) * 1000)};
+        amqp_frame_t f;
+        int rc = amqp_simple_wait_frame_noblock(inst->conn, &f, &tv);
+        if (rc == AMQP_STATUS_TIMEOUT)
+            break;
+        if (rc != AMQP_STATUS_OK) {
+            char why[160];
+            snprintf(why, sizeof(why), "connection lost: %s", amqp_error_string2(rc));
+            size_t before = inst->pending;
+            rmq_disconnect(inst, why, 0);
+            return done + (int)before;
+        }
+        int n = rmq_on_frame(inst, &f);
+        if (n < 0)
+            return -1;
+        done += n;
+    }
+    if (inst->conn)
+        amqp_maybe_release_buffers(inst->conn);
+    return done;
+}
+
+/* "2024-05-01T12:00:00.123456Z" */
+static void rmq_format_time(int64_t us, char *buf, size_t size)
+{
+    time_t s = (time_t)(us / 1000000);
+    long frac = (long)(us % 1000000);
+    if (frac < 0) {
+        frac += 1000000;
+        s -= 1;
+    }
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, size - n, ".%06ldZ", frac);
+}
+
+static amqp_table_entry_t rmq_hdr(const char *key, const char *value)
+{
+    amqp_table_entry_t e;
+    e.key = amqp_cstring_bytes(key);
+    e.value.kind = AMQP_FIELD_KIND_UTF8;
+    e.value.value.bytes = amqp_cstring_bytes(value ? value : "");
+    return e;
+}
+
+/* Publishes one message on the wire; the caller has reserved a ring slot. */
+static int rmq_send(obx_instance *inst, const obx_message *m, amqp_bytes_t exchange,
+                    amqp_bytes_t routing_key)
+{
+    char created[40];
+    rmq_format_time(m->created_at_us, created, sizeof(created));
+    size_t n = 0;
+    inst->hdr[n++] = rmq_hdr("aggregate_type", m->aggregate_type);
+    inst->hdr[n++] = rmq_hdr("aggregate_id", m->aggregate_id);
+    inst->hdr[n++] = rmq_hdr("event_id", m->event_id);
+    inst->hdr[n++] = rmq_hdr("event_type", m->event_type);
+    inst->hdr[n++] = rmq_hdr("created_at", created);
+    for (size_t i = 0; i < m->header_count; i++)
+        inst->hdr[n++] = rmq_hdr(m->headers[i].key, m->headers[i].value);
+
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof(p));
+    p._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG |
+               AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_HEADERS_FLAG;
+    p.delivery_mode = inst->persistent ? 2 : 1;
+    p.message_id = amqp_cstring_bytes(m->event_id ? m->event_id : "");
+    p.type = amqp_cstring_bytes(m->event_type ? m->event_type : "");
+    p.timestamp = (uint64_t)(m->created_at_us > 0 ? m->created_at_us / 1000000 : 0);
+    p.headers.num_entries = (int)n;
+    p.headers.entries = inst->hdr;
+    const char *ct = m->content_type ? m->content_type : inst->content_type_default;
+    if (ct) {
+        p._flags |= AMQP_BASIC_CONTENT_TYPE_FLAG;
+        p.content_type = amqp_cstring_bytes(ct);
+    }
+    amqp_bytes_t body = {m->payload_len, (void *)m->payload};
+    return amqp_basic_publish(inst->conn, RMQ_CHANNEL, exchange, routing_key, inst->mandatory, 0, &p,
+                              body);
+}
+
+static int rmq_reserve_headers(obx_instance *inst, size_t count)
+{
+    if (count <= inst->hdr_cap)
+        return 0;
+    amqp_table_entry_t *h = realloc(inst->hdr, count * sizeof(*h));
+    if (!h)
+        return -1;
+    inst->hdr = h;
+    inst->hdr_cap = count;
+    return 0;
+}
+
+/* Accepts one message: it gets exactly one completion, now or later. */
+static void rmq_publish_one(obx_instance *inst, const obx_message *m)
+{
+    const obx_host *host = inst->host;
+    char why[300];
+    if (!inst->conn && rmq_ensure_connected(inst) != 0) {
+        snprintf(why, sizeof(why), "not connected: %s", inst->last_error);
+        host->complete(host->host_ctx, m->token, OBX_RETRIABLE, 0, why);
+        return;
+    }
+    if (inst->blocked) {
+        snprintf(why, sizeof(why), "broker blocked publishing: %s", inst->blocked_reason);
+        host->complete(host->host_ctx, m->token, OBX_RETRIABLE, 0, why);
+        return;
+    }
+    const char *dest = m->destination ? m->destination : "";
+    const char *slash = strchr(dest, '/');
+    amqp_bytes_t exchange = {slash ? (size_t)(slash - dest) : 0, (void *)dest};
+    amqp_bytes_t routing_key = amqp_cstring_bytes(slash ? slash + 1 : dest);
+    int exists = rmq_exchange_exists(inst, dest, exchange.len, why, sizeof(why));
+    if (exists < 0) {
+        host->complete(host->host_ctx, m->token, OBX_RETRIABLE, 0, inst->last_error);
+        return;
+    }
+    if (exists == 0) {
+        host->complete(host->host_ctx, m->token, inst->unroutable, 404, why);
+        return;
+    }
+
+    rmq_entry *e = rmq_entry_at(inst, inst->next_tag++);
+    e->token = m->token;
+    e->done = 0;
+    e->return_code = 0;
+    e->return_text[0] = '\0';
+    snprintf(e->event_id, sizeof(e->event_id), "%s", m->event_id ? m->event_id : "");
+    inst->pending++;
+    int rc = rmq_send(inst, m, exchange, routing_key);
+    if (rc < 0) {
+        snprintf(why, sizeof(why), "publish failed, connection lost: %s", amqp_error_string2(rc));
+        rmq_disconnect(inst, why, 0); /* completes this one too */
+    }
+}
+
+obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
+                             obx_status *accept)
+{
+    for (size_t i = 0; i < count; i++) {
+        const obx_message *m = &msgs[i];
+        /* Memory first: a refusal here carries no completion. */
+        if (rmq_reserve(inst) != 0 || rmq_reserve_headers(inst, 5 + m->header_count) != 0) {
+            accept[i] = OBX_RETRIABLE;
+            continue;
+        }
+        accept[i] = OBX_OK;
+        rmq_publish_one(inst, m);
+    }
+    if (inst->conn && inst->pending > 0)
+        rmq_pump(inst, 0); /* confirms that are already here; keeps the socket drained */
+    return OBX_OK;
+}
