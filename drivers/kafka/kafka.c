@@ -1,0 +1,128 @@
+/*
+ * Kafka driver (librdkafka): one idempotent producer (acks=all, ordered
+ * retries) per instance. A message is OK only when its delivery report says
+ * PERSISTED. Completions are made from rd_kafka_poll/rd_kafka_flush, which
+ * this driver calls only from the host thread driving the instance (poll,
+ * flush, publish_batch, close), so none can happen after close.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "kafka_int.h"
+
+#define KAFKA_CLOSE_DRAIN_MS 10000 /* purged reports come back at once; this is a safety net */
+
+static const obx_option kafka_options[] = {
+    {"bootstrap_servers", OBX_OPT_STRING, OBX_OPT_REQUIRED,
+     "comma separated host:port list of the Kafka cluster"},
+    {"key", OBX_OPT_STRING, 0,
+     "message key: \"aggregate_id\" (default, keeps each aggregate in order), \"event_id\", \"none\""},
+    {"partitioner", OBX_OPT_STRING, 0,
+     "librdkafka partitioner; default murmur2_random (same placement as Java producers)"},
+    {"unknown_topic_permanent", OBX_OPT_BOOL, 0,
+     "dead-letter a message whose topic does not exist (default false: retry)"},
+    {"authorization_permanent", OBX_OPT_BOOL, 0,
+     "dead-letter a message refused by topic/cluster authorization (default false: retry)"},
+    {"message_timeout_ms", OBX_OPT_INT, 0,
+     "give up a delivery attempt after this long, completing it retriable (default 30000)"},
+    {"max_in_flight", OBX_OPT_INT, 0,
+     "max.in.flight.requests.per.connection, 1..5 (default 5)"},
+    {NULL, 0, 0, NULL},
+};
+
+static obx_instance *kafka_create(const obx_host *host, char *errstr, size_t errstr_size)
+{
+    obx_instance *inst = calloc(1, sizeof *inst);
+    rd_kafka_conf_t *conf;
+    char why[512];
+
+    if (!inst) {
+        snprintf(errstr, errstr_size, "kafka: out of memory");
+        return NULL;
+    }
+    inst->host = host;
+    conf = kafka_conf_build(inst, errstr, errstr_size);
+    if (!conf) {
+        free(inst);
+        return NULL;
+    }
+    /* connects lazily: an unreachable cluster shows up as delivery timeouts */
+    inst->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    if (!inst->rk) {
+        rd_kafka_conf_destroy(conf); /* not taken over on failure */
+        snprintf(errstr, errstr_size, "kafka: cannot create producer: %s", why);
+        free(inst);
+        return NULL;
+    }
+    return inst;
+}
+
+static void kafka_poll(obx_instance *inst, int timeout_ms)
+{
+    if (!inst->closed)
+        rd_kafka_poll(inst->rk, timeout_ms);
+}
+
+static size_t kafka_flush(obx_instance *inst, int timeout_ms)
+{
+    if (inst->closed)
+        return 0;
+    /* rd_kafka_flush serves delivery reports while it waits */
+    rd_kafka_flush(inst->rk, timeout_ms);
+    rd_kafka_poll(inst->rk, 0);
+    return inst->in_flight;
+}
+
+static int64_t kafka_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void kafka_close(obx_instance *inst)
+{
+    int64_t deadline;
+    if (inst->closed)
+        return;
+    rd_kafka_poll(inst->rk, 0); /* acknowledgements already in stay OK */
+    rd_kafka_purge(inst->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    /* every purged message gets a report (PURGE_QUEUE/PURGE_INFLIGHT): completed retriable */
+    deadline = kafka_now_ms() + KAFKA_CLOSE_DRAIN_MS;
+    while (inst->in_flight > 0 && kafka_now_ms() < deadline)
+        rd_kafka_poll(inst->rk, 100);
+    if (inst->in_flight > 0)
+        inst->host->log(inst->host->host_ctx, OBX_LOG_ERROR,
+                        "kafka: %zu messages got no delivery report before close", inst->in_flight);
+    inst->closed = 1;
+    /* no rd_kafka_poll runs from here on, so no delivery report callback either */
+    rd_kafka_destroy(inst->rk);
+    inst->rk = NULL;
+}
+
+static void kafka_destroy(obx_instance *inst)
+{
+    if (!inst)
+        return;
+    kafka_close(inst);
+    free(inst);
+}
+
+static const obx_driver_def kafka_def = {
+    OBX_DRIVER_DEF_HEAD,
+    .name = "kafka",
+    .version = "0.1.0",
+    .description = "Apache Kafka via librdkafka: idempotent producer, acks=all, delivery reports",
+    .options = kafka_options,
+    .create = kafka_create,
+    .publish_batch = kafka_publish_batch,
+    .poll = kafka_poll,
+    .flush = kafka_flush,
+    .close = kafka_close,
+    .destroy = kafka_destroy,
+};
+
+OBX_DRIVER_EXPORT const obx_driver_def *obx_driver_entry(void)
+{
+    return &kafka_def;
+}
