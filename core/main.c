@@ -1,7 +1,216 @@
-/* Placeholder until the CLI lands. */
+/* outbox-relay: the command line. */
+#include <dirent.h>
+#include <getopt.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "conformance.h"
+#include "engine.h"
+#include "host.h"
+#include "loader.h"
+#include "log.h"
+
+static const char usage_text[] =
+    "usage: outbox-relay COMMAND [options]\n"
+    "\n"
+    "Publishes transactional-outbox rows from PostgreSQL to brokers, at least once.\n"
+    "\n"
+    "Commands:\n"
+    "  run -c FILE [--drain]        relay until SIGTERM/SIGINT; --drain exits 0 once\n"
+    "                               nothing is pending or in flight\n"
+    "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
+    "  check-config -c FILE         load the config and its drivers, validate options\n"
+    "  status -c FILE [--json]      pending, in flight, dead, oldest pending age\n"
+    "  requeue -c FILE --all | EVENT_ID...\n"
+    "                               put dead events back to pending\n"
+    "  drivers [-c FILE] [--drivers-dir DIR] [-v]\n"
+    "                               list the drivers found, their version, ABI, options\n"
+    "  check-driver DRIVER [-c FILE] [-o OUTPUT]\n"
+    "                               run the driver conformance checks\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help                   this text\n"
+    "  -V, --version                version and driver ABI\n"
+    "\n"
+    "Exit codes: 0 success; 1 runtime failure (database unreachable, a failed check);\n"
+    "2 usage or configuration error; 130 a second signal forced the exit.\n";
+
+/* Options shared by the commands. */
+typedef struct cli {
+    const char *config;
+    const char *drivers_dir;
+    int drain, json, all, verbose;
+    int first_arg; /* index of the first positional argument after options */
+} cli;
+
+static int parse_options(int argc, char **argv, cli *c)
 {
-    fputs("outbox-relay: CLI not built yet\n", stderr);
-    return 1;
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},  {"drain", no_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'j'},          {"all", no_argument, NULL, 'a'},
+        {"drivers-dir", required_argument, NULL, 'D'}, {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': c->config = optarg; break;
+        case 'd': c->drain = 1; break;
+        case 'j': c->json = 1; break;
+        case 'a': c->all = 1; break;
+        case 'D': c->drivers_dir = optarg; break;
+        case 'v': c->verbose = 1; break;
+        case 'h': fputs(usage_text, stdout); exit(0);
+        default: return -1;
+        }
+    }
+    c->first_arg = optind;
+    return 0;
+}
+
+static relay_config *load_config(const cli *c, const char *command)
+{
+    if (!c->config) {
+        fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
+        return NULL;
+    }
+    char err[1024];
+    relay_config *cfg = config_load(c->config, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "outbox-relay: config error: %s\n", err);
+        return NULL;
+    }
+    log_setup(cfg->log_level, cfg->log_format);
+    return cfg;
+}
+
+/* check-config: everything run checks before it touches the database. */
+static int check_config(const relay_config *cfg)
+{
+    for (size_t i = 0; i < cfg->output_count; i++) {
+        char err[1024];
+        loaded_driver *drv = loader_open(cfg->drivers_dir, cfg->outputs[i].driver, err, sizeof err);
+        if (!drv) {
+            fprintf(stderr, "outbox-relay: output %s: %s\n", cfg->outputs[i].name, err);
+            return 2;
+        }
+        int rc = host_validate_options(cfg, &cfg->outputs[i], drv, err, sizeof err);
+        loader_close(drv);
+        if (rc < 0) {
+            fprintf(stderr, "outbox-relay: config error: %s\n", err);
+            return 2;
+        }
+    }
+    printf("%s: ok (%zu outputs, %zu routes, table %s.%s)\n", cfg->path, cfg->output_count,
+           cfg->route_count, cfg->schema, cfg->table);
+    return 0;
+}
+
+static void print_driver(const loaded_driver *drv, int verbose)
+{
+    const obx_driver_def *d = &drv->def;
+    printf("%-10s %-8s ABI %u.%u  %s\n    %s\n", d->name, d->version ? d->version : "-",
+           d->abi_major, d->abi_minor, d->description ? d->description : "", drv->path);
+    static const char *const types[] = {"string", "int", "bool", "double"};
+    for (const obx_option *o = d->options; verbose && o && o->name; o++)
+        printf("    %-24s %-6s %s%s%s\n", o->name, types[o->type],
+               o->flags & OBX_OPT_REQUIRED ? "(required) " : "",
+               o->flags & OBX_OPT_SECRET ? "(secret) " : "", o->description ? o->description : "");
+}
+
+static int list_drivers(const char *dir, int verbose)
+{
+    if (!dir)
+        dir = loader_default_dir();
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "outbox-relay: cannot open drivers directory %s\n", dir);
+        return 1;
+    }
+    printf("drivers in %s (relay ABI %d.%d):\n", dir, OBX_ABI_MAJOR, OBX_ABI_MINOR);
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0)
+            continue;
+        char name[256], err[1024];
+        snprintf(name, sizeof name, "%.*s", (int)(len - 3), e->d_name);
+        loaded_driver *drv = loader_open(dir, name, err, sizeof err);
+        if (drv) {
+            print_driver(drv, verbose);
+            loader_close(drv);
+            found++;
+        } else {
+            printf("%-10s refused: %s\n", name, err);
+        }
+    }
+    closedir(d);
+    return found ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return 2;
+    }
+    const char *command = argv[1];
+    if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(command, "-V") || !strcmp(command, "--version")) {
+        printf("outbox-relay %s (driver ABI %d.%d)\n", OBX_VERSION, OBX_ABI_MAJOR, OBX_ABI_MINOR);
+        return 0;
+    }
+    if (!strcmp(command, "check-driver"))
+        return conformance_main(argc - 1, argv + 1);
+
+    cli c = {0};
+    if (parse_options(argc - 1, argv + 1, &c) < 0) {
+        fprintf(stderr, "outbox-relay %s: bad option; see outbox-relay --help\n", command);
+        return 2;
+    }
+    int positional = argc - 1 - c.first_arg;
+    char **args = argv + 1 + c.first_arg;
+    if (!strcmp(command, "drivers")) {
+        const char *dir = c.drivers_dir;
+        relay_config *cfg = NULL;
+        if (!dir && c.config && !(cfg = load_config(&c, command)))
+            return 2;
+        int rc = list_drivers(dir ? dir : cfg ? cfg->drivers_dir : NULL, c.verbose);
+        config_free(cfg);
+        return rc;
+    }
+    int known = !strcmp(command, "run") || !strcmp(command, "init-db") ||
+                !strcmp(command, "check-config") || !strcmp(command, "status") ||
+                !strcmp(command, "requeue");
+    if (!known) {
+        fprintf(stderr, "outbox-relay: unknown command \"%s\"; see outbox-relay --help\n", command);
+        return 2;
+    }
+    if (positional > 0 && strcmp(command, "requeue") != 0) {
+        fprintf(stderr, "outbox-relay %s: unexpected argument \"%s\"\n", command, args[0]);
+        return 2;
+    }
+    relay_config *cfg = load_config(&c, command);
+    if (!cfg)
+        return 2;
+    int rc;
+    if (!strcmp(command, "run"))
+        rc = engine_run(cfg, c.drain);
+    else if (!strcmp(command, "init-db"))
+        rc = command_init_db(cfg);
+    else if (!strcmp(command, "check-config"))
+        rc = check_config(cfg);
+    else if (!strcmp(command, "status"))
+        rc = command_status(cfg, c.json);
+    else
+        rc = command_requeue(cfg, c.all, args, positional);
+    config_free(cfg);
+    return rc;
 }

@@ -1,0 +1,126 @@
+#include "commands.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "pgarray.h"
+#include "schema.h"
+#include "sql.h"
+
+static PGconn *connect_or_report(const relay_config *cfg)
+{
+    char err[1024];
+    PGconn *conn = db_connect(cfg, "outbox-relay", err, sizeof err);
+    if (!conn)
+        fprintf(stderr, "outbox-relay: %s\n", err);
+    return conn;
+}
+
+int command_init_db(const relay_config *cfg)
+{
+    PGconn *conn = connect_or_report(cfg);
+    if (!conn)
+        return 1;
+    char err[1024];
+    int rc = schema_install(conn, cfg, err, sizeof err);
+    PQfinish(conn);
+    if (rc < 0) {
+        fprintf(stderr, "outbox-relay: %s\n", err);
+        return 1;
+    }
+    printf("schema version %d ready on %s.%s\n", SCHEMA_VERSION, cfg->schema, cfg->table);
+    return 0;
+}
+
+static const char status_sql[] =
+    "SELECT count(*) FILTER (WHERE {c.dead_at} IS NULL AND ({c.lease_until} IS NULL"
+    "   OR {c.lease_until} < now())),"
+    " count(*) FILTER (WHERE {c.dead_at} IS NULL AND {c.lease_until} >= now()),"
+    " count(*) FILTER (WHERE {c.dead_at} IS NOT NULL),"
+    " coalesce(extract(epoch FROM now() - min({c.created_at}) FILTER (WHERE {c.dead_at} IS NULL)), 0)"
+    " FROM {table} WHERE {c.published_at} IS NULL";
+
+int command_status(const relay_config *cfg, int json)
+{
+    PGconn *conn = connect_or_report(cfg);
+    if (!conn)
+        return 1;
+    char *sql = sql_render(cfg, status_sql);
+    PGresult *res = PQexec(conn, sql);
+    free(sql);
+    int rc = 1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        char err[1024];
+        db_error(conn, res, err, sizeof err);
+        fprintf(stderr, "outbox-relay: status: %s\n", err);
+    } else {
+        long long pending = atoll(PQgetvalue(res, 0, 0)), in_flight = atoll(PQgetvalue(res, 0, 1)),
+                  dead = atoll(PQgetvalue(res, 0, 2));
+        double oldest = atof(PQgetvalue(res, 0, 3));
+        if (json) {
+            json_t *o = json_pack("{s:I,s:I,s:I,s:f}", "pending", (json_int_t)pending, "in_flight",
+                                  (json_int_t)in_flight, "dead", (json_int_t)dead,
+                                  "oldest_pending_seconds", oldest);
+            char *text = json_dumps(o, JSON_COMPACT);
+            puts(text);
+            free(text);
+            json_decref(o);
+        } else {
+            printf("pending:                %lld\nin flight:              %lld\n"
+                   "dead:                   %lld\noldest pending age (s): %.3f\n",
+                   pending, in_flight, dead, oldest);
+        }
+        rc = 0;
+    }
+    PQclear(res);
+    PQfinish(conn);
+    return rc;
+}
+
+/* Dead rows back to pending; rows held behind them (on_dead = block) too. */
+static const char requeue_sql[] =
+    "WITH r AS (UPDATE {table} SET {c.dead_at} = NULL, {c.attempts} = 0, {c.available_at} = now(),"
+    " {c.lease_owner} = NULL, {c.lease_until} = NULL"
+    " WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL"
+    " AND ($1 OR {c.event_id} = ANY($2::uuid[]))"
+    " RETURNING {c.id}, {c.aggregate_type}, {c.aggregate_id}),"
+    " held AS (UPDATE {table} s SET {c.available_at} = now() FROM r"
+    " WHERE s.{c.aggregate_type} = r.{c.aggregate_type} AND s.{c.aggregate_id} = r.{c.aggregate_id}"
+    " AND s.{c.id} > r.{c.id} AND s.{c.available_at} = 'infinity'"
+    " AND s.{c.published_at} IS NULL AND s.{c.dead_at} IS NULL)"
+    " SELECT count(*) FROM r";
+
+int command_requeue(const relay_config *cfg, int all, char **ids, int count)
+{
+    if (all == (count > 0)) {
+        fprintf(stderr, "outbox-relay requeue: give either --all or one or more event ids\n");
+        return 2;
+    }
+    PGconn *conn = connect_or_report(cfg);
+    if (!conn)
+        return 1;
+    pgarray list;
+    pgarray_init(&list);
+    for (int i = 0; i < count; i++)
+        pgarray_add(&list, ids[i], 1);
+    char *sql = sql_render(cfg, requeue_sql);
+    const char *params[] = {all ? "true" : "false", pgarray_text(&list)};
+    PGresult *res = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
+    free(sql);
+    int rc = 1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        char err[1024];
+        db_error(conn, res, err, sizeof err);
+        fprintf(stderr, "outbox-relay: requeue: %s\n", err);
+    } else {
+        printf("requeued %s dead events\n", PQgetvalue(res, 0, 0));
+        rc = 0;
+    }
+    PQclear(res);
+    pgarray_free(&list);
+    PQfinish(conn);
+    return rc;
+}

@@ -1,0 +1,57 @@
+#include "db.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void one_line(char *s)
+{
+    for (char *p = s; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == ' ')
+        s[--n] = '\0';
+}
+
+void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
+{
+    const char *msg = res ? PQresultErrorMessage(res) : NULL;
+    if (!msg || !*msg)
+        msg = PQerrorMessage(conn);
+    snprintf(err, err_size, "%s", msg && *msg ? msg : "unknown database error");
+    one_line(err);
+}
+
+PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size)
+{
+    /* later keys win over the conninfo's, so the user's own options survive */
+    const char *keys[] = {"dbname", "application_name", "connect_timeout", "options", NULL};
+    const char *values[] = {cfg->conninfo, application, "10", "-c client_min_messages=warning",
+                            NULL};
+    /* expand_dbname lets conninfo be a full connection string or URI */
+    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        char why[512];
+        db_error(conn, NULL, why, sizeof why);
+        snprintf(err, err_size, "cannot connect to the database: %s", why);
+        PQfinish(conn);
+        return NULL;
+    }
+    return conn;
+}
+
+int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size)
+{
+    PGresult *res = PQexec(conn, sql);
+    ExecStatusType st = PQresultStatus(res);
+    int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    if (!ok)
+        db_error(conn, res, err, err_size);
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
+int db_lost(PGconn *conn)
+{
+    return PQstatus(conn) != CONNECTION_OK;
+}

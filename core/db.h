@@ -1,0 +1,22 @@
+/* PostgreSQL helpers shared by the engine and the commands. */
+#ifndef OBX_DB_H
+#define OBX_DB_H
+
+#include <libpq-fe.h>
+
+#include "config.h"
+
+/* Connects with cfg->conninfo. Returns NULL and writes a one-line reason
+ * (libpq's, which never carries the password) to err. */
+PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size);
+
+/* Runs sql with no parameters; returns 0, or -1 with the error in err. */
+int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size);
+
+/* Copies PQerrorMessage / the result's message to err as one line. */
+void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size);
+
+/* True when the connection is gone (as opposed to a failed statement). */
+int db_lost(PGconn *conn);
+
+#endif

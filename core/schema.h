@@ -1,0 +1,18 @@
+/* The outbox schema: created and upgraded by `init-db`, checked by `run`. */
+#ifndef OBX_SCHEMA_H
+#define OBX_SCHEMA_H
+
+#include <libpq-fe.h>
+
+#include "config.h"
+
+#define SCHEMA_VERSION 1
+
+/* Creates or upgrades the table, indexes, enqueue function and notify
+ * trigger, idempotently. Returns 0 or -1 with err. */
+int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
+
+/* Checks the installed schema version matches; -1 with err otherwise. */
+int schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
+
+#endif
