@@ -24,9 +24,9 @@ void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
 
 PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size)
 {
-    /* later keys win over the conninfo's, so the user's own options survive */
-    const char *keys[] = {"dbname", "application_name", "connect_timeout", "options", NULL};
-    const char *values[] = {cfg->conninfo, application, "10", "-c client_min_messages=warning",
+    /* dbname (the expanded conninfo) comes last so the user's settings win */
+    const char *keys[] = {"application_name", "connect_timeout", "options", "dbname", NULL};
+    const char *values[] = {application, "10", "-c client_min_messages=warning", cfg->conninfo,
                             NULL};
     /* expand_dbname lets conninfo be a full connection string or URI */
     PGconn *conn = PQconnectdbParams(keys, values, 1);

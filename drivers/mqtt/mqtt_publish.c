@@ -356,8 +356,15 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
     pthread_mutex_lock(&inst->mu);
     closed = inst->closed;
     pthread_mutex_unlock(&inst->mu);
-    for (size_t i = 0; i < count; i++)
-        accept[i] = closed ? OBX_RETRIABLE : mqtt_publish_one(inst, &msgs[i], &wedged);
+    /* After a RETRIABLE refusal (offline, window full) the rest of the batch
+     * is refused too: a slot freed meanwhile must not let a later event
+     * overtake a refused one of the same aggregate. */
+    int refusing = closed;
+    for (size_t i = 0; i < count; i++) {
+        accept[i] = refusing ? OBX_RETRIABLE : mqtt_publish_one(inst, &msgs[i], &wedged);
+        if (accept[i] == OBX_RETRIABLE)
+            refusing = 1;
+    }
     if (closed)
         return OBX_FATAL;
     if (wedged) {
