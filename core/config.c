@@ -215,7 +215,6 @@ static const struct {
     COLUMN(event_type),   COLUMN(payload),     COLUMN(headers),        COLUMN(destination),
     COLUMN(created_at),   COLUMN(available_at), COLUMN(attempts),      COLUMN(lease_owner),
     COLUMN(lease_until),  COLUMN(published_at), COLUMN(dead_at),       COLUMN(last_error),
-    COLUMN(txid),
 };
 #define COLUMN_COUNT (sizeof column_names / sizeof column_names[0])
 

@@ -50,7 +50,7 @@ typedef struct cfg_route {
 typedef struct cfg_columns {
     char *id, *event_id, *aggregate_type, *aggregate_id, *event_type, *payload, *headers,
         *destination, *created_at, *available_at, *attempts, *lease_owner, *lease_until,
-        *published_at, *dead_at, *last_error, *txid;
+        *published_at, *dead_at, *last_error;
 } cfg_columns;
 
 typedef struct relay_config {

@@ -29,14 +29,12 @@ static const char claim_unordered[] =
 /*
  * Per-aggregate order: only the head of an aggregate (no lower id of it is
  * still unpublished) is claimable, so at most one event per aggregate is in
- * flight anywhere. Rows of transactions that may still be running below the
- * oldest open transaction are not visible yet: the txid watermark keeps a
- * later commit from overtaking an earlier, still-uncommitted id. The window
- * bounds the scan when many rows wait behind heads in flight; $4 its size.
+ * flight anywhere. The schema's insert trigger makes ids of one aggregate
+ * commit in order, so no lower id can appear later. The window bounds the
+ * scan when many rows wait behind heads in flight; $4 is its size.
  */
 static const char claim_ordered[] =
     "WITH win AS MATERIALIZED (SELECT o.{c.id} FROM {table} o WHERE " CLAIMABLE("o")
-    " AND o.{c.txid} < pg_snapshot_xmin(pg_current_snapshot())"
     " ORDER BY o.{c.id} LIMIT $4),"
     " picked AS (SELECT o.{c.id} FROM {table} o WHERE o.{c.id} IN (SELECT {c.id} FROM win)"
     " AND " CLAIMABLE("o") " AND NOT EXISTS (SELECT 1 FROM {table} p"

@@ -27,9 +27,8 @@ static const char *const schema_steps[] = {
     " {c.headers} jsonb,"
     " {c.destination} text,"
     " {c.created_at} timestamptz NOT NULL DEFAULT clock_timestamp())",
-    /* the relay's own state; xid8 of the inserting transaction orders commits */
+    /* the relay's own state */
     "ALTER TABLE {table}"
-    " ADD COLUMN IF NOT EXISTS {c.txid} xid8 NOT NULL DEFAULT pg_current_xact_id(),"
     " ADD COLUMN IF NOT EXISTS {c.available_at} timestamptz NOT NULL DEFAULT now(),"
     " ADD COLUMN IF NOT EXISTS {c.attempts} int NOT NULL DEFAULT 0,"
     " ADD COLUMN IF NOT EXISTS {c.lease_owner} text,"
@@ -54,6 +53,20 @@ static const char *const schema_steps[] = {
     " RETURNS uuid LANGUAGE sql AS $$"
     " INSERT INTO {table} ({c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload},"
     " {c.headers}, {c.destination}) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {c.event_id} $$",
+    /*
+     * Per-aggregate commit order: an insert takes a transaction-scoped lock on
+     * its aggregate, then draws its id. A second transaction writing the same
+     * aggregate waits for the first to end, so its ids are higher AND commit
+     * later: a lower id of an aggregate can never still be uncommitted when a
+     * higher one is visible. Other aggregates never wait.
+     */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN PERFORM pg_advisory_xact_lock(TG_RELID::int,"
+    " hashtext(NEW.{c.aggregate_type} || '/' || NEW.{c.aggregate_id}));"
+    " NEW.{c.id} := nextval(pg_get_serial_sequence({lit.table}, {lit.c.id})); RETURN NEW; END $$",
+    "DROP TRIGGER IF EXISTS {n._order} ON {table}",
+    "CREATE TRIGGER {n._order} BEFORE INSERT ON {table}"
+    " FOR EACH ROW EXECUTE FUNCTION {schema}.{n._order}()",
     /* one notification per inserting statement; PostgreSQL folds equal
      * notifications of one transaction into one */
     "CREATE OR REPLACE FUNCTION {schema}.{n._notify}() RETURNS trigger LANGUAGE plpgsql AS $$"

@@ -30,7 +30,7 @@ static const char *column(const relay_config *cfg, const char *name, size_t len)
         return c->f;
     COL(id) COL(event_id) COL(aggregate_type) COL(aggregate_id) COL(event_type) COL(payload)
     COL(headers) COL(destination) COL(created_at) COL(available_at) COL(attempts)
-    COL(lease_owner) COL(lease_until) COL(published_at) COL(dead_at) COL(last_error) COL(txid)
+    COL(lease_owner) COL(lease_until) COL(published_at) COL(dead_at) COL(last_error)
 #undef COL
     return NULL;
 }
@@ -58,6 +58,13 @@ char *sql_render(const relay_config *cfg, const char *tmpl)
             char both[300];
             snprintf(both, sizeof both, "%s.%s", cfg->schema, cfg->table);
             append_quoted(out, both, '\'');
+        } else if (len > 6 && strncmp(key, "lit.c.", 6) == 0) {
+            const char *col = column(cfg, key + 6, len - 6);
+            if (!col) {
+                fprintf(stderr, "sql_render: unknown column in %.*s\n", (int)len, key);
+                abort();
+            }
+            append_quoted(out, col, '\'');
         } else if (len > 2 && strncmp(key, "c.", 2) == 0) {
             const char *col = column(cfg, key + 2, len - 2);
             if (!col) {

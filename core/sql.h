@@ -11,6 +11,7 @@
  *   {c.NAME}    the mapped column NAME (see cfg_columns), quoted
  *   {n.SUFFIX}  an identifier derived from the table name: "<table>SUFFIX", quoted
  *   {lit.table} the "schema.table" text as a SQL string literal (e.g. a channel name)
+ *   {lit.c.NAME} the mapped column name as a SQL string literal
  * Returns a malloc'd string; aborts on an unknown placeholder (a bug).
  */
 char *sql_render(const relay_config *cfg, const char *tmpl);

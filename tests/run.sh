@@ -1,0 +1,18 @@
+#!/bin/bash
+# The test suite on a fresh Debian 12 machine, as root: installs packages,
+# starts the real servers (PostgreSQL, RabbitMQ, Mosquitto, the Kafka mock
+# cluster), builds with AddressSanitizer and UndefinedBehaviorSanitizer and
+# runs every test with ctest. Extra arguments go to ctest (e.g. -R kafka).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+export SVC_DIR=${SVC_DIR:-/tmp/ci-services}
+services=$root/tests/services/services.sh
+build=${OBX_TEST_BUILD:-$root/build-test}
+
+[ -n "${OBX_SKIP_INSTALL:-}" ] || "$services" install
+"$services" ensure
+cmake -S "$root" -B "$build" -DOBX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$build" -j"$(nproc)"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
