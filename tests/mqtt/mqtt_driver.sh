@@ -1,0 +1,37 @@
+#!/bin/bash
+# The MQTT driver on its own (no relay): mharness drives mqtt.so through a
+# recording fake host against a private Mosquitto, msub checks what arrives.
+# Config refusals, lazy connect while the broker is down, invalid topics,
+# close with messages in flight, two instances, 20,000 messages with user
+# properties and per-aggregate order, broker stopped and restarted, broker
+# frozen (publish timeouts, late acks ignored) and killed with publishes in flight.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/mqtt_lib.sh"
+
+mq_private driver 52883
+H=("$MHARNESS" "$MQTT_SO" "$PMQ_URL")
+
+note "config refusals";      "${H[@]}" config  || fail "config scenario"
+note "broker down";          "${H[@]}" offline || fail "offline scenario"
+note "invalid topics";       "${H[@]}" invalid || fail "invalid-topic scenario"
+note "close with in-flight"; "${H[@]}" close   || fail "close scenario"
+note "two instances";        "${H[@]}" two     || fail "two-instance scenario"
+
+note "20,000 messages, subscriber checks properties and order"
+N=20000
+rm -f /tmp/obx-mqtt-driver/ready
+"$MSUB" -u "$PMQ_URL" -t 'obx/pub/#' -n $N -i msub-driver -r /tmp/obx-mqtt-driver/ready \
+    -H traceparent=00-abc-def-01 -T 300 > /tmp/obx-mqtt-driver/msub.out &
+MSUB_PID=$!; MQ_BG_PIDS=$MSUB_PID
+for _ in $(seq 100); do [ -e /tmp/obx-mqtt-driver/ready ] && break; sleep 0.1; done
+[ -e /tmp/obx-mqtt-driver/ready ] || fail "subscriber not ready"
+"${H[@]}" publish $N obx/pub/orders 100 || fail "publish scenario"
+wait $MSUB_PID || { cat /tmp/obx-mqtt-driver/msub.out; fail "subscriber: not all messages, or wrong properties/order"; }
+cat /tmp/obx-mqtt-driver/msub.out
+
+note "broker stopped and restarted while publishing"
+MQTT_STOP_CMD=$PMQ_STOP MQTT_START_CMD=$PMQ_START "${H[@]}" restart $N obx/restart || fail "restart scenario"
+note "broker frozen (timeouts), then killed with publishes in flight"
+MQTT_PID=$(cat "$PMQ_DIR/mosquitto/mosquitto.pid") MQTT_START_CMD=$PMQ_START "${H[@]}" freeze obx/freeze \
+    || fail "freeze scenario"
+echo "PASS mqtt_driver"

@@ -1,0 +1,3 @@
+#!/bin/bash
+. "$(dirname "$0")/../lib.sh"
+fail "not written yet: waits for the relay CLI"
