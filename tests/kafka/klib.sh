@@ -50,3 +50,28 @@ check_order() {
         END { print n + 0 }' "$1")
     [ "$bad" = 0 ] || fail "$bad messages out of per-aggregate order"
 }
+
+# write_relay_cfg FILE BOOTSTRAP TOPIC [WORKERS] [MSG_TIMEOUT_MS] [EXTRA_PROPERTIES]
+# A relay config for the database in TEST_DSN, publishing everything to TOPIC.
+write_relay_cfg() {
+    cat > "$1" <<CFG
+database = { conninfo = "\${TEST_DSN}"; };
+relay = {
+  workers = ${4:-2};
+  batch_size = 500;
+  ordering = "aggregate";
+  max_attempts = 1000;
+  poll_interval_ms = 200;
+  backoff = { initial_ms = 100; max_ms = 2000; multiplier = 2.0; jitter = 0.2; };
+  drivers_dir = "\${OBX_DRIVERS}";
+};
+outputs = (
+  { name = "kafka"; driver = "kafka";
+    options = { bootstrap_servers = "$2"; message_timeout_ms = ${5:-30000}; };
+    properties = ( ["linger.ms", "5"], ["compression.type", "lz4"]${6:+, $6} ); }
+);
+routes = (
+  { event_type = "*"; aggregate_type = "*"; output = "kafka"; destination = "$3"; }
+);
+CFG
+}
