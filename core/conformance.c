@@ -379,18 +379,41 @@ static size_t cf_pending(cf_recorder *rec)
     return n;
 }
 
-/* Drives poll until nothing is pending or the run's timeout; returns what is left. */
-static size_t cf_drain(cf_run *run, cf_instance *ci)
+static int cf_misrouted(cf_recorder *rec)
+{
+    pthread_mutex_lock(&rec->lock);
+    int bad = rec->foreign || rec->unknown;
+    pthread_mutex_unlock(&rec->lock);
+    return bad;
+}
+
+/* Drives poll on n instances until nothing is pending or the run's timeout;
+ * returns what is left. Stops early once completions go to the wrong
+ * instance: what is missing will never come. */
+static size_t cf_drain_all(cf_run *run, cf_instance **cis, size_t n)
 {
     int64_t deadline = cf_now_ms() + run->timeout_ms;
-    size_t left;
-    while ((left = cf_pending(&ci->rec)) > 0 && cf_now_ms() < deadline) {
-        if (run->def->poll)
-            run->def->poll(ci->inst, 50);
-        else
-            cf_sleep_ms(5);
+    for (;;) {
+        size_t left = 0;
+        int misrouted = 0;
+        for (size_t i = 0; i < n; i++) {
+            left += cf_pending(&cis[i]->rec);
+            misrouted |= cf_misrouted(&cis[i]->rec);
+        }
+        if (left == 0 || misrouted || cf_now_ms() >= deadline)
+            return left;
+        for (size_t i = 0; i < n; i++) {
+            if (run->def->poll)
+                run->def->poll(cis[i]->inst, n > 1 ? 10 : 50);
+            else
+                cf_sleep_ms(5);
+        }
     }
-    return left;
+}
+
+static size_t cf_drain(cf_run *run, cf_instance *ci)
+{
+    return cf_drain_all(run, &ci, 1);
 }
 
 /* Closes while recording which completions happen during close. */
@@ -431,6 +454,10 @@ static int cf_violations(cf_run *run, cf_recorder *rec, const char *name)
                 "%zu bad status). Rule: %s",
                 rec->problem, rec->dup, rec->after_close, rec->unknown, rec->foreign,
                 rec->refused_completed, rec->bad_status, rule);
+        /* the next check reports only what happens after this one */
+        rec->dup = rec->unknown = rec->foreign = rec->after_close = 0;
+        rec->refused_completed = rec->bad_status = 0;
+        rec->problem[0] = '\0';
     }
     pthread_mutex_unlock(&rec->lock);
     return bad;
@@ -595,6 +622,8 @@ static void check_publish_bound(cf_run *run, cf_instance *ci)
     int64_t ms;
     size_t accepted = cf_publish(run, ci, CF_MANY, &rc, &ms);
     size_t left = cf_drain(run, ci);
+    if (cf_violations(run, &ci->rec, "publish_bound"))
+        return;
     if (ms > CF_PUBLISH_BOUND_MS)
         cf_fail(run, "publish_bound", "publish_batch of %d messages took %lld ms (> %d ms): it "
                                       "must hand messages over without waiting for "
@@ -692,7 +721,8 @@ static void check_two_instances(cf_run *run)
             acc += cf_publish(run, a, 150, NULL, NULL);
             acc += cf_publish(run, b, 150, NULL, NULL);
         }
-        size_t left = cf_drain(run, a) + cf_drain(run, b);
+        cf_instance *both[2] = {a, b};
+        size_t left = cf_drain_all(run, both, 2);
         cf_close_now(run, a);
         cf_close_now(run, b);
         cf_sleep_ms(CF_AFTER_CLOSE_MS);

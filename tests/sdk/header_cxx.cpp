@@ -1,0 +1,24 @@
+// include/obx/driver.h must compile alone as C++ (no designated initializers here:
+// OBX_DRIVER_DEF_HEAD is a C99 convenience).
+#include "obx/driver.h"
+
+static_assert(sizeof(obx_status) == sizeof(int), "obx_status is an int-sized enum");
+static_assert(offsetof(obx_driver_def, magic) == 0, "magic comes first");
+
+static obx_driver_def make_def()
+{
+    obx_driver_def def = obx_driver_def();
+    def.magic = OBX_DRIVER_MAGIC;
+    def.abi_major = OBX_ABI_MAJOR;
+    def.abi_minor = OBX_ABI_MINOR;
+    def.struct_size = sizeof(obx_driver_def);
+    def.name = "header-check";
+    return def;
+}
+
+static const obx_driver_def hdr_def = make_def();
+
+extern "C" OBX_DRIVER_EXPORT const obx_driver_def *obx_driver_entry(void)
+{
+    return &hdr_def;
+}
