@@ -1,0 +1,138 @@
+# Helpers for the engine tests (tests/engine/*.sh). Source after setting
+# ENG_TEST (a short name: it names the database and the work directory):
+#   ENG_TEST=crash; . "$(dirname "$0")/elib.sh"
+#
+# The memory driver's record_file is the "broker log": one JSON line per
+# decided outcome, "ok" lines written before the completion. The tests load it
+# into PostgreSQL (table rec) and check the guarantees with SQL.
+# shellcheck disable=SC1091
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+export PGOPTIONS="-c client_min_messages=warning"
+ENG_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OBX_DRIVERS=${OBX_DRIVERS:-$(dirname "$OBX_BIN")/drivers}
+export OBX_DRIVERS
+WORK=$(mktemp -d "/tmp/obx-eng-${ENG_TEST:?set ENG_TEST}.XXXXXX")
+chmod 755 "$WORK"
+REC=$WORK/record.jsonl
+ENG_PIDS=()
+
+# Kills what this test started (by pid) and keeps the work dir on failure.
+eng_cleanup() {
+    local rc=$?
+    local p
+    for p in "${ENG_PIDS[@]}"; do
+        kill -9 "$p" 2>/dev/null || true
+    done
+    if [ "$rc" -eq 0 ]; then
+        rm -rf "$WORK"
+    else
+        echo "--- work dir kept: $WORK" >&2
+        for f in "$WORK"/*.log; do
+            [ -s "$f" ] || continue
+            echo "--- tail $f" >&2
+            tail -15 "$f" >&2
+        done
+    fi
+    if declare -F eng_extra_cleanup >/dev/null; then eng_extra_cleanup; fi
+    exit "$rc"
+}
+trap eng_cleanup EXIT
+
+# write_cfg FILE RELAY_SETTINGS MEMORY_OPTIONS [EXTRA]: a memory-driver config
+# recording to $REC. EXTRA is appended verbatim (routes, log ...).
+write_cfg() {
+    cat >"$1" <<EOF
+database = { conninfo = "\${TEST_DSN}"; };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; $2 };
+outputs = ( { name = "mem"; driver = "memory";
+              options = { record_file = "$REC"; $3 }; } );
+${4:-}
+EOF
+}
+
+# init_db CFG: schema into the fresh test database.
+init_db() { "$OBX_BIN" init-db -c "$1" >/dev/null || fail "init-db failed"; }
+
+# start_relay CFG LOG [ARGS...]: the relay in the background; sets RELAY_PID.
+start_relay() {
+    local cfg=$1 log=$2
+    shift 2
+    "$OBX_BIN" run -c "$cfg" "$@" >>"$log" 2>&1 &
+    RELAY_PID=$!
+    ENG_PIDS+=("$RELAY_PID")
+}
+
+# wait_exit PID SECONDS: waits for PID (a child); sets EXIT_RC (or fails on timeout).
+wait_exit() {
+    local pid=$1 i
+    for ((i = 0; i < $2 * 10; i++)); do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            EXIT_RC=0
+            wait "$pid" || EXIT_RC=$?
+            return 0
+        fi
+        sleep 0.1
+    done
+    fail "process $pid did not exit within $2 s"
+}
+
+# drain CFG LOG [SECONDS]: `run --drain` in the foreground, bounded; must exit 0.
+drain() {
+    start_relay "$1" "$2" --drain
+    wait_exit "$RELAY_PID" "${3:-120}"
+    [ "$EXIT_RC" -eq 0 ] || fail "run --drain exited $EXIT_RC (log $2)"
+}
+
+# wait_sql QUERY WANT SECONDS: polls until QUERY returns WANT (liveness bound, not a timing check).
+wait_sql() {
+    local i got=""
+    for ((i = 0; i < $3 * 5; i++)); do
+        got=$(sql "$1" 2>/dev/null || true)
+        [ "$got" = "$2" ] && return 0
+        sleep 0.2
+    done
+    fail "waited $3 s for [$1] = '$2', last got '$got'"
+}
+
+# load_record [FILE]: the record file into table rec (line = file order).
+# CSV with control-character quote/delimiter keeps every JSON byte as is.
+load_record() {
+    local f=${1:-$REC}
+    [ -f "$f" ] || : >"$f"
+    sql "DROP TABLE IF EXISTS rec; CREATE TABLE rec (line bigserial PRIMARY KEY, j jsonb NOT NULL)"
+    psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" \
+        -c "\\copy rec(j) FROM '$f' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')" >/dev/null
+    sql "CREATE OR REPLACE VIEW r AS SELECT line, (j->>'event_id')::uuid AS event_id,
+           j->>'status' AS status, (j->>'attempt')::int AS attempt, (j->>'t_us')::bigint AS t_us,
+           (j->>'pid')::int AS pid, j->>'aggregate_id' AS aggregate_id, j->>'destination' AS destination
+         FROM rec"
+}
+
+# The common end-of-run checks on table outbox and the loaded record:
+# every committed row published, each with an "ok" line, no "ok" for a row
+# that is not in the table. Prints the duplicate count; echoes it to stdout.
+check_all_published() {
+    expect_eq "rows not published" "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NULL")" 0
+    expect_eq "rows without an ok line in the record" \
+        "$(sql "SELECT count(*) FROM outbox o WHERE NOT EXISTS
+                  (SELECT 1 FROM r WHERE r.event_id = o.event_id AND r.status = 'ok')")" 0
+    expect_eq "ok lines for events not in the table" \
+        "$(sql "SELECT count(*) FROM r WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = r.event_id)")" 0
+    expect_eq "leases still held" "$(sql "SELECT count(*) FROM outbox WHERE lease_owner IS NOT NULL")" 0
+}
+
+# dup_count: "ok" lines beyond the first per event.
+dup_count() { sql "SELECT count(*) - count(DISTINCT event_id) FROM r WHERE status = 'ok'"; }
+
+# relay_dead: does any relay log contain a sanitizer report or a crash?
+check_logs_clean() {
+    local f
+    for f in "$WORK"/*.log; do
+        [ -f "$f" ] || continue
+        if grep -qE "ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:|Segmentation fault" "$f"; then
+            grep -nE "Sanitizer|runtime error" "$f" | head -5 >&2
+            fail "sanitizer report in $f"
+        fi
+    done
+}
