@@ -1,0 +1,36 @@
+#!/bin/bash
+# The driver against a PRIVATE RabbitMQ that is stopped and restarted, then
+# has its connections force-closed, while events flow: every event ends OK
+# (none lost), the driver reconnects by itself, duplicates are counted.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/rmq_common.sh"
+priv_start
+Q=$(rmq_queue faults)
+N=${RMQ_FAULT_EVENTS:-40000}
+
+run_with_fault() { # NAME FAULT-COMMAND...
+    local name=$1; shift
+    local q=${Q}_$name
+    "$RCONSUME" "$PRIV_URL" declare "$q"
+    harness url="$PRIV_URL" declare_queue="$q" heartbeat_s=5 connect_timeout_ms=2000 -- \
+        publish "$N" 50 "$q" --deadline 240 >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    local pid=$!
+    sleep 1.5
+    "$@"
+    wait $pid || { cat "$WORK/$name.out"; tail -20 "$WORK/$name.err"; fail "$name: not every event ended OK"; }
+    local sum; sum=$(tail -1 "$WORK/$name.out")
+    echo "$name: driver: $sum"
+    expect_eq "$name ok" "$(field ok "$sum")" "$N"
+    [ "$(field retriable "$sum")" -gt 0 ] || fail "$name: the fault did not hit in-flight messages (test too slow?)"
+    grep -q "reconnecting" "$WORK/$name.err" || fail "$name: no reconnect logged"
+    local r
+    r=$("$RCONSUME" "$PRIV_URL" read "$q" "$N" 10000 --header-n trace t-) || { echo "$r"; fail "$name: consumer check failed"; }
+    echo "$name: consumer: $r"
+}
+
+restart() { note "rabbitmq stop"; priv rmq-stop; sleep 2; note "rabbitmq start"; priv rmq-start; }
+run_with_fault restart restart
+
+drop() { local i; for i in 1 2 3; do note "close_all_connections"; priv rmq-drop-conns; sleep 0.7; done; }
+run_with_fault drop drop
+echo "PASS faults"
