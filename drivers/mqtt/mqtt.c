@@ -33,6 +33,9 @@ static const obx_option mqtt_options[] = {
     {"password", OBX_OPT_STRING, OBX_OPT_SECRET, "password (use ${ENV_VAR})"},
     {"qos", OBX_OPT_INT, 0, "1 (default) or 2; 0 is refused: it cannot be acknowledged"},
     {"window", OBX_OPT_INT, 0, "max publishes in flight per instance (default 100)"},
+    {"window_wait_ms", OBX_OPT_INT, 0,
+     "with the window full, publish waits up to this long per batch, then refuses RETRIABLE "
+     "(default 2000; 0 refuses at once)"},
     {"publish_timeout_ms", OBX_OPT_INT, 0,
      "a publish not acknowledged in this time completes RETRIABLE (default 30000)"},
     {"content_type", OBX_OPT_STRING, 0, "content type property (default: the row's)"},
@@ -283,6 +286,9 @@ static int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
     if (mqtt_getint(host, "window", MQTT_DEFAULT_WINDOW, 1, 65535, &v, errstr, errstr_size))
         return -1;
     inst->window = (int)v;
+    if (mqtt_getint(host, "window_wait_ms", 2000, 0, 60000, &inst->window_wait_ms, errstr,
+                    errstr_size))
+        return -1;
     if (mqtt_getint(host, "publish_timeout_ms", MQTT_DEFAULT_TIMEOUT_MS, 100, 3600000,
                     &inst->publish_timeout_ms, errstr, errstr_size))
         return -1;

@@ -59,6 +59,7 @@ struct obx_instance {
     int qos;
     int window;
     int64_t publish_timeout_ms;
+    int64_t window_wait_ms; /* how long one publish_batch may wait for window space */
     const char *content_type; /* NULL: use the message's own */
     int64_t message_expiry_s; /* 0: none */
     int64_t reconnect_min_ms, reconnect_max_ms;

@@ -263,7 +263,30 @@ static obx_status mqtt_reject(mqtt_inst *inst, const obx_message *m, const char 
     return OBX_OK;
 }
 
-static obx_status mqtt_publish_one(mqtt_inst *inst, const obx_message *m, int *wedged)
+/* Waits (mu held) for a free slot until wait_until; 0 when one is free. The
+ * engine publishes whole claimed batches and counts a refusal as an attempt,
+ * so a full window briefly holds the caller back instead of refusing. */
+static int mqtt_wait_slot_locked(mqtt_inst *inst, int64_t wait_until)
+{
+    while (inst->free_n == 0 && inst->connected && !inst->closed) {
+        int64_t left = wait_until - mqtt_now_ms();
+        if (left <= 0)
+            return -1;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&inst->cond, &inst->mu, &ts);
+    }
+    return inst->free_n > 0 ? 0 : -1;
+}
+
+static obx_status mqtt_publish_one(mqtt_inst *inst, const obx_message *m, int64_t wait_until,
+                                   int *wedged)
 {
     char created[40];
     const char *why = mqtt_topic_problem(m->destination);
@@ -281,9 +304,9 @@ static obx_status mqtt_publish_one(mqtt_inst *inst, const obx_message *m, int *w
         pthread_mutex_unlock(&inst->mu);
         return OBX_RETRIABLE;
     }
-    if (!inst->connected || inst->free_n == 0) {
+    if (!inst->connected || mqtt_wait_slot_locked(inst, wait_until) != 0) {
         pthread_mutex_unlock(&inst->mu);
-        return OBX_RETRIABLE; /* offline, or the window is full */
+        return OBX_RETRIABLE; /* offline, or the window stayed full */
     }
     mqtt_slot *slot = &inst->slots[inst->free_idx[--inst->free_n]];
     slot->state = MQTT_SLOT_SENDING;
@@ -360,8 +383,9 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
      * is refused too: a slot freed meanwhile must not let a later event
      * overtake a refused one of the same aggregate. */
     int refusing = closed;
+    int64_t wait_until = mqtt_now_ms() + inst->window_wait_ms;
     for (size_t i = 0; i < count; i++) {
-        accept[i] = refusing ? OBX_RETRIABLE : mqtt_publish_one(inst, &msgs[i], &wedged);
+        accept[i] = refusing ? OBX_RETRIABLE : mqtt_publish_one(inst, &msgs[i], wait_until, &wedged);
         if (accept[i] == OBX_RETRIABLE)
             refusing = 1;
     }
