@@ -49,13 +49,14 @@ static const char claim_ordered[] =
  * One statement records a whole batch, fenced by the lease owner: a worker
  * whose lease was taken over changes nothing. $1 ids, $2 outcome codes,
  * $3 retry delays in ms, $4 errors, $5 owner, $6 delete published rows.
+ * Returns (outcome, rows) for the rows actually recorded.
  */
 static const char record_sql[] =
     "WITH f AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[])"
     " AS f(id, outcome, delay_ms, error)),"
     " gone AS (DELETE FROM {table} t USING f WHERE $6 AND f.outcome = 0"
-    " AND t.{c.id} = f.id AND t.{c.lease_owner} = $5 RETURNING t.{c.id})"
-    " UPDATE {table} t SET"
+    " AND t.{c.id} = f.id AND t.{c.lease_owner} = $5 RETURNING f.outcome),"
+    " kept AS (UPDATE {table} t SET"
     " {c.published_at} = CASE WHEN f.outcome = 0 THEN now() ELSE t.{c.published_at} END,"
     " {c.dead_at} = CASE WHEN f.outcome = 2 THEN now() ELSE t.{c.dead_at} END,"
     " {c.attempts} = t.{c.attempts} + CASE WHEN f.outcome = 3 THEN 0 ELSE 1 END,"
@@ -64,7 +65,9 @@ static const char record_sql[] =
     " {c.last_error} = CASE WHEN f.outcome IN (1, 2) THEN f.error ELSE t.{c.last_error} END,"
     " {c.lease_owner} = NULL, {c.lease_until} = NULL"
     " FROM f WHERE t.{c.id} = f.id AND t.{c.lease_owner} = $5"
-    " AND NOT (f.outcome = 0 AND $6)";
+    " AND NOT (f.outcome = 0 AND $6) RETURNING f.outcome)"
+    " SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept) r"
+    " GROUP BY outcome";
 
 /* $1 ids still in flight, $2 owner, $3 lease ms. */
 static const char renew_sql[] =

@@ -425,7 +425,6 @@ static void record(worker *w)
     pgarray_init(&delays);
     pgarray_init(&errors);
     pgarray_init(&holds);
-    long long counts[4] = {0};
     for (int i = 0; i < w->count; i++) {
         const slot *s = &w->slots[i];
         const char *id = PQgetvalue(w->claim, i, ROW_ID);
@@ -455,7 +454,6 @@ static void record(worker *w)
         if (outcome == REC_DEAD)
             worker_log(w, OBX_LOG_WARN, "event %s dead-lettered: %s",
                        PQgetvalue(w->claim, i, ROW_EVENT_ID), error);
-        counts[outcome]++;
         char num[24];
         pgarray_add(&ids, id, 0);
         snprintf(num, sizeof num, "%d", outcome);
@@ -471,13 +469,12 @@ static void record(worker *w)
                             pgarray_text(&errors), w->owner,
                             w->cfg->retention == RETAIN_DELETE ? "true" : "false"};
     /* keep trying through reconnects while our lease can still hold */
+    PGresult *res;
     for (int tries = 0;; tries++) {
-        PGresult *res = w->conn ? run(w, "record", 6, params, PGRES_COMMAND_OK) : NULL;
-        if (res) {
-            PQclear(res);
+        res = w->conn ? run(w, "record", 6, params, PGRES_TUPLES_OK) : NULL;
+        if (res)
             break;
-        }
-        if (now_ms() - w->claimed_at > w->cfg->lease_ms || atomic_load(&w->eng->stop) > 1) {
+        if (now_ms() - w->claimed_at > w->cfg->lease_ms) {
             worker_log(w, OBX_LOG_ERROR, "could not record %d outcomes; the rows will be retried "
                        "when their lease expires", w->count);
             goto out;
@@ -486,14 +483,24 @@ static void record(worker *w)
         /* even during a graceful stop: recording is what the stop waits for */
         ensure_connected(w, w->claimed_at + w->cfg->lease_ms, 0);
     }
+    long long recorded[4] = {0}, total = 0;
+    for (int r = 0; r < PQntuples(res); r++) {
+        int outcome = atoi(PQgetvalue(res, r, 0));
+        recorded[outcome] = atoll(PQgetvalue(res, r, 1));
+        total += recorded[outcome];
+    }
+    PQclear(res);
+    if (total < w->count)
+        worker_log(w, OBX_LOG_WARN, "lease lost on %lld of %d rows (another worker took them over "
+                   "and will publish them again)", w->count - total, w->count);
     if (holds.count > 0) {
         const char *hold_params[] = {pgarray_text(&holds)};
         PQclear(run(w, "hold", 1, hold_params, PGRES_COMMAND_OK));
     }
-    atomic_fetch_add(&w->eng->published, counts[REC_PUBLISHED]);
-    atomic_fetch_add(&w->eng->retried, counts[REC_RETRY]);
-    atomic_fetch_add(&w->eng->dead, counts[REC_DEAD]);
-    atomic_fetch_add(&w->eng->released, counts[REC_RELEASE]);
+    atomic_fetch_add(&w->eng->published, recorded[REC_PUBLISHED]);
+    atomic_fetch_add(&w->eng->retried, recorded[REC_RETRY]);
+    atomic_fetch_add(&w->eng->dead, recorded[REC_DEAD]);
+    atomic_fetch_add(&w->eng->released, recorded[REC_RELEASE]);
 out:
     pgarray_free(&ids);
     pgarray_free(&outcomes);
