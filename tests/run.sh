@@ -2,7 +2,8 @@
 # The test suite on a fresh Debian 12 machine, as root: installs packages,
 # starts the real servers (PostgreSQL, RabbitMQ, Mosquitto, the Kafka mock
 # cluster), builds with AddressSanitizer and UndefinedBehaviorSanitizer and
-# runs every test with ctest. Extra arguments go to ctest (e.g. -R kafka).
+# runs every test with ctest, then the valgrind leak checks on a plain build.
+# Extra arguments go to the first ctest (e.g. -R kafka) and skip valgrind.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export SVC_DIR=${SVC_DIR:-/tmp/ci-services}
@@ -16,3 +17,9 @@ cmake --build "$build" -j"$(nproc)"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
+# valgrind does not mix with ASan: its leak checks run on a plain build
+if [ $# -eq 0 ]; then
+    cmake -S "$root" -B "$build-valgrind" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+    cmake --build "$build-valgrind" -j"$(nproc)"
+    ctest --test-dir "$build-valgrind" --output-on-failure --timeout 900 -R valgrind
+fi
