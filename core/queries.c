@@ -18,12 +18,14 @@
     " t.{c.event_type}, t.{c.payload}, t.{c.headers}, t.{c.destination},"                      \
     " (extract(epoch FROM t.{c.created_at}) * 1000000)::bigint, t.{c.attempts}"
 
-/* $1 owner, $2 batch size, $3 lease ms. */
+/* $1 owner, $2 batch size, $3 lease ms. The lease runs from when it is
+ * written (clock_timestamp), not from the statement's start: a claim that
+ * waited (a lock, a slow plan) must not write a lease already expired. */
 static const char claim_unordered[] =
     "WITH picked AS (SELECT o.{c.id} FROM {table} o WHERE " CLAIMABLE("o")
     " ORDER BY o.{c.id} LIMIT $2 FOR UPDATE SKIP LOCKED)"
     " UPDATE {table} t SET {c.lease_owner} = $1,"
-    " {c.lease_until} = now() + $3 * interval '1 millisecond'"
+    " {c.lease_until} = clock_timestamp() + $3 * interval '1 millisecond'"
     " FROM picked WHERE t.{c.id} = picked.{c.id}" CLAIM_RETURNING;
 
 /*
@@ -42,7 +44,7 @@ static const char claim_ordered[] =
     " AND p.{c.id} < o.{c.id} AND p.{c.published_at} IS NULL %s)"
     " ORDER BY o.{c.id} LIMIT $2 FOR UPDATE OF o SKIP LOCKED)"
     " UPDATE {table} t SET {c.lease_owner} = $1,"
-    " {c.lease_until} = now() + $3 * interval '1 millisecond'"
+    " {c.lease_until} = clock_timestamp() + $3 * interval '1 millisecond'"
     " FROM picked WHERE t.{c.id} = picked.{c.id}" CLAIM_RETURNING;
 
 /*
@@ -71,7 +73,7 @@ static const char record_sql[] =
 
 /* $1 ids still in flight, $2 owner, $3 lease ms. */
 static const char renew_sql[] =
-    "UPDATE {table} SET {c.lease_until} = now() + $3 * interval '1 millisecond'"
+    "UPDATE {table} SET {c.lease_until} = clock_timestamp() + $3 * interval '1 millisecond'"
     " WHERE {c.id} = ANY($1::bigint[]) AND {c.lease_owner} = $2";
 
 /*
