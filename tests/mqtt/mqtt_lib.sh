@@ -23,3 +23,45 @@ mq_cleanup() {
     for pid in ${MQ_BG_PIDS:-}; do kill "$pid" 2>/dev/null || true; done
     bash -c "$PMQ_STOP" 2>/dev/null || true
 }
+
+# mq_relay_cfg FILE URL TOPIC_PREFIX [RELAY_EXTRA] [MQTT_EXTRA]: a relay config
+# publishing every event to TOPIC_PREFIX/<aggregate_type>.
+mq_relay_cfg() {
+    cat >"$1" <<CFG
+database = { conninfo = "\${TEST_DSN}"; };
+relay = { workers = 2; batch_size = 500; ordering = "aggregate"; poll_interval_ms = 200;
+          drivers_dir = "\${OBX_DRIVERS}"; ${4:-max_attempts = 5;}
+          backoff = { initial_ms = 100; max_ms = 1000; multiplier = 2.0; jitter = 0.2; }; };
+outputs = ( { name = "mq"; driver = "mqtt";
+              options = { url = "$2"; client_id_prefix = "relay-test-"; window = 500;
+                          content_type = "application/json"; ${5:-} }; } );
+routes = ( { event_type = "*"; aggregate_type = "*"; output = "mq";
+             destination = "$3/\${aggregate_type}"; } );
+CFG
+}
+
+# msub_start NAME URL FILTER EXPECTED [ARGS...]: the subscriber in the
+# background, subscribed before this returns; sets MSUB_PID, MSUB_OUT.
+msub_start() {
+    local name=$1 url=$2 filter=$3 n=$4
+    shift 4
+    MSUB_OUT=/tmp/obx-mqtt-$name/msub.out
+    rm -f "/tmp/obx-mqtt-$name/ready"
+    "$MSUB" -u "$url" -t "$filter" -n "$n" -i "msub-$name" -r "/tmp/obx-mqtt-$name/ready" "$@" >"$MSUB_OUT" &
+    MSUB_PID=$!
+    MQ_BG_PIDS="${MQ_BG_PIDS:-} $MSUB_PID"
+    local i
+    for i in $(seq 100); do [ -e "/tmp/obx-mqtt-$name/ready" ] && return 0; sleep 0.1; done
+    fail "subscriber $name not ready"
+}
+
+# msub_wait: waits for the subscriber, prints its summary, fails if it failed.
+msub_wait() {
+    local rc=0
+    wait "$MSUB_PID" || rc=$?
+    cat "$MSUB_OUT"
+    [ "$rc" -eq 0 ] || fail "subscriber: not every event, or wrong properties or order (rc $rc)"
+}
+
+# msub_field NAME: a number from the subscriber's summary line.
+msub_field() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" "$MSUB_OUT"; }
