@@ -11,6 +11,7 @@
 #include "db.h"
 #include "host.h"
 #include "log.h"
+#include "metrics.h"
 #include "queries.h"
 #include "schema.h"
 #include "sql.h"
@@ -179,6 +180,15 @@ int engine_run(const relay_config *cfg, int drain)
         unload_drivers(&eng);
         return code;
     }
+    metrics_server *metrics = NULL;
+    if (cfg->metrics_listen) {
+        char err[512];
+        if (!(metrics = metrics_start(&eng, cfg->metrics_listen, err, sizeof err))) {
+            log_error("%s", err);
+            unload_drivers(&eng);
+            return 1;
+        }
+    }
     running = &eng;
     install_signals();
     log_info("relay starting: %d workers, batch %d, ordering %s, %zu outputs%s", cfg->workers,
@@ -204,6 +214,7 @@ int engine_run(const relay_config *cfg, int drain)
         pthread_join(cleaner, NULL);
     free(workers);
     free(threads);
+    metrics_stop(metrics);
     running = NULL;
     log_info("relay stopped: claimed %lld, published %lld, retried %lld, dead %lld, released %lld",
              atomic_load(&eng.claimed), atomic_load(&eng.published), atomic_load(&eng.retried),
