@@ -42,9 +42,11 @@ trap eng_cleanup EXIT
 # write_cfg FILE RELAY_SETTINGS MEMORY_OPTIONS [EXTRA]: a memory-driver config
 # recording to $REC. EXTRA is appended verbatim (routes, log ...).
 write_cfg() {
+    local poll="poll_interval_ms = 200;"
+    case "$2" in *poll_interval_ms*) poll="" ;; esac
     cat >"$1" <<EOF
 database = { conninfo = "\${TEST_DSN}"; };
-relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; $2 };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; $poll $2 };
 outputs = ( { name = "mem"; driver = "memory";
               options = { record_file = "$REC"; $3 }; } );
 ${4:-}
