@@ -1,6 +1,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -31,7 +32,7 @@ typedef struct slot {
 typedef struct output_instance {
     host_ctx host;
     obx_instance *inst;
-    int broken;          /* FATAL seen: close and re-create before the next claim */
+    atomic_int broken;   /* FATAL seen (any thread): close now, re-create before the next claim */
     long long retry_at;  /* when to try create again */
     int backoff_ms;
 } output_instance;
@@ -107,7 +108,9 @@ static void on_complete(void *arg, uint64_t token, obx_status status, int native
     s->status = status;
     s->native_code = native_code;
     snprintf(s->detail, sizeof s->detail, "%s", detail ? detail : "");
-    if (--w->awaiting == 0)
+    if (status == OBX_FATAL)
+        atomic_store(&w->outs[s->output].broken, 1);
+    if (--w->awaiting == 0 || status == OBX_FATAL)
         pthread_cond_signal(&w->done);
     pthread_mutex_unlock(&w->lock);
 }
@@ -375,6 +378,10 @@ static void await_completions(worker *w)
                 w->outs[i].broken = 1;
             return;
         }
+        /* a broken instance may owe completions it will only give at close */
+        for (size_t i = 0; i < w->cfg->output_count; i++)
+            if (atomic_load(&w->outs[i].broken) && w->outs[i].inst)
+                close_instance(&w->outs[i]);
         if (now - renewed > w->cfg->lease_ms / 3) {
             renew_lease(w);
             renewed = now;
@@ -398,10 +405,6 @@ static void await_completions(worker *w)
             pthread_mutex_unlock(&w->lock);
         }
     }
-    /* a FATAL completion means the instance is unusable */
-    for (int i = 0; i < w->count; i++)
-        if (w->slots[i].state == SLOT_DONE && w->slots[i].status == OBX_FATAL)
-            w->outs[w->slots[i].output].broken = 1;
 }
 
 static long long backoff_ms(const worker *w, unsigned attempt, unsigned *rnd)
