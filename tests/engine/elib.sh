@@ -102,7 +102,7 @@ wait_sql() {
 load_record() {
     local f=${1:-$REC}
     [ -f "$f" ] || : >"$f"
-    sql "DROP TABLE IF EXISTS rec; CREATE TABLE rec (line bigserial PRIMARY KEY, j jsonb NOT NULL)"
+    sql "DROP TABLE IF EXISTS rec CASCADE; CREATE TABLE rec (line bigserial PRIMARY KEY, j jsonb NOT NULL)"
     psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" \
         -c "\\copy rec(j) FROM '$f' WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')" >/dev/null
     sql "CREATE OR REPLACE VIEW r AS SELECT line, (j->>'event_id')::uuid AS event_id,
