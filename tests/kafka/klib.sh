@@ -7,7 +7,7 @@ KM_PID=
 
 cleanup() {
     if [ -n "$KM_PID" ]; then kill -TERM "$KM_PID" 2>/dev/null || true; wait "$KM_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
+    [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" >&2 || rm -rf "$WORK"
 }
 trap cleanup EXIT
 

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Brokers down mid-run: the relay publishes E2E_EVENTS events into a private
+# mock cluster whose brokers go down (SIGUSR1) for at least 8 s, and until a
+# delivery has failed (so the fault really hit messages in flight), and come
+# back (SIGUSR2). Deliveries time out and are retried; the relay recovers by
+# itself, drains, and the topic holds every event (duplicates counted).
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/klib.sh"
+
+events=${E2E_EVENTS:-3000}
+topic=kt.faults
+kmock_start "$topic:6"
+fresh_db kt_e2e_faults
+write_relay_cfg "$WORK/relay.cfg" "$KM_BOOTSTRAP" "$topic" 2 3000
+"$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db"
+sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 500), 'order.created',
+         jsonb_build_object('n', g), jsonb_build_object('seq', g::text)))
+     FROM generate_series(1, $events) g" >/dev/null
+sql "SELECT event_id FROM outbox" > "$WORK/ids"
+published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
+
+"$KCONSUME" -b "$KM_BOOTSTRAP" -t "$topic" -n "$events" -i 120000 -k -h seq > "$WORK/got" 2> "$WORK/consumer.err" &
+consumer=$!
+timeout 900 "$OBX_BIN" run -c "$WORK/relay.cfg" --drain 2> "$WORK/relay.log" &
+relay=$!
+
+for ((i = 0; i < 600; i++)); do [ "$(published)" -ge $((events / 5)) ] && break; sleep 0.2; done
+before=$(published)
+kill -USR1 "$KM_PID"
+note "brokers DOWN with $before/$events published"
+t_down=$SECONDS
+failed() { sql "SELECT count(*) FROM outbox WHERE last_error IS NOT NULL"; }
+while [ $((SECONDS - t_down)) -lt 8 ] || [ "$(failed)" = 0 ]; do
+    [ $((SECONDS - t_down)) -lt 180 ] || { kill -USR2 "$KM_PID"; fail "no delivery failed in 180 s with the brokers down"; }
+    sleep 0.5
+done
+during=$(published)
+kill -USR2 "$KM_PID"
+note "brokers UP after $((SECONDS - t_down)) s with $during/$events published, $(failed) rows with a failed attempt"
+t_up=$SECONDS
+wait "$relay" || { tail -30 "$WORK/relay.log" >&2; fail "relay run --drain did not finish cleanly"; }
+note "relay drained $((SECONDS - t_up)) s after the brokers came back; $(tail -1 "$WORK/relay.log")"
+[ "$before" -lt "$events" ] || fail "the run ended before the brokers went down: use more events"
+
+wait "$consumer" || { cat "$WORK/consumer.err" >&2; fail "consumer checks failed"; }
+expect_eq "published rows" "$(published)" "$events"
+expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
+retried=$(sql "SELECT count(*) FROM outbox WHERE attempts > 1")
+note "rows that needed a retry: $retried"
+[ "$retried" -gt 0 ] || fail "no delivery failed while the brokers were down (no fault was injected?)"
+check_delivery "$WORK/ids" "$WORK/got"
+# each aggregate's first deliveries stay in id order (duplicates may repeat an older one)
+awk -F'\t' '!seen[$4]++' "$WORK/got" > "$WORK/first"
+check_order "$WORK/first" 5 3
+echo "PASS kafka_e2e_faults ($events events, $retried retried, $DUPS duplicates)"
