@@ -24,10 +24,15 @@ void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
 
 PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size)
 {
-    /* dbname (the expanded conninfo) comes last so the user's settings win */
+    /*
+     * dbname (the expanded conninfo) comes last so the user's settings win.
+     * Custom plans: a generic plan of the claim cannot see its LIMIT and
+     * joins the whole table (measured: 150 ms instead of 17 ms at batch 500).
+     */
     const char *keys[] = {"application_name", "connect_timeout", "options", "dbname", NULL};
-    const char *values[] = {application, "10", "-c client_min_messages=warning", cfg->conninfo,
-                            NULL};
+    const char *values[] = {application, "10",
+                            "-c client_min_messages=warning -c plan_cache_mode=force_custom_plan",
+                            cfg->conninfo, NULL};
     /* expand_dbname lets conninfo be a full connection string or URI */
     PGconn *conn = PQconnectdbParams(keys, values, 1);
     if (PQstatus(conn) != CONNECTION_OK) {

@@ -32,14 +32,14 @@ static const char claim_unordered[] =
  * Per-aggregate order: only the head of an aggregate (no lower id of it is
  * still unpublished) is claimable, so at most one event per aggregate is in
  * flight anywhere. The schema's insert trigger makes ids of one aggregate
- * commit in order, so no lower id can appear later. The window bounds the
- * scan when many rows wait behind heads in flight; $4 is its size.
+ * commit in order, so no lower id can appear later. The scan stops at the
+ * $4-th claimable row, so rows waiting behind heads in flight cost little.
  */
 static const char claim_ordered[] =
-    "WITH win AS MATERIALIZED (SELECT o.{c.id} FROM {table} o WHERE " CLAIMABLE("o")
-    " ORDER BY o.{c.id} LIMIT $4),"
-    " picked AS (SELECT o.{c.id} FROM {table} o WHERE o.{c.id} IN (SELECT {c.id} FROM win)"
-    " AND " CLAIMABLE("o") " AND NOT EXISTS (SELECT 1 FROM {table} p"
+    "WITH picked AS (SELECT o.{c.id} FROM {table} o WHERE " CLAIMABLE("o")
+    " AND o.{c.id} <= (SELECT max(w.{c.id}) FROM (SELECT x.{c.id} FROM {table} x WHERE "
+    CLAIMABLE("x") " ORDER BY x.{c.id} LIMIT $4) w)"
+    " AND NOT EXISTS (SELECT 1 FROM {table} p"
     " WHERE p.{c.aggregate_type} = o.{c.aggregate_type} AND p.{c.aggregate_id} = o.{c.aggregate_id}"
     " AND p.{c.id} < o.{c.id} AND p.{c.published_at} IS NULL %s)"
     " ORDER BY o.{c.id} LIMIT $2 FOR UPDATE OF o SKIP LOCKED)"
