@@ -32,3 +32,34 @@ priv_start() {
     trap 'priv stop >/dev/null 2>&1 || true; rm -rf /tmp/obx-rmqfault-$$ "$WORK"' EXIT
     priv rmq-start
 }
+
+# write_relay_cfg FILE URL DESTINATION [EXTRA_OPTIONS] [MAX_ATTEMPTS]
+# A relay config for the database in TEST_DSN, one rabbitmq output.
+write_relay_cfg() {
+    cat > "$1" <<CFG
+database = { conninfo = "\${TEST_DSN}"; };
+relay = {
+  workers = 2;
+  batch_size = 500;
+  ordering = "aggregate";
+  max_attempts = ${5:-1000};
+  poll_interval_ms = 200;
+  backoff = { initial_ms = 100; max_ms = 1000; multiplier = 2.0; jitter = 0.2; };
+  drivers_dir = "\${OBX_DRIVERS}";
+};
+outputs = (
+  { name = "rabbit"; driver = "rabbitmq";
+    options = { url = "$2"; ${4:-} }; }
+);
+routes = (
+  { event_type = "*"; aggregate_type = "*"; output = "rabbit"; destination = "$3"; }
+);
+CFG
+}
+
+# enqueue_events N AGGREGATES: payload {"n": g}, headers {"seq": "<g>"}
+enqueue_events() {
+    sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $2), 'order.created',
+             jsonb_build_object('n', g, 'pad', repeat('x', 100)), jsonb_build_object('seq', g::text)))
+         FROM generate_series(1, $1) g" >/dev/null
+}

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Through the relay, against a PRIVATE RabbitMQ: stop and restart the broker
+# once a fifth of the events is published, force-close all connections three
+# times at three fifths. The run drains by itself: every event published
+# (none dead, none lost), duplicates counted and printed.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/rmq_common.sh"
+priv_start
+N=${RMQ_FAULT_EVENTS:-10000}
+Q=$(rmq_queue e2e_faults)
+fresh_db rmq_e2e_faults
+write_relay_cfg "$WORK/relay.cfg" "$PRIV_URL" "$Q" "declare_queue = \"$Q\"; heartbeat_s = 5;"
+"$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db"
+enqueue_events "$N" 200
+
+published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
+wait_published() { # wait until at least $1 rows are published
+    local i
+    for ((i = 0; i < 3000; i++)); do [ "$(published)" -ge "$1" ] && return 0; sleep 0.1; done
+    fail "the relay did not reach $1 published rows"
+}
+
+timeout 500 "$OBX_BIN" run -c "$WORK/relay.cfg" --drain 2>"$WORK/relay.log" &
+relay=$!
+wait_published $((N / 5))
+at=$(published)
+note "broker stop at $at/$N published"
+priv rmq-stop
+sleep 3
+priv rmq-start
+note "broker back"
+[ "$at" -lt "$N" ] || fail "the run ended before the fault"
+
+wait_published $((3 * N / 5))
+at=$(published)
+for i in 1 2 3; do note "close_all_connections at $(published)/$N"; priv rmq-drop-conns; sleep 0.5; done
+[ "$at" -lt "$N" ] || fail "the run ended before the connections were closed"
+
+wait $relay || { tail -30 "$WORK/relay.log" >&2; fail "relay run --drain failed"; }
+expect_eq "published rows" "$(published)" "$N"
+expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
+retried=$(sql "SELECT count(*) FROM outbox WHERE attempts > 1")
+note "rows retried: $retried; reconnects logged: $(grep -c 'rabbitmq: connected' "$WORK/relay.log")"
+[ "$retried" -gt 0 ] || fail "no row was retried: the faults missed"
+grep -q "reconnecting" "$WORK/relay.log" || fail "no reconnect logged"
+r=$("$RCONSUME" "$PRIV_URL" read "$Q" "$N" 10000 --header-n seq "") || { echo "$r"; fail "consumer checks failed"; }
+echo "$r"
+echo "PASS rmq_e2e_faults ($N events, duplicates $(field duplicates "$r"))"
