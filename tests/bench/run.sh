@@ -1,0 +1,367 @@
+#!/bin/bash
+# tests/bench/run.sh: outbox-relay benchmark with its baselines in the same run.
+#
+#   tests/bench/run.sh [--quick | --smoke] [--events N] [--drivers memory,file,kafka,rabbitmq,mqtt]
+#                      [--workers 1,2,4] [--batches 100,500,1000] [--orderings aggregate,none]
+#                      [--retentions mark,delete] [--rates 1000,5000] [--latency-seconds S]
+#                      [--latency-ordering aggregate|none] [--no-latency] [--profile] [--out DIR]
+#
+# Default: the full matrix, 200,000 events per run. --quick: ordering none, batch 500, mark,
+# workers 1/2/4, 50,000 events, latency 10 s. --smoke: 2,000 events, memory driver, one
+# configuration, no latency (the ctest check that the tool works; nothing is asserted on timing).
+#
+# Needs the shared services (tests/services/services.sh start; env in $SVC_DIR/env.sh) and a
+# build: OBX_BUILD (default <repo>/build-bench, a Release build) or OBX_BIN + OBX_DRIVERS +
+# OBX_BENCH_TOOLS. Starts its own Mosquitto (quiet config) and Kafka mock; uses the shared
+# PostgreSQL and RabbitMQ, each run in a private database / on a private queue.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
+OBX_BUILD=${OBX_BUILD:-$OBX_SRC/build-bench}
+export OBX_BIN=${OBX_BIN:-$OBX_BUILD/outbox-relay}
+export OBX_DRIVERS=${OBX_DRIVERS:-$(dirname "$OBX_BIN")/drivers}
+TOOLS=${OBX_BENCH_TOOLS:-$(dirname "$OBX_BIN")/tests/bench}
+export PGOPTIONS="-c client_min_messages=warning"
+# shellcheck source=../lib.sh
+. "$OBX_SRC/tests/lib.sh"
+
+MODE_ARGS="$*"
+EVENTS=200000 DRIVERS=memory,file,kafka,rabbitmq,mqtt WORKERS=1,2,4 BATCHES=100,500,1000
+ORDERINGS=aggregate,none RETENTIONS=mark,delete RATES=1000,5000 LAT_SECONDS=30 LAT_ORDERING=aggregate
+LATENCY=1 PROFILE=0 MODE=full OUT=$HERE/results
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) MODE=quick EVENTS=50000 ORDERINGS=none BATCHES=500 RETENTIONS=mark LAT_SECONDS=10 ;;
+        --smoke) MODE=smoke EVENTS=2000 DRIVERS=memory WORKERS=2 ORDERINGS=none BATCHES=500 RETENTIONS=mark LATENCY=0
+                 OUT=$(mktemp -d /tmp/obx-bench-smoke.XXXXXX) ;;
+        --events) EVENTS=$2; shift ;;
+        --drivers) DRIVERS=$2; shift ;;
+        --workers) WORKERS=$2; shift ;;
+        --batches) BATCHES=$2; shift ;;
+        --orderings) ORDERINGS=$2; shift ;;
+        --retentions) RETENTIONS=$2; shift ;;
+        --rates) RATES=$2; shift ;;
+        --latency-seconds) LAT_SECONDS=$2; shift ;;
+        --latency-ordering) LAT_ORDERING=$2; shift ;;
+        --no-latency) LATENCY=0 ;;
+        --profile) PROFILE=1 ;;
+        --out) OUT=$2; shift ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) fail "unknown option $1 (see --help)" ;;
+    esac
+    shift
+done
+for t in bench_db bench_broker bench_producer bench_rusage; do
+    [ -x "$TOOLS/$t" ] || fail "$TOOLS/$t missing: build with cmake --build $OBX_BUILD (target $t)"
+done
+[ -x "$OBX_BIN" ] || fail "relay $OBX_BIN missing"
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/obx-bench.XXXXXX)
+TPL=obx_bench_tpl_$$ EMPTY=obx_bench_empty_$$ RUNDB=obx_bench_run_$$
+BENCH_SVC=/tmp/obx-bench-svc-$$
+MQ_PORT=${BENCH_MQTT_PORT:-51983}
+KM_PID= RELAY_PID=
+IFS=, read -r -a DRV <<<"$DRIVERS"
+IFS=, read -r -a WS <<<"$WORKERS"
+IFS=, read -r -a BS <<<"$BATCHES"
+IFS=, read -r -a OS <<<"$ORDERINGS"
+IFS=, read -r -a RS <<<"$RETENTIONS"
+IFS=, read -r -a RATE <<<"$RATES"
+has_driver() { [[ ",$DRIVERS," == *",$1,"* ]]; }
+
+cleanup() {
+    set +e
+    [ -n "$RELAY_PID" ] && kill -TERM "$RELAY_PID" 2>/dev/null && wait "$RELAY_PID" 2>/dev/null
+    [ -n "$KM_PID" ] && kill -TERM "$KM_PID" 2>/dev/null && wait "$KM_PID" 2>/dev/null
+    [ -s "$BENCH_SVC/mosquitto/mosquitto.pid" ] && SVC_DIR=$BENCH_SVC MQTT_PORT=$MQ_PORT "$SERVICES" mqtt-stop
+    has_driver rabbitmq && "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench >/dev/null 2>&1
+    for db in "$RUNDB" "$TPL" "$EMPTY"; do
+        psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
+    done
+    rm -rf "$WORK" "$BENCH_SVC"
+    [ "$MODE" = smoke ] && rm -rf "$OUT"
+}
+trap cleanup EXIT
+
+# ---------------------------------------------------------------- private brokers
+if has_driver mqtt; then   # quiet config (no per-packet log), unlimited queue, window 1000
+    SVC_DIR=$BENCH_SVC MQTT_PORT=$MQ_PORT "$SERVICES" mqtt-start
+    BENCH_MQTT_URL=tcp://127.0.0.1:$MQ_PORT
+fi
+if has_driver kafka; then  # a private mock cluster: the shared one is others' test data
+    # shellcheck disable=SC2046
+    cc -O2 -o "$WORK/kmock" "$OBX_SRC/tests/services/kmock.c" $(pkg-config --cflags --libs rdkafka) -lpthread
+    "$WORK/kmock" -f "$WORK/kmock.bootstrap" -t obx.bench:3 </dev/null >/dev/null 2>"$WORK/kmock.err" &
+    KM_PID=$!
+    for _ in $(seq 100); do [ -s "$WORK/kmock.bootstrap" ] && break; sleep 0.05; done
+    BENCH_KAFKA=$(cat "$WORK/kmock.bootstrap") || fail "kmock did not start"
+fi
+
+# ---------------------------------------------------------------- databases
+dsn_of() { echo "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$1"; }
+psql_db() { psql -qAt -v ON_ERROR_STOP=1 -d "$1" -c "$2"; }
+
+# relay_cfg FILE DB DRIVER WORKERS BATCH ORDERING RETENTION
+relay_cfg() {
+    local opts dest
+    case $3 in
+        memory) opts=""; dest='bench.${aggregate_type}' ;;
+        file) opts='path = "/dev/null";'; dest='bench.${aggregate_type}' ;;
+        kafka) opts="bootstrap_servers = \"$BENCH_KAFKA\";"; dest=obx.bench ;;
+        rabbitmq) opts="url = \"$AMQP_URL\"; declare_exchange = \"obx.bench\"; declare_exchange_type = \"topic\";
+                  declare_queue = \"obx.bench\"; bind_routing_key = \"#\";"
+                  dest='obx.bench/${aggregate_type}.${event_type}' ;;
+        mqtt) opts="url = \"$BENCH_MQTT_URL\"; window = $(($5 > 100 ? $5 : 100));"
+              dest='obx/bench/${aggregate_type}/${event_type}' ;;
+    esac
+    cat > "$1" <<CFG
+database = { conninfo = "$(dsn_of "$2")"; };
+relay = { workers = $4; batch_size = $5; ordering = "$6"; retention = "$7"; max_attempts = 1000;
+          drivers_dir = "$OBX_DRIVERS"; };
+log = { level = "warn"; };
+outputs = ( { name = "out"; driver = "$3"; options = { $opts }; } );
+routes = ( { event_type = "*"; aggregate_type = "*"; output = "out"; destination = "$dest"; } );
+CFG
+}
+
+note "template database: $EVENTS events (200-byte JSON payloads, 1,000 aggregates)"
+for db in "$TPL" "$EMPTY"; do
+    psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
+    relay_cfg "$WORK/init.cfg" "$db" memory 1 500 none mark
+    "$OBX_BIN" init-db -c "$WORK/init.cfg" >/dev/null
+done
+t0=$SECONDS
+for ((from = 1; from <= EVENTS; from += 50000)); do
+    to=$((from + 49999 > EVENTS ? EVENTS : from + 49999))
+    psql_db "$TPL" "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 1000), 'order.created',
+                    jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series($from, $to) g" >/dev/null
+done
+psql_db "$TPL" "VACUUM ANALYZE outbox" >/dev/null
+psql_db "$EMPTY" "VACUUM ANALYZE outbox" >/dev/null
+PAYLOAD_BYTES=$(psql_db "$TPL" "SELECT round(avg(length(payload::text))) FROM outbox")
+note "filled in $((SECONDS - t0)) s; payload $PAYLOAD_BYTES bytes as text"
+fresh_run_db() {  # a copy of the filled template (or of the empty one with "empty")
+    psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $RUNDB WITH (FORCE)" \
+        -c "CREATE DATABASE $RUNDB TEMPLATE ${1:-$TPL}" >/dev/null
+}
+rmq_purge() { has_driver rabbitmq && "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench >/dev/null || true; }
+
+# ---------------------------------------------------------------- baselines
+declare -A DBL DBR BRK
+note "database limit (claim + one batched mark, no broker): the relay's SQL from core/queries.c"
+for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
+    fresh_run_db
+    DBL[$o,$r,$b,$w]=$("$TOOLS/bench_db" -d "$(dsn_of "$RUNDB")" -w "$w" -b "$b" -o "$o" -r "$r" -m simple | awk '{print $3}')
+    fresh_run_db
+    DBR[$o,$r,$b,$w]=$("$TOOLS/bench_db" -d "$(dsn_of "$RUNDB")" -w "$w" -b "$b" -o "$o" -r "$r" -m relay | awk '{print $3}')
+    note "  db $o/$r b=$b w=$w: ${DBL[$o,$r,$b,$w]} ev/s (relay's record SQL: ${DBR[$o,$r,$b,$w]})"
+done; done; done; done
+for d in "${DRV[@]}"; do
+    case $d in kafka) u=$BENCH_KAFKA t=obx.bench ;; rabbitmq) u=$AMQP_URL t=obx.bench ;;
+               mqtt) u=$BENCH_MQTT_URL t=obx/bench ;; *) continue ;; esac
+    for b in "${BS[@]}"; do for w in "${WS[@]}"; do
+        BRK[$d,$b,$w]=$("$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "$w" -b "$b" | awk '{print $3}')
+        rmq_purge
+        note "  broker $d b=$b w=$w: ${BRK[$d,$b,$w]} msg/s"
+    done; done
+done
+
+# ---------------------------------------------------------------- relay throughput
+RESULTS=$OUT/results.tsv
+printf 'driver\tordering\tretention\tworkers\tbatch\tevents\trelay_eps\tdb_limit\tdb_relaysql\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\n' > "$RESULTS"
+declare -A STARTUP
+startup_overhead() {  # wall time of run --drain on an empty outbox (connect, prepare, drain check)
+    local d=$1 w=$2 b=$3 o=$4 key=$1,$2
+    if [ -z "${STARTUP[$key]:-}" ]; then
+        fresh_run_db "$EMPTY"
+        relay_cfg "$WORK/empty.cfg" "$RUNDB" "$d" "$w" "$b" "$o" delete
+        "$TOOLS/bench_rusage" "$WORK/empty.ru" "$OBX_BIN" run -c "$WORK/empty.cfg" --drain >/dev/null 2>&1 || true
+        STARTUP[$key]=$(awk '{print $1}' "$WORK/empty.ru")
+    fi
+    echo "${STARTUP[$key]}"
+}
+for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
+    fresh_run_db
+    relay_cfg "$WORK/run.cfg" "$RUNDB" "$d" "$w" "$b" "$o" "$r"
+    "$TOOLS/bench_rusage" "$WORK/run.ru" "$OBX_BIN" run -c "$WORK/run.cfg" --drain 2>"$WORK/relay.err" >/dev/null \
+        || { cat "$WORK/relay.err" >&2; fail "relay $d/$o/$r/b$b/w$w exited with an error"; }
+    rmq_purge
+    read -r wall user sys rss _ < "$WORK/run.ru"
+    left=$(psql_db "$RUNDB" "SELECT count(*) FILTER (WHERE published_at IS NULL), count(*) FROM outbox")
+    if [ "$r" = mark ]; then
+        expect_eq "$d/$o/$r/b$b/w$w rows left unpublished, rows" "$left" "0|$EVENTS"
+        # events per second from the first mark to the last: the batches marked at the first
+        # mark's time did their work before it, so they are not counted (intervals, not points)
+        eps=$(psql_db "$RUNDB" "WITH s AS (SELECT min(published_at) a, max(published_at) z, count(*) n FROM outbox)
+              SELECT round((n - (SELECT count(*) FROM outbox WHERE published_at = a))
+                     / greatest(extract(epoch FROM z - a), 0.001)) FROM s")
+        method=published_at
+    else
+        expect_eq "$d/$o/$r/b$b/w$w rows left" "$left" "0|0"
+        su=$(startup_overhead "$d" "$w" "$b" "$o")
+        eps=$(awk -v n="$EVENTS" -v w="$wall" -v s="$su" 'BEGIN { t = w - s; if (t < 0.001) t = 0.001; printf "%.0f", n / t }')
+        method="wall-${su}s"
+    fi
+    db=${DBL[$o,$r,$b,$w]} brk=${BRK[$d,$b,$w]:-}
+    lim=$(awk -v a="$db" -v b="${brk:-0}" 'BEGIN { l = (b > 0 && b < a) ? b : a; print l }')
+    ratio=$(awk -v e="$eps" -v l="$lim" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
+    cpu=$(awk -v u="$user" -v s="$sys" -v n="$EVENTS" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$EVENTS" "$eps" \
+        "$db" "${DBR[$o,$r,$b,$w]}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" >> "$RESULTS"
+    note "  relay $d $o/$r b=$b w=$w: $eps ev/s, ratio $ratio, cpu ${cpu}s/100k, rss $((rss / 1024)) MB"
+done; done; done; done; done
+
+# ---------------------------------------------------------------- latency
+LATRES=$OUT/latency.tsv
+printf 'driver\tordering\tworkers\tbatch\trate\tevents\tp50_ms\tp95_ms\tp99_ms\tmax_ms\tcreated_p99_ms\tcpu_s_per_100k\tpeak_rss_mb\n' > "$LATRES"
+if [ "$LATENCY" = 1 ]; then
+    for d in "${DRV[@]}"; do for rate in "${RATE[@]}"; do
+        fresh_run_db "$EMPTY"
+        relay_cfg "$WORK/lat.cfg" "$RUNDB" "$d" 2 500 "$LAT_ORDERING" mark
+        "$TOOLS/bench_rusage" "$WORK/lat.ru" "$OBX_BIN" run -c "$WORK/lat.cfg" 2>"$WORK/lat.err" >/dev/null &
+        RELAY_PID=$!
+        sleep 1.5   # workers connected and listening
+        "$TOOLS/bench_producer" -d "$(dsn_of "$RUNDB")" -r "$rate" -s "$LAT_SECONDS" -o "$WORK/commits.tsv" >"$WORK/prod.out" \
+            || note "  producer fell behind the requested rate: $(cat "$WORK/prod.out")"
+        for _ in $(seq 300); do
+            [ "$(psql_db "$RUNDB" "SELECT count(*) FROM outbox WHERE published_at IS NULL")" = 0 ] && break; sleep 0.1
+        done
+        kill -TERM "$RELAY_PID"; wait "$RELAY_PID" || { cat "$WORK/lat.err" >&2; fail "relay (latency, $d) failed"; }
+        RELAY_PID=
+        rmq_purge
+        read -r _ user sys rss _ < "$WORK/lat.ru"
+        n=$(wc -l < "$WORK/commits.tsv")
+        psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" \
+            -c "CREATE TABLE lat (event_id uuid PRIMARY KEY, commit_us bigint)" \
+            -c "\\copy lat FROM '$WORK/commits.tsv'" >/dev/null
+        stats=$(psql_db "$RUNDB" "WITH l AS (SELECT (extract(epoch FROM o.published_at) * 1e6 - lat.commit_us) / 1000.0 ms,
+                   extract(epoch FROM o.published_at - o.created_at) * 1000.0 cms
+              FROM lat JOIN outbox o USING (event_id))
+            SELECT count(*) FILTER (WHERE ms IS NULL) || '|' || count(*) || '|' ||
+                   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) || '|' ||
+                   round(percentile_cont(0.95) WITHIN GROUP (ORDER BY ms)::numeric, 1) || '|' ||
+                   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1) || '|' ||
+                   round(max(ms)::numeric, 1) || '|' ||
+                   round(percentile_cont(0.99) WITHIN GROUP (ORDER BY cms)::numeric, 1) FROM l")
+        IFS='|' read -r unpub cnt p50 p95 p99 pmax cp99 <<<"$stats"
+        expect_eq "latency $d/$rate: events joined" "$cnt" "$n"
+        expect_eq "latency $d/$rate: unpublished" "$unpub" 0
+        cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
+        printf '%s\t%s\t2\t500\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n' "$d" "$LAT_ORDERING" "$rate" "$n" "$p50" "$p95" "$p99" \
+            "$pmax" "$cp99" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" >> "$LATRES"
+        note "  latency $d at $rate/s: p50 $p50 p95 $p95 p99 $p99 max $pmax ms"
+    done; done
+fi
+
+# ---------------------------------------------------------------- profile
+if [ "$PROFILE" = 1 ]; then
+    note "profile: memory driver, ordering none, batch 500, 1 worker; perf on relay + PostgreSQL"
+    fresh_run_db
+    relay_cfg "$WORK/prof.cfg" "$RUNDB" memory 1 500 none mark
+    perf record -q -a -g -o "$WORK/perf.data" -- "$OBX_BIN" run -c "$WORK/prof.cfg" --drain >/dev/null 2>"$WORK/perf.err" || true
+    set +o pipefail   # head closes perf report's pipe early
+    {
+        echo "## perf, system-wide during run --drain of $EVENTS events (memory, none, batch 500, 1 worker)"
+        echo '### by process'
+        perf report -q -i "$WORK/perf.data" --no-children --sort comm -g none --percent-limit 1 2>/dev/null | head -15
+        echo '### outbox-relay, by symbol'
+        perf report -q -i "$WORK/perf.data" --no-children --comm outbox-relay --sort dso,sym -g none --percent-limit 0.7 2>/dev/null | head -30
+        echo '### postgres, by symbol'
+        perf report -q -i "$WORK/perf.data" --no-children --comm postgres --sort sym -g none --percent-limit 0.7 2>/dev/null | head -30
+    } > "$OUT/profile.txt"
+    set -o pipefail
+    # EXPLAIN ANALYZE of the claim and the record statements at batch 500 on a full outbox
+    fresh_run_db
+    relay_cfg "$WORK/prof.cfg" "$RUNDB" memory 1 500 none mark
+    {
+        echo "## EXPLAIN (ANALYZE, BUFFERS), batch 500, $EVENTS pending rows"
+        psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" <<'SQL'
+\echo '### claim (ordering none), first batch'
+EXPLAIN (ANALYZE, BUFFERS) WITH picked AS (SELECT o.id FROM outbox o WHERE o.published_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now()) ORDER BY o.id LIMIT 500 FOR UPDATE SKIP LOCKED) UPDATE outbox t SET lease_owner = 'x', lease_until = clock_timestamp() + 30000 * interval '1 millisecond' FROM picked WHERE t.id = picked.id RETURNING t.id, t.event_id, t.aggregate_type, t.aggregate_id, t.event_type, t.payload, t.headers, t.destination, (extract(epoch FROM t.created_at) * 1000000)::bigint, t.attempts;
+\echo '### record (relay statement, 500 published)'
+EXPLAIN (ANALYZE, BUFFERS) WITH f AS (SELECT * FROM unnest((SELECT array_agg(id) FROM outbox WHERE lease_owner = 'x'), array_fill(0, ARRAY[500]), array_fill(0::bigint, ARRAY[500]), array_fill(''::text, ARRAY[500])) AS f(id, outcome, delay_ms, error)), gone AS (DELETE FROM outbox t USING f WHERE false AND f.outcome = 0 AND t.id = f.id AND t.lease_owner = 'x' RETURNING f.outcome), kept AS (UPDATE outbox t SET published_at = CASE WHEN f.outcome = 0 THEN now() ELSE t.published_at END, dead_at = CASE WHEN f.outcome = 2 THEN now() ELSE t.dead_at END, attempts = t.attempts + CASE WHEN f.outcome = 3 THEN 0 ELSE 1 END, available_at = CASE WHEN f.outcome = 1 THEN now() + f.delay_ms * interval '1 millisecond' ELSE t.available_at END, last_error = CASE WHEN f.outcome IN (1, 2) THEN f.error ELSE t.last_error END, lease_owner = NULL, lease_until = NULL FROM f WHERE t.id = f.id AND t.lease_owner = 'x' AND NOT (f.outcome = 0 AND false) RETURNING f.outcome) SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept) r GROUP BY outcome;
+\echo '### claim again (second batch: 500 dead index entries to skip)'
+EXPLAIN (ANALYZE, BUFFERS) WITH picked AS (SELECT o.id FROM outbox o WHERE o.published_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now()) ORDER BY o.id LIMIT 500 FOR UPDATE SKIP LOCKED) UPDATE outbox t SET lease_owner = 'y', lease_until = clock_timestamp() + 30000 * interval '1 millisecond' FROM picked WHERE t.id = picked.id RETURNING t.id;
+\echo '### plain mark (the database-limit statement)'
+EXPLAIN (ANALYZE, BUFFERS) UPDATE outbox SET published_at = now(), attempts = attempts + 1, lease_owner = NULL, lease_until = NULL WHERE id = ANY((SELECT array_agg(id) FROM outbox WHERE lease_owner = 'y')::bigint[]) AND lease_owner = 'y';
+SQL
+    } > "$OUT/explain.txt" 2>&1
+fi
+
+# ---------------------------------------------------------------- table, plot, report
+TABLE=$WORK/table.md
+{
+    echo '| driver | ordering | retention | workers | batch | relay ev/s | db limit | db (relay SQL) | broker limit | relay/min(limits) | CPU s/100k | peak RSS MB |'
+    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$7,$8,$9,$10,$11,$12,$13 }'
+} > "$TABLE"
+LTABLE=$WORK/ltable.md
+{
+    echo '| driver | ordering | workers | batch | rate/s | events | p50 ms | p95 ms | p99 ms | max ms | p99 from created_at | CPU s/100k | peak RSS MB |'
+    echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$LATRES" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13 }'
+} > "$LTABLE"
+echo
+column -t -s $'\t' "$RESULTS"
+[ "$(wc -l < "$LATRES")" -gt 1 ] && { echo; column -t -s $'\t' "$LATRES"; }
+
+if command -v gnuplot >/dev/null && [ "$MODE" != smoke ]; then
+    pb=500; [[ ",$BATCHES," == *",500,"* ]] || pb=${BS[0]}
+    po=none; [[ ",$ORDERINGS," == *",none,"* ]] || po=${OS[0]}
+    plot=""
+    for d in "${DRV[@]}"; do
+        awk -F'\t' -v d="$d" -v b="$pb" -v o="$po" '$1 == d && $2 == o && $3 == "mark" && $5 == b { print $4, $7 }' "$RESULTS" > "$WORK/plot.$d"
+        plot+="${plot:+, }'$WORK/plot.$d' using 1:2 with linespoints lw 2 title '$d'"
+    done
+    awk -F'\t' -v b="$pb" -v o="$po" '$1 == "'"${DRV[0]}"'" && $2 == o && $3 == "mark" && $5 == b { print $4, $8 }' "$RESULTS" > "$WORK/plot.db"
+    plot+=", '$WORK/plot.db' using 1:2 with linespoints dt 2 lw 2 title 'database limit'"
+    gnuplot <<GP
+set terminal pngcairo size 900,560 noenhanced
+set output '$OUT/throughput.png'
+set title 'outbox-relay throughput: ordering $po, batch $pb, retention mark, $EVENTS events'
+set xlabel 'workers'; set ylabel 'events/s'; set key outside right; set grid
+set xtics (${WORKERS}); set yrange [0:*]
+plot $plot
+GP
+fi
+
+[ "$MODE" = smoke ] && exit 0
+PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || coalesce(' ' || unit, ''), ', ' ORDER BY name) FROM pg_settings
+    WHERE name IN ('fsync','synchronous_commit','full_page_writes','wal_level','shared_buffers','max_wal_size','checkpoint_timeout','work_mem','autovacuum')")
+{
+    echo "# outbox-relay benchmark report"
+    echo
+    echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') by \`tests/bench/run.sh $MODE_ARGS\` (mode $MODE) at commit $(git -C "$OBX_SRC" rev-parse --short HEAD 2>/dev/null || echo '?')."
+    echo
+    echo "## Machine and servers"
+    echo "- $(uname -srm); $(nproc) cores: $(lscpu | sed -n 's/^Model name: *//p'); $(free -g | awk '/Mem:/ {print $2}') GiB RAM"
+    echo "- $(psql -qAt -d postgres -c 'SELECT version()' | cut -d, -f1), same machine, loopback TCP"
+    echo "- PostgreSQL settings (SHOW): $PGSET"
+    echo "- Brokers on the same machine: Kafka = librdkafka $(pkg-config --modversion rdkafka) mock cluster (private, 1 broker, topic obx.bench with 3 partitions, in memory); RabbitMQ $(dpkg-query -W -f='${Version}' rabbitmq-server 2>/dev/null) (shared test server, durable topic exchange + durable queue, persistent messages, purged after each run); Mosquitto $(dpkg-query -W -f='${Version}' mosquitto 2>/dev/null) (private, quiet log, no persistence, no subscriber: PUBACK 0x10)"
+    echo "- Relay build: $(grep -E '^CMAKE_BUILD_TYPE' "$(dirname "$OBX_BIN")/CMakeCache.txt" 2>/dev/null | cut -d= -f2 || echo '?') (no sanitizers)"
+    echo
+    echo "## Settings"
+    echo "- Events per throughput run: $EVENTS, pre-filled with outbox_enqueue in transactions of 50,000, 1,000 aggregates, payload jsonb of $PAYLOAD_BYTES bytes as text, then VACUUM ANALYZE; every run starts from a copy of that database (CREATE DATABASE ... TEMPLATE)."
+    echo "- Matrix: drivers $DRIVERS; workers $WORKERS; batch $BATCHES; ordering $ORDERINGS; retention $RETENTIONS."
+    echo "- Relay: \`outbox-relay run --drain\`, lease 30 s, poll interval 1 s, log level warn; driver defaults except: file to /dev/null; kafka acks=all idempotent (driver default), key aggregate_id; rabbitmq mandatory + persistent + confirms; mqtt QoS 1, window = max(batch, 100)."
+    echo "- relay ev/s (retention mark): rows / (max(published_at) - min(published_at)), not counting the rows marked at the first mark's instant (their work was done before it). Retention delete leaves no rows to date, so: events / (wall time of run --drain - wall time of the same relay on an empty outbox)."
+    echo "- Database limit: \`bench_db\`, the relay's claim statement copied from core/queries.c, then one batched \`UPDATE ... SET published_at = now() ... WHERE id = ANY(\$1) AND lease_owner = \$2\` (or DELETE), same batch size and as many connections as workers, no broker. \"db (relay SQL)\" is the same loop with the relay's own record statement (unnest of ids, outcomes, delays, errors)."
+    echo "- Broker limit: \`bench_broker\`, the driver's client library, the same 200-byte payload and 5 headers, same acknowledgement, as many clients as workers, each publishing windows of the batch size and waiting for all acknowledgements of a window (the relay's cycle), no database."
+    echo "- Ratio = relay / min(database limit, broker limit); for memory/file only the database limit applies."
+    echo "- Cost: CPU (user+sys) and peak RSS of the relay process from wait4()'s rusage."
+    echo "- Latency: producer \`bench_producer\` commits events at a steady rate for $LAT_SECONDS s (a 1 ms tick, the events due in one small transaction), relay running with LISTEN/NOTIFY (workers 2, batch 500, ordering $LAT_ORDERING). Latency = published_at (the relay's record statement, run right after the driver's last completion of the batch; it is the statement's now(), so it is the start of the mark, before its commit) minus the producer's wall clock when COMMIT returned. The p99 from created_at (clock_timestamp() at insert) is an upper bound including the producer's own round trip."
+    echo
+    echo "## Throughput and cost"
+    cat "$TABLE"
+    echo
+    echo "![throughput vs workers](throughput.png)"
+    echo
+    echo "## Latency (commit to acknowledgement)"
+    cat "$LTABLE"
+    if [ -s "$OUT/profile.txt" ]; then
+        echo; echo "## Profile"; echo; echo '```'; cat "$OUT/profile.txt"; echo '```'
+        echo; echo '```'; grep -E '^###|Execution Time|Planning Time' "$OUT/explain.txt"; echo '```'
+        echo; echo "Full plans: explain.txt"
+    fi
+} > "$OUT/REPORT.md"
+note "report: $OUT/REPORT.md, plot: $OUT/throughput.png, data: $RESULTS $LATRES"
