@@ -34,6 +34,11 @@ eng_cleanup() {
             tail -15 "$f" >&2
         done
     fi
+    # a killed psql leaves its backend waiting in wait_go, holding back xmin
+    if [ -n "${TEST_DB:-}" ]; then
+        psql -qAt -d postgres -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE datname = '$TEST_DB' AND application_name LIKE 'obx_sess_%'" >/dev/null 2>&1 || true
+    fi
     if declare -F eng_extra_cleanup >/dev/null; then eng_extra_cleanup; fi
     exit "$rc"
 }
@@ -137,4 +142,19 @@ check_logs_clean() {
             fail "sanitizer report in $f"
         fi
     done
+}
+
+# session NAME SQL: a background psql session (application_name NAME) running SQL.
+session() {
+    # statements go one by one (from stdin), so pg_stat_activity shows the current one
+    PGAPPNAME=$1 psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -f - <<<"$2" >"$WORK/$1.out" 2>&1 &
+    SESSION_PID=$!
+    ENG_PIDS+=("$SESSION_PID")
+}
+# A session statement that waits, inside its open transaction, for a row in table go.
+wait_go() { echo "DO \$\$ BEGIN WHILE NOT EXISTS (SELECT 1 FROM go WHERE k = '$1') LOOP PERFORM pg_sleep(0.05); END LOOP; END \$\$;"; }
+# wait_in_go NAME: until session NAME sits in its wait_go statement.
+wait_in_go() {
+    wait_sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1'
+              AND datname = '$TEST_DB' AND state = 'active' AND query LIKE 'DO%'" 1 30
 }
