@@ -341,6 +341,11 @@ static void rmq_publish_one(obx_instance *inst, const obx_message *m)
 obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
                              obx_status *accept)
 {
+    /* A host busy elsewhere may not have polled for a while: the broker may
+     * have dropped us for missed heartbeats. Reading first notices a closed
+     * socket, so the batch goes out on a fresh connection instead of failing. */
+    if (inst->conn && count > 0)
+        rmq_pump(inst, 0);
     for (size_t i = 0; i < count; i++) {
         const obx_message *m = &msgs[i];
         /* Memory first: a refusal here carries no completion. */

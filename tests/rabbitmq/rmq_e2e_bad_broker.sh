@@ -21,7 +21,7 @@ try() { # NAME URL EXPECTED-ERROR-TEXT
     local err; err=$(sql "SELECT max(last_error) FROM outbox")
     echo "$1: last_error: $err"
     grep -qF "$3" <<<"$err" || fail "$1: last_error does not say '$3'"
-    ! grep -q "S3cretWrong" "$WORK/$1.log" <<<"$err" || fail "$1: the password was printed"
+    ! grep -q "S3cretWrong" "$WORK/$1.log" - <<<"$err" || fail "$1: the password was printed"
 }
 try wrong_password "amqp://guest:S3cretWrong@127.0.0.1:$AMQP_PORT" "ACCESS_REFUSED"
 try closed_port "amqp://guest:guest@127.0.0.1:1" "not connected: connect to amqp://127.0.0.1:1 vhost /"
