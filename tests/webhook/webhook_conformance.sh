@@ -6,8 +6,9 @@
 
 wh_server conformance
 CFG=$(dirname "$0")/webhook.cfg
-for bad in bad bad_url bad_property; do
-    "$OBX_BIN" check-driver webhook -c "$CFG" -o main --bad-output $bad --drivers-dir "$OBX_DRIVERS" \
+# WH_RUNNER: a prefix such as valgrind; WH_BAD_OUTPUTS: outputs create must refuse
+for bad in ${WH_BAD_OUTPUTS:-bad bad_url bad_property}; do
+    ${WH_RUNNER:-} "$OBX_BIN" check-driver webhook -c "$CFG" -o main --bad-output $bad --drivers-dir "$OBX_DRIVERS" \
         --destination "conf/test $$" --timeout 60 >"$WH_DIR/check-$bad.out" 2>&1 ||
         { cat "$WH_DIR/check-$bad.out"; fail "check-driver webhook (--bad-output $bad)"; }
 done
