@@ -7,14 +7,7 @@ trap 'rm -rf "$WORK"' EXIT
 CFG=$HERE/rabbitmq.cfg
 "$RCONSUME" "$AMQP_URL" declare obx_conformance
 
-check_driver() {
-    if "$OBX_BIN" check-driver --help >/dev/null 2>&1; then
-        "$OBX_BIN" check-driver "$@"
-    else  # until the CLI dispatches check-driver: the same runner, built by tests/sdk
-        "${SDK_CHECK_DRIVER:?the relay has no check-driver yet and SDK_CHECK_DRIVER is unset}" "$@"
-    fi
-}
-out=$(check_driver "$RMQ_SO" -c "$CFG" -o main --bad-output bad --destination obx_conformance 2>"$WORK/err") \
+out=$("$OBX_BIN" check-driver "$RMQ_SO" -c "$CFG" -o main --bad-output bad --destination obx_conformance 2>"$WORK/err") \
     || { echo "$out"; cat "$WORK/err" >&2; fail "check-driver failed"; }
 echo "$out"
 grep -q "^PASS close_in_flight" <<<"$out" || fail "close_in_flight did not pass"
