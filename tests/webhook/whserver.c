@@ -1,5 +1,6 @@
 /*
- * whserver: the webhook tests' receiver, on libmicrohttpd, one thread.
+ * whserver: the webhook tests' receiver, on libmicrohttpd, a thread per
+ * connection (a slow answer holds up only its own connection).
  *
  *   whserver -p PORT_FILE -o RECORDS [-s SECRET_ENV]
  *
@@ -8,6 +9,7 @@
  *   *fail.400*  400 always
  *   *fail.500*  500 to the first two requests of an event id, then 200
  *   *fail.429*  429 with Retry-After: 1 to the first request, then 200
+ *   *fail.slow* 200 after 1.5 s to the first request, then 200 at once
  *   otherwise   200
  * With -s, the X-Signature header must be sha256=<hex HMAC-SHA256 of the
  * body> keyed with the variable's value, else 401. Every request is one
@@ -40,6 +42,7 @@ static FILE *records;
 static const char *secret;
 static seen *table[65536];
 static long seq;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* table, seq, records */
 
 typedef struct {
     char *buf;
@@ -119,7 +122,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     hex(md, md_len, md5hex);
     field(c, "X-Event-Id", f[0], sizeof f[0]);
     field(c, "X-Event-Type", f[1], sizeof f[1]);
+    pthread_mutex_lock(&lock);
     int nth = nth_request(f[0]);
+    pthread_mutex_unlock(&lock);
     int sig_ok = secret && signature_ok(c, b);
     unsigned status = 200;
     const char *text = "ok\n", *retry_after = NULL;
@@ -133,9 +138,12 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         status = 500, text = "try again\n";
     } else if (strstr(f[1], "fail.429") && nth == 1) {
         status = 429, text = "slow down\n", retry_after = "1";
+    } else if (strstr(f[1], "fail.slow") && nth == 1) {
+        usleep(1500 * 1000); /* past the client's timeout: it has hung up */
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    pthread_mutex_lock(&lock);
     fprintf(records, "%ld\t%lld\t%u\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", ++seq,
             (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, status, f[0], f[1],
             field(c, "X-Aggregate-Type", f[2], sizeof f[2]), field(c, "X-Aggregate-Id", f[3], sizeof f[3]),
@@ -143,6 +151,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
             url, field(c, "X-Header-tenant", f[6], sizeof f[6]), field(c, "Content-Type", f[7], sizeof f[7]),
             sig_ok, nth, md5hex);
     fflush(records);
+    pthread_mutex_unlock(&lock);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
     if (retry_after)
         MHD_add_response_header(r, "Retry-After", retry_after);
@@ -190,7 +199,7 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL); /* before MHD's thread starts */
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, answer, NULL,
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, answer, NULL,
                                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
                                             MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Transport failures are retriable: a receiver that is not listening
+# (connection refused) dead-letters events only after max_attempts, with
+# curl's error in last_error; a receiver slower than timeout_ms gets the event
+# again, and it is published once answered in time.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/wh_lib.sh"
+
+# a port nobody listens on: the one a stopped whserver had
+wh_server errors-gone
+GONE_URL=$WH_URL
+wh_stop
+wh_server errors
+fresh_db webhook_errors
+relay_cfg() {
+    cat >"$WH_DIR/relay.cfg" <<CFG
+database = { conninfo = "\${TEST_DSN}"; };
+relay = { workers = 1; batch_size = 50; ordering = "aggregate"; poll_interval_ms = 200; max_attempts = 3;
+          backoff = { initial_ms = 50; max_ms = 200; multiplier = 2.0; jitter = 0.2; };
+          drivers_dir = "\${OBX_DRIVERS}"; };
+outputs = ( { name = "hook"; driver = "webhook";
+              options = { url = "$1"; timeout_ms = 500; secret_env = "WEBHOOK_TEST_SECRET"; }; } );
+routes = ( { event_type = "*"; output = "hook"; destination = "errors"; } );
+CFG
+}
+relay_cfg "$GONE_URL"
+"$OBX_BIN" init-db -c "$WH_DIR/relay.cfg" >/dev/null || fail "init-db"
+sql "SELECT count(outbox_enqueue('Order', 'gone-' || g, 'order.created', '{}')) FROM generate_series(1, 20) g" >/dev/null
+"$OBX_BIN" run -c "$WH_DIR/relay.cfg" --drain >"$WH_DIR/relay-gone.log" 2>&1 || fail "relay run (refused)"
+expect_eq "refused: dead after 3 attempts with curl's error" \
+    "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL AND attempts = 3 AND last_error LIKE '%curl 7: %'")" 20
+
+relay_cfg "$WH_URL"
+sql "SELECT count(outbox_enqueue('Order', 'slow-' || g, CASE WHEN g <= 3 THEN 'order.fail.slow' ELSE 'order.created' END,
+         '{}')) FROM generate_series(1, 20) g" >/dev/null
+"$OBX_BIN" run -c "$WH_DIR/relay.cfg" --drain >"$WH_DIR/relay-slow.log" 2>&1 || fail "relay run (slow)"
+wh_stop
+expect_eq "slow: published" "$(sql "SELECT count(*) FROM outbox WHERE aggregate_id LIKE 'slow-%' AND published_at IS NOT NULL")" 20
+expect_eq "slow: requests per slow event" \
+    "$(awk -F'\t' '$5 == "order.fail.slow" { n[$4]++ } END { for (e in n) print n[e] }' "$WH_REC" | sort -u)" 2
+echo "PASS webhook_errors"
