@@ -41,9 +41,10 @@ static const char *const schema_steps[] = {
     "ALTER TABLE {table} SET (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.01,"
     " autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01)",
     "CREATE UNIQUE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})",
-    /* the claim scans only pending rows, so published history costs nothing */
+    /* the claim scans only pending rows, so published history (and rows held
+     * behind a dead head) cost nothing */
     "CREATE INDEX IF NOT EXISTS {n._pending} ON {table} ({c.id})"
-    " WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL",
+    " WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL AND {c.available_at} < 'infinity'",
     /* per-aggregate predecessor lookups for ordering = aggregate */
     "CREATE INDEX IF NOT EXISTS {n._aggregate_pending} ON {table}"
     " ({c.aggregate_type}, {c.aggregate_id}, {c.id}) WHERE {c.published_at} IS NULL",
