@@ -22,13 +22,15 @@ static const char usage_text[] =
     "  run -c FILE [--drain]        relay until SIGTERM/SIGINT; --drain exits 0 once\n"
     "                               nothing is pending or in flight\n"
     "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
-    "  check-config -c FILE         load the config and its drivers, validate options\n"
+    "  check-config -c FILE         load the config and its drivers, validate options,\n"
+    "                               create each output's driver instance once\n"
     "  status -c FILE [--json]      pending, in flight, dead, oldest pending age\n"
     "  requeue -c FILE --all | EVENT_ID...\n"
     "                               put dead events back to pending\n"
     "  drivers [-c FILE] [--drivers-dir DIR] [-v]\n"
     "                               list the drivers found, their version, ABI, options\n"
-    "  check-driver DRIVER [-c FILE] [-o OUTPUT]\n"
+    "  check-driver DRIVER [-c FILE] [-o OUTPUT] [--drivers-dir DIR]\n"
+    "               [--destination D] [--bad-output NAME] [--timeout SEC]\n"
     "                               run the driver conformance checks\n"
     "\n"
     "Options:\n"
@@ -87,6 +89,28 @@ static relay_config *load_config(const cli *c, const char *command)
     return cfg;
 }
 
+static void ignore_completion(void *arg, uint64_t token, obx_status status, int code,
+                              const char *detail)
+{
+    (void)arg, (void)token, (void)status, (void)code, (void)detail;
+}
+
+/* Lets the driver judge its options and native properties: create, destroy. */
+static int try_create(const cfg_output *out, const loaded_driver *drv)
+{
+    host_ctx host;
+    char err[1024] = "";
+    host_init(&host, drv, out, ignore_completion, NULL);
+    obx_instance *inst = drv->def.create(&host.host, err, sizeof err);
+    if (!inst) {
+        fprintf(stderr, "outbox-relay: output %s: driver %s refused its configuration: %s\n",
+                out->name, drv->def.name, err[0] ? err : "no reason given");
+        return -1;
+    }
+    drv->def.destroy(inst);
+    return 0;
+}
+
 /* check-config: everything run checks before it touches the database. */
 static int check_config(const relay_config *cfg)
 {
@@ -98,11 +122,13 @@ static int check_config(const relay_config *cfg)
             return 2;
         }
         int rc = host_validate_options(cfg, &cfg->outputs[i], drv, err, sizeof err);
-        loader_close(drv);
-        if (rc < 0) {
+        if (rc < 0)
             fprintf(stderr, "outbox-relay: config error: %s\n", err);
+        else
+            rc = try_create(&cfg->outputs[i], drv);
+        loader_close(drv);
+        if (rc < 0)
             return 2;
-        }
     }
     printf("%s: ok (%zu outputs, %zu routes, table %s.%s)\n", cfg->path, cfg->output_count,
            cfg->route_count, cfg->schema, cfg->table);

@@ -223,5 +223,11 @@ int message_build(const relay_config *cfg, payload_kind kind, const PGresult *re
         msg->destination = override;
         return 0;
     }
-    return message_render(route->destination, msg, a, &msg->destination, err, err_size);
+    if (message_render(route->destination, msg, a, &msg->destination, err, err_size) < 0)
+        return -1;
+    if (!*msg->destination) {
+        snprintf(err, err_size, "destination is empty (route at %s:%d)", cfg->path, route->line);
+        return -1;
+    }
+    return 0;
 }

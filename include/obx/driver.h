@@ -94,7 +94,12 @@ typedef struct obx_header {
     const char *value;
 } obx_header;
 
-/** One event to publish. Valid only during publish_batch. */
+/**
+ * One event to publish. Valid only during publish_batch. Never NULL:
+ * event_id, event_type, aggregate_type, aggregate_id, destination (non-empty),
+ * content_type, payload, and each header's key and value; headers is NULL
+ * only when header_count is 0.
+ */
 typedef struct obx_message {
     uint64_t token;             /* pass back in complete(); opaque to the driver */
     const char *event_id;       /* uuid text: the consumer's de-duplication key */
