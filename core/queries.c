@@ -78,6 +78,16 @@ static const char record_sql[] =
     " SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept) r"
     " GROUP BY outcome";
 
+/* The common case, a batch all published: no per-row arrays to unpack.
+ * $1 ids, $2 owner, $3 delete them. Returns the rows recorded. */
+static const char mark_sql[] =
+    "WITH gone AS (DELETE FROM {table} WHERE $3 AND {c.id} = ANY($1::bigint[])"
+    " AND {c.lease_owner} = $2 RETURNING 1),"
+    " kept AS (UPDATE {table} SET {c.published_at} = now(), {c.attempts} = {c.attempts} + 1,"
+    " {c.lease_owner} = NULL, {c.lease_until} = NULL"
+    " WHERE NOT $3 AND {c.id} = ANY($1::bigint[]) AND {c.lease_owner} = $2 RETURNING 1)"
+    " SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept)";
+
 /* $1 ids still in flight, $2 owner, $3 lease ms. */
 static const char renew_sql[] =
     "UPDATE {table} SET {c.lease_until} = clock_timestamp() + $3 * interval '1 millisecond'"
@@ -129,6 +139,7 @@ int queries_prepare(PGconn *conn, const relay_config *cfg, char *err, size_t err
     const char *claim_sql = cfg->ordering == ORDERING_AGGREGATE ? claim : claim_unordered;
     if (prepare(conn, cfg, "claim", claim_sql, err, err_size) < 0 ||
         prepare(conn, cfg, "record", record_sql, err, err_size) < 0 ||
+        prepare(conn, cfg, "mark", mark_sql, err, err_size) < 0 ||
         prepare(conn, cfg, "renew", renew_sql, err, err_size) < 0 ||
         prepare(conn, cfg, "hold", hold_sql, err, err_size) < 0 ||
         prepare(conn, cfg, "pending", pending, err, err_size) < 0)

@@ -24,8 +24,8 @@ enum {
 /* Outcome codes the record statement understands. */
 enum { REC_PUBLISHED = 0, REC_RETRY = 1, REC_DEAD = 2, REC_RELEASE = 3 };
 
-/* Prepares every statement on conn ("claim", "record", "renew", "hold",
- * "pending"). Returns 0 or -1 with err. */
+/* Prepares every statement on conn ("claim", "record", "mark", "renew",
+ * "hold", "pending"). Returns 0 or -1 with err. */
 int queries_prepare(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
 
 /* Reads the payload column's type: "jsonb", "json", "bytea", "text"... into

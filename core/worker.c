@@ -428,6 +428,7 @@ static void record(worker *w)
     pgarray_init(&delays);
     pgarray_init(&errors);
     pgarray_init(&holds);
+    int published = 0;
     for (int i = 0; i < w->count; i++) {
         const slot *s = &w->slots[i];
         const char *id = PQgetvalue(w->claim, i, ROW_ID);
@@ -454,6 +455,7 @@ static void record(worker *w)
             size_t len = strlen(error);
             snprintf(error + len, sizeof error - len, " (code %d)", s->native_code);
         }
+        published += outcome == REC_PUBLISHED;
         if (outcome == REC_DEAD)
             worker_log(w, OBX_LOG_WARN, "event %s dead-lettered: %s",
                        PQgetvalue(w->claim, i, ROW_EVENT_ID), error);
@@ -468,13 +470,19 @@ static void record(worker *w)
             (outcome == REC_RETRY || (outcome == REC_DEAD && w->cfg->on_dead == DEAD_BLOCK)))
             pgarray_add(&holds, id, 0);
     }
+    const char *delete = w->cfg->retention == RETAIN_DELETE ? "true" : "false";
     const char *params[] = {pgarray_text(&ids),    pgarray_text(&outcomes), pgarray_text(&delays),
-                            pgarray_text(&errors), w->owner,
-                            w->cfg->retention == RETAIN_DELETE ? "true" : "false"};
+                            pgarray_text(&errors), w->owner, delete};
+    const char *mark_params[] = {pgarray_text(&ids), w->owner, delete};
     /* keep trying through reconnects while our lease can still hold */
     PGresult *res;
     for (int tries = 0;; tries++) {
-        res = w->conn ? run(w, "record", 6, params, PGRES_TUPLES_OK) : NULL;
+        if (!w->conn)
+            res = NULL;
+        else if (published == w->count)
+            res = run(w, "mark", 3, mark_params, PGRES_TUPLES_OK);
+        else
+            res = run(w, "record", 6, params, PGRES_TUPLES_OK);
         if (res)
             break;
         if (now_ms() - w->claimed_at > w->cfg->lease_ms) {
@@ -487,7 +495,9 @@ static void record(worker *w)
         ensure_connected(w, w->claimed_at + w->cfg->lease_ms, 0);
     }
     long long recorded[4] = {0}, total = 0;
-    for (int r = 0; r < PQntuples(res); r++) {
+    if (published == w->count)
+        total = recorded[REC_PUBLISHED] = atoll(PQgetvalue(res, 0, 0));
+    for (int r = 0; published < w->count && r < PQntuples(res); r++) {
         int outcome = atoi(PQgetvalue(res, r, 0));
         recorded[outcome] = atoll(PQgetvalue(res, r, 1));
         total += recorded[outcome];
