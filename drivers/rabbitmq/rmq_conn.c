@@ -18,6 +18,7 @@
 #define RMQ_BACKOFF_FIRST_MS 200
 #define RMQ_BACKOFF_MAX_MS 5000
 #define RMQ_MISSING_RECHECK_MS 5000 /* a missing exchange is checked again after this */
+#define RMQ_EXCHANGE_CACHE_MAX 1024
 
 void rmq_reply_text(amqp_rpc_reply_t r, const char *what, char *buf, size_t size)
 {
@@ -232,6 +233,8 @@ static rmq_exchange *rmq_find_exchange(obx_instance *inst, const char *name, siz
     for (size_t i = 0; i < inst->exchange_count; i++)
         if (strlen(inst->exchanges[i].name) == len && memcmp(inst->exchanges[i].name, name, len) == 0)
             return &inst->exchanges[i];
+    if (inst->exchange_count >= RMQ_EXCHANGE_CACHE_MAX)
+        rmq_forget_exchanges(inst); /* templated exchange names must not grow it forever */
     rmq_exchange *grown = realloc(inst->exchanges, (inst->exchange_count + 1) * sizeof(*grown));
     if (!grown)
         return NULL;

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rmq_common.sh"
 priv_start
-N=${RMQ_FAULT_EVENTS:-10000}
+N=${RMQ_FAULT_EVENTS:-20000}
 Q=$(rmq_queue e2e_faults)
 fresh_db rmq_e2e_faults
 write_relay_cfg "$WORK/relay.cfg" "$PRIV_URL" "$Q" "declare_queue = \"$Q\"; heartbeat_s = 5;"
