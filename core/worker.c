@@ -542,11 +542,20 @@ static int nothing_pending(worker *w)
     return none;
 }
 
+/* Lets idle drivers serve their connections (heartbeats, reconnects). */
+static void poll_idle(worker *w)
+{
+    for (size_t i = 0; i < w->cfg->output_count; i++)
+        if (w->outs[i].inst && w->outs[i].host.driver->def.poll)
+            w->outs[i].host.driver->def.poll(w->outs[i].inst, 0);
+}
+
 /* Waits for a NOTIFY on the outbox or the poll interval, whichever first. */
 static void wait_for_work(worker *w)
 {
     long long until = now_ms() + w->cfg->poll_interval_ms;
     while (!stopping(w) && w->conn) {
+        poll_idle(w);
         long long left = until - now_ms();
         if (left <= 0)
             return;
