@@ -20,7 +20,7 @@ note "two instances";        "${H[@]}" two     || fail "two-instance scenario"
 note "20,000 messages, subscriber checks properties and order"
 N=20000
 rm -f /tmp/obx-mqtt-driver/ready
-"$MSUB" -u "$PMQ_URL" -t 'obx/pub/#' -n $N -i msub-driver -r /tmp/obx-mqtt-driver/ready \
+"${MSUB[@]}" -u "$PMQ_URL" -t 'obx/pub/#' -n $N -i msub-driver -r /tmp/obx-mqtt-driver/ready \
     -H traceparent=00-abc-def-01 -T 300 > /tmp/obx-mqtt-driver/msub.out &
 MSUB_PID=$!; MQ_BG_PIDS=$MSUB_PID
 for _ in $(seq 100); do [ -e /tmp/obx-mqtt-driver/ready ] && break; sleep 0.1; done

@@ -20,7 +20,7 @@ sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $AGGS), 'order.created'
          jsonb_build_object('n', g), jsonb_build_object('tenant', 'acme')))
      FROM generate_series(1, $N) g" >/dev/null
 
-msub_start restart "$PMQ_URL" 'obx/restart/#' "$N" -P -H tenant=acme -T 500 -l 3000
+msub_start restart "$PMQ_URL" 'obx/restart/#' "$N" -P -H tenant=acme -T 300 -l 3000 -o "$PMQ_DIR/received.ids"
 "$OBX_BIN" run -c "$CFG" --drain >"$PMQ_DIR/relay.log" 2>&1 &
 RELAY_PID=$!
 MQ_BG_PIDS="$MQ_BG_PIDS $RELAY_PID"
@@ -39,7 +39,16 @@ bash -c "$PMQ_START" || fail "mosquitto start"
 rc=0
 wait "$RELAY_PID" || rc=$?
 [ "$rc" -eq 0 ] || { tail -20 "$PMQ_DIR/relay.log"; fail "relay run --drain exited $rc"; }
-msub_wait
+rc=0
+wait "$MSUB_PID" || rc=$?
+cat "$MSUB_OUT"
+if [ "$rc" -ne 0 ]; then
+    # which published events never arrived, and when they were marked
+    sql "CREATE TABLE received(id uuid); COPY received FROM '$PMQ_DIR/received.ids'" >/dev/null 2>&1 || true
+    sql "SELECT 'missing: ' || count(*) || ' published between ' || min(published_at) || ' and ' || max(published_at)
+         FROM outbox o WHERE NOT EXISTS (SELECT FROM received r WHERE r.id = o.event_id)" >&2 || true
+    fail "subscriber did not get every published event"
+fi
 
 expect_eq "published rows" "$(published)" "$N"
 expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0

@@ -1,5 +1,5 @@
 /*
- * msub: an MQTT 5 test subscriber (paho synchronous client, QoS 1).
+ * msub: an MQTT 5 test subscriber (paho asynchronous client, QoS 1).
  *
  * Counts messages, duplicates (by the event_id user property), messages
  * missing a required user property, and per-aggregate order violations: the
@@ -14,7 +14,8 @@
  * Exits 0 when EXPECTED distinct events arrived with all properties, the
  * expected header and in order; prints one summary line on stdout.
  */
-#include <MQTTClient.h>
+#include <MQTTAsync.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,7 +135,7 @@ static int payload_seq(const char *p, size_t len, long long *n)
     return end != s;
 }
 
-static void on_message(MQTTClient_message *m)
+static void on_message(MQTTAsync_message *m)
 {
     static const char *required[] = {"event_id", "event_type", "aggregate_type", "aggregate_id",
                                      "created_at"};
@@ -175,34 +176,116 @@ static void on_message(MQTTClient_message *m)
     }
 }
 
-static int connect_and_subscribe(MQTTClient c, int first)
+/* Connection state, shared with paho's callbacks. Messages are counted in
+ * the messageArrived callback: paho's synchronous receive call drops
+ * messages the library already acknowledged when the connection breaks, and
+ * loses the queue a resumed session delivers right after CONNACK, either of
+ * which would look like a message lost by the relay. */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static MQTTAsync client;
+static int connected, connecting, subscribed, failed_connect, sessions_lost;
+
+static void on_sub_ok(void *ctx, MQTTAsync_successData5 *r)
 {
-    MQTTClient_connectOptions co = MQTTClient_connectOptions_initializer5;
-    MQTTProperties cprops = MQTTProperties_initializer;
-    co.keepAliveInterval = 20;
-    co.cleanstart = 1;
-    if (persistent) {
-        MQTTProperty p = {.identifier = MQTTPROPERTY_CODE_SESSION_EXPIRY_INTERVAL};
-        p.value.integer4 = 3600;
-        MQTTProperties_add(&cprops, &p);
-        co.cleanstart = first; /* a fresh session at start, resumed afterwards */
-    }
-    MQTTResponse r = MQTTClient_connect5(c, &co, &cprops, NULL);
-    MQTTProperties_free(&cprops);
-    int rc = r.reasonCode;
-    MQTTResponse_free(r);
-    if (rc != MQTTCLIENT_SUCCESS)
-        return rc;
-    /* subscribing again is harmless and covers a broker that lost the session */
+    (void)ctx;
+    pthread_mutex_lock(&mu);
+    subscribed = r->reasonCode == 1 ? 1 : -1; /* granted QoS 1 */
+    pthread_mutex_unlock(&mu);
+}
+
+static void on_sub_fail(void *ctx, MQTTAsync_failureData5 *r)
+{
+    (void)ctx;
+    (void)r;
+    pthread_mutex_lock(&mu);
+    subscribed = -1;
+    pthread_mutex_unlock(&mu);
+}
+
+static void subscribe_now(void)
+{
+    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
     MQTTSubscribe_options so = MQTTSubscribe_options_initializer;
-    MQTTResponse s = MQTTClient_subscribe5(c, filter, 1, &so, NULL);
-    rc = s.reasonCode;
-    MQTTResponse_free(s);
-    if (rc != 1) { /* granted QoS 1 */
-        fprintf(stderr, "msub: subscribe to %s failed: %d\n", filter, rc);
-        return rc ? rc : -1;
+    ro.onSuccess5 = on_sub_ok;
+    ro.onFailure5 = on_sub_fail;
+    ro.subscribeOptions = so;
+    if (MQTTAsync_subscribe(client, filter, 1, &ro) != MQTTASYNC_SUCCESS) {
+        pthread_mutex_lock(&mu);
+        subscribed = -1;
+        pthread_mutex_unlock(&mu);
     }
-    return 0;
+}
+
+static void on_conn_ok(void *ctx, MQTTAsync_successData5 *r)
+{
+    int first = ctx != NULL;
+    int present = r->alt.connect.sessionPresent;
+    pthread_mutex_lock(&mu);
+    connected = 1;
+    connecting = 0;
+    int resub = first || !persistent || !present;
+    if (!first && persistent && !present)
+        sessions_lost++; /* the broker forgot us: messages meanwhile are gone */
+    pthread_mutex_unlock(&mu);
+    if (resub)
+        subscribe_now();
+}
+
+static void on_conn_fail(void *ctx, MQTTAsync_failureData5 *r)
+{
+    (void)ctx;
+    (void)r;
+    pthread_mutex_lock(&mu);
+    connecting = 0;
+    failed_connect++;
+    pthread_mutex_unlock(&mu);
+}
+
+static void on_lost(void *ctx, char *cause)
+{
+    (void)ctx;
+    (void)cause; /* the main loop reconnects */
+    pthread_mutex_lock(&mu);
+    connected = 0;
+    pthread_mutex_unlock(&mu);
+}
+
+static int on_arrived(void *ctx, char *topic, int len, MQTTAsync_message *m)
+{
+    (void)ctx;
+    (void)len;
+    pthread_mutex_lock(&mu);
+    on_message(m);
+    pthread_mutex_unlock(&mu);
+    MQTTAsync_freeMessage(&m);
+    MQTTAsync_free(topic);
+    return 1;
+}
+
+static MQTTProperties conn_props = MQTTProperties_initializer;
+
+static int start_connect(int first)
+{
+    MQTTAsync_connectOptions co = MQTTAsync_connectOptions_initializer5;
+    co.keepAliveInterval = 20;
+    /* persistent: clean start 0 even the first time; Mosquitto 2.0 does not
+     * save a session begun with clean start 1 across its own restart, even
+     * with a session expiry (use a fresh client id for a fresh session) */
+    co.cleanstart = persistent ? 0 : 1;
+    co.connectProperties = persistent ? &conn_props : NULL;
+    co.onSuccess5 = on_conn_ok;
+    co.onFailure5 = on_conn_fail;
+    co.context = first ? (void *)1 : NULL;
+    pthread_mutex_lock(&mu);
+    connecting = 1;
+    pthread_mutex_unlock(&mu);
+    int rc = MQTTAsync_connect(client, &co);
+    if (rc != MQTTASYNC_SUCCESS) {
+        pthread_mutex_lock(&mu);
+        connecting = 0;
+        pthread_mutex_unlock(&mu);
+    }
+    return rc;
 }
 
 static void on_signal(int sig)
@@ -252,19 +335,35 @@ int main(int argc, char **argv)
         perror(out_file);
         return 2;
     }
+    MQTTProperty sp = {.identifier = MQTTPROPERTY_CODE_SESSION_EXPIRY_INTERVAL};
+    sp.value.integer4 = 3600;
+    MQTTProperties_add(&conn_props, &sp);
 
-    MQTTClient c;
-    MQTTClient_createOptions cro = MQTTClient_createOptions_initializer;
-    cro.MQTTVersion = MQTTVERSION_5;
-    if (MQTTClient_createWithOptions(&c, url, client_id, MQTTCLIENT_PERSISTENCE_NONE, NULL, &cro) !=
-        MQTTCLIENT_SUCCESS) {
+    MQTTAsync_createOptions cro = MQTTAsync_createOptions_initializer5;
+    if (MQTTAsync_createWithOptions(&client, url, client_id, MQTTCLIENT_PERSISTENCE_NONE, NULL,
+                                    &cro) != MQTTASYNC_SUCCESS ||
+        MQTTAsync_setCallbacks(client, NULL, on_lost, on_arrived, NULL) != MQTTASYNC_SUCCESS) {
         fprintf(stderr, "msub: cannot create client\n");
         return 2;
     }
-    int rc = connect_and_subscribe(c, 1);
-    if (rc) {
-        fprintf(stderr, "msub: cannot connect/subscribe to %s: %d\n", url, rc);
+    /* first connect and subscribe, within 10 s */
+    int64_t t_end = now_ms() + 10000;
+    if (start_connect(1) != MQTTASYNC_SUCCESS) {
+        fprintf(stderr, "msub: cannot start connecting to %s\n", url);
         return 2;
+    }
+    for (;;) {
+        pthread_mutex_lock(&mu);
+        int s = subscribed, f = failed_connect;
+        pthread_mutex_unlock(&mu);
+        if (s == 1)
+            break;
+        if (s < 0 || f || now_ms() > t_end) {
+            fprintf(stderr, "msub: cannot connect/subscribe to %s (%s)\n", url,
+                    s < 0 ? "subscribe refused" : f ? "connect failed" : "timeout");
+            return 2;
+        }
+        usleep(10 * 1000);
     }
     if (ready_file) {
         FILE *f = fopen(ready_file, "w");
@@ -272,53 +371,58 @@ int main(int argc, char **argv)
             fclose(f);
     }
 
-    int64_t deadline = now_ms() + timeout_s * 1000, done_at = 0;
+    int64_t deadline = now_ms() + timeout_s * 1000, done_at = 0, retry_at = 0;
     unsigned long reconnects = 0;
     while (!stop) {
         int64_t now = now_ms();
         if (now >= deadline)
             break;
-        if ((long)unique_n >= expected) {
+        pthread_mutex_lock(&mu);
+        long got = (long)unique_n;
+        int up = connected, busy = connecting;
+        pthread_mutex_unlock(&mu);
+        if (got >= expected) {
             if (!done_at)
                 done_at = now;
             if (now - done_at >= linger_ms)
                 break;
         }
-        if (!MQTTClient_isConnected(c)) {
-            if (connect_and_subscribe(c, 0) == 0)
+        if (!up && !busy && now >= retry_at) {
+            if (start_connect(0) == MQTTASYNC_SUCCESS)
                 reconnects++;
-            else
-                usleep(200 * 1000);
-            continue;
+            retry_at = now + 200;
         }
-        char *topic = NULL;
-        int tlen = 0;
-        MQTTClient_message *m = NULL;
-        rc = MQTTClient_receive(c, &topic, &tlen, &m, 200);
-        if (m) {
-            on_message(m);
-            MQTTClient_freeMessage(&m);
-            MQTTClient_free(topic);
-        } else if (rc != MQTTCLIENT_SUCCESS && rc != MQTTCLIENT_TOPICNAME_TRUNCATED) {
-            usleep(100 * 1000); /* disconnected: the loop reconnects */
-        }
+        usleep(20 * 1000);
     }
-    if (MQTTClient_isConnected(c)) {
+    pthread_mutex_lock(&mu);
+    int up = connected;
+    pthread_mutex_unlock(&mu);
+    if (up) {
         /* a persistent session must not linger on the broker after the test */
+        MQTTAsync_disconnectOptions d = MQTTAsync_disconnectOptions_initializer5;
         MQTTProperties dp = MQTTProperties_initializer;
         MQTTProperty p = {.identifier = MQTTPROPERTY_CODE_SESSION_EXPIRY_INTERVAL};
         p.value.integer4 = 0;
         MQTTProperties_add(&dp, &p);
-        MQTTClient_disconnect5(c, 1000, MQTTREASONCODE_SUCCESS, &dp);
+        d.properties = dp;
+        d.timeout = 1000;
+        MQTTAsync_disconnect(client, &d);
+        usleep(300 * 1000);
         MQTTProperties_free(&dp);
     }
-    MQTTClient_destroy(&c);
+    MQTTAsync_destroy(&client);
+    MQTTProperties_free(&conn_props);
+    pthread_mutex_lock(&mu);
     if (out)
         fclose(out);
     printf("msub: received=%lu unique=%lu duplicates=%lu missing_props=%lu bad_header=%lu "
-           "order_violations=%lu no_seq=%lu aggregates=%zu reconnects=%lu expected=%ld\n",
+           "order_violations=%lu no_seq=%lu aggregates=%zu reconnects=%lu sessions_lost=%d "
+           "expected=%ld\n",
            received, unique_n, duplicates, missing_props, bad_header, order_violations, no_seq,
-           last_n.len, reconnects, expected);
-    int ok = (long)unique_n == expected && !missing_props && !bad_header && !order_violations;
+           last_n.len, reconnects, sessions_lost, expected);
+    int ok = (long)unique_n == expected && !missing_props && !bad_header && !order_violations &&
+             !sessions_lost;
+    pthread_mutex_unlock(&mu);
+    fflush(stdout);
     return ok ? 0 : 1;
 }
