@@ -213,7 +213,7 @@ done; done; done; done; done
 
 # ---------------------------------------------------------------- latency
 LATRES=$OUT/latency.tsv
-printf 'driver\tordering\tworkers\tbatch\trate\tevents\tp50_ms\tp95_ms\tp99_ms\tmax_ms\tcreated_p99_ms\tcpu_s_per_100k\tpeak_rss_mb\n' > "$LATRES"
+printf 'driver\tordering\tworkers\tbatch\trate\tevents\tleft\tp50_ms\tp95_ms\tp99_ms\tmax_ms\tcreated_p99_ms\tcpu_s_per_100k\tpeak_rss_mb\n' > "$LATRES"
 if [ "$LATENCY" = 1 ]; then
     for d in "${DRV[@]}"; do for rate in "${RATE[@]}"; do
         fresh_run_db "$EMPTY"
@@ -237,17 +237,19 @@ if [ "$LATENCY" = 1 ]; then
         stats=$(psql_db "$RUNDB" "WITH l AS (SELECT (extract(epoch FROM o.published_at) * 1e6 - lat.commit_us) / 1000.0 ms,
                    extract(epoch FROM o.published_at - o.created_at) * 1000.0 cms
               FROM lat JOIN outbox o USING (event_id))
-            SELECT count(*) FILTER (WHERE ms IS NULL) || '|' || count(*) || '|' ||
+            SELECT count(*) FILTER (WHERE ms IS NULL) || '|' || count(*) || '|' || count(*) || '|' ||
                    round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) || '|' ||
                    round(percentile_cont(0.95) WITHIN GROUP (ORDER BY ms)::numeric, 1) || '|' ||
                    round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1) || '|' ||
                    round(max(ms)::numeric, 1) || '|' ||
                    round(percentile_cont(0.99) WITHIN GROUP (ORDER BY cms)::numeric, 1) FROM l")
-        IFS='|' read -r unpub cnt p50 p95 p99 pmax cp99 <<<"$stats"
+        IFS='|' read -r unpub cnt _ p50 p95 p99 pmax cp99 <<<"$stats"
         expect_eq "latency $d/$rate: events joined" "$cnt" "$n"
-        expect_eq "latency $d/$rate: unpublished" "$unpub" 0
+        # a relay that did not keep up is a result, not a tool failure: the
+        # percentiles then cover the published rows and `left` says how many were not
+        [ "$unpub" = 0 ] || note "  latency $d at $rate/s: $unpub events still unpublished 30 s after the producer stopped"
         cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
-        printf '%s\t%s\t2\t500\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n' "$d" "$LAT_ORDERING" "$rate" "$n" "$p50" "$p95" "$p99" \
+        printf '%s\t%s\t2\t500\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n' "$d" "$LAT_ORDERING" "$rate" "$n" "$unpub" "$p50" "$p95" "$p99" \
             "$pmax" "$cp99" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" >> "$LATRES"
         note "  latency $d at $rate/s: p50 $p50 p95 $p95 p99 $p99 max $pmax ms"
     done; done
@@ -265,9 +267,9 @@ if [ "$PROFILE" = 1 ]; then
         echo '### by process'
         perf report -q -i "$WORK/perf.data" --no-children --sort comm -g none --percent-limit 1 2>/dev/null | head -15
         echo '### outbox-relay, by symbol'
-        perf report -q -i "$WORK/perf.data" --no-children --comm outbox-relay --sort dso,sym -g none --percent-limit 0.7 2>/dev/null | head -30
+        perf report -q -i "$WORK/perf.data" --no-children --comm outbox-relay --percentage relative --sort dso,sym -g none --percent-limit 1.5 2>/dev/null | head -30
         echo '### postgres, by symbol'
-        perf report -q -i "$WORK/perf.data" --no-children --comm postgres --sort sym -g none --percent-limit 0.7 2>/dev/null | head -30
+        perf report -q -i "$WORK/perf.data" --no-children --comm postgres --percentage relative --sort sym -g none --percent-limit 1 2>/dev/null | head -30
     } > "$OUT/profile.txt"
     set -o pipefail
     # EXPLAIN ANALYZE of the claim and the record statements at batch 500 on a full outbox
@@ -297,9 +299,9 @@ TABLE=$WORK/table.md
 } > "$TABLE"
 LTABLE=$WORK/ltable.md
 {
-    echo '| driver | ordering | workers | batch | rate/s | events | p50 ms | p95 ms | p99 ms | max ms | p99 from created_at | CPU s/100k | peak RSS MB |'
-    echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
-    tail -n +2 "$LATRES" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13 }'
+    echo '| driver | ordering | workers | batch | rate/s | events | unpublished at end | p50 ms | p95 ms | p99 ms | max ms | p99 from created_at | CPU s/100k | peak RSS MB |'
+    echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$LATRES" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14 }'
 } > "$LTABLE"
 echo
 column -t -s $'\t' "$RESULTS"
@@ -334,6 +336,7 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo "Generated $(date -u '+%Y-%m-%d %H:%M UTC') by \`tests/bench/run.sh $MODE_ARGS\` (mode $MODE) at commit $(git -C "$OBX_SRC" rev-parse --short HEAD 2>/dev/null || echo '?')."
     echo
     echo "## Machine and servers"
+    echo "- Load average at the end of the run: $(cut -d' ' -f1-3 /proc/loadavg) (other sessions share this machine: figures taken at different moments are noisy; the ratios compare figures taken minutes apart)"
     echo "- $(uname -srm); $(nproc) cores: $(lscpu | sed -n 's/^Model name: *//p'); $(free -g | awk '/Mem:/ {print $2}') GiB RAM"
     echo "- $(psql -qAt -d postgres -c 'SELECT version()' | cut -d, -f1), same machine, loopback TCP"
     echo "- PostgreSQL settings (SHOW): $PGSET"
