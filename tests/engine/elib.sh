@@ -158,3 +158,8 @@ wait_in_go() {
     wait_sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1'
               AND datname = '$TEST_DB' AND state = 'active' AND query LIKE 'DO%'" 1 30
 }
+# wait_blocked NAME: until session NAME waits for a lock (the enqueue's per-aggregate lock).
+wait_blocked() {
+    wait_sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1'
+              AND datname = '$TEST_DB' AND wait_event_type = 'Lock'" 1 30
+}
