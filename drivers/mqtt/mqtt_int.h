@@ -17,6 +17,7 @@
 #include <MQTTAsync.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "obx/driver.h"
 
@@ -100,9 +101,24 @@ typedef struct obx_instance mqtt_inst;
 
 /* mqtt.c */
 int64_t mqtt_now_ms(void);
+void mqtt_abstime(int64_t ms_from_now, struct timespec *ts);
 /* Complete a slot (inst->mu held): host->complete, free the slot, signal. */
 void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, int code,
                           const char *detail);
+
+/* mqtt_conf.c */
+extern const obx_option mqtt_options[];
+/* Reads and checks the options into inst; -1 with errstr (never a secret). */
+int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size);
+
+/* mqtt_conn.c: paho callbacks (context = inst) and the timer thread */
+void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp);
+void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp);
+void mqtt_on_connection_lost(void *ctx, char *cause);
+void mqtt_on_disconnected(void *ctx, MQTTProperties *props, enum MQTTReasonCodes reason);
+void *mqtt_timer_main(void *arg);
+/* Completes every INFLIGHT slot RETRIABLE with detail (mu held); returns how many. */
+int mqtt_fail_all_locked(mqtt_inst *inst, const char *detail);
 
 /* mqtt_publish.c */
 obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t count,

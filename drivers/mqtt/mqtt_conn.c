@@ -1,0 +1,167 @@
+/*
+ * MQTT driver: connection management and publish timeouts.
+ *
+ * The driver's timer thread (re)connects with exponential backoff, also
+ * after a failed first attempt (paho's automatic reconnect only follows a
+ * successful one), and completes publishes that were never acknowledged.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "mqtt_int.h"
+
+#define MQTT_TIMER_TICK_MS 50
+
+/* Complete every INFLIGHT slot (mu held). SENDING slots belong to a
+ * publish_batch in progress, which finishes them itself. */
+int mqtt_fail_all_locked(mqtt_inst *inst, const char *detail)
+{
+    int n = 0;
+    for (int i = 0; i < inst->window; i++) {
+        if (inst->slots[i].state == MQTT_SLOT_INFLIGHT) {
+            mqtt_complete_locked(inst, &inst->slots[i], OBX_RETRIABLE, 0, detail);
+            n++;
+        }
+    }
+    return n;
+}
+
+void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp)
+{
+    mqtt_inst *inst = ctx;
+    (void)resp;
+    pthread_mutex_lock(&inst->mu);
+    if (!inst->closed) {
+        inst->connected = 1;
+        inst->connecting = 0;
+        inst->backoff_ms = inst->reconnect_min_ms;
+        if (inst->connect_attempts > 1 || inst->ever_connected)
+            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
+                            "connected to %s as %s after %d attempt(s)", inst->url,
+                            inst->client_id, inst->connect_attempts);
+        else
+            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s",
+                            inst->url, inst->client_id);
+        inst->connect_attempts = 0;
+        inst->ever_connected = 1;
+        pthread_cond_broadcast(&inst->cond);
+    }
+    pthread_mutex_unlock(&inst->mu);
+}
+
+void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
+{
+    mqtt_inst *inst = ctx;
+    pthread_mutex_lock(&inst->mu);
+    if (!inst->closed) {
+        inst->connecting = 0;
+        inst->last_connect_code = resp->reasonCode ? (int)resp->reasonCode : resp->code;
+        if (resp->reasonCode)
+            snprintf(inst->last_connect_err, sizeof inst->last_connect_err,
+                     "CONNACK 0x%02x %s", (unsigned)resp->reasonCode,
+                     MQTTReasonCode_toString(resp->reasonCode));
+        else
+            snprintf(inst->last_connect_err, sizeof inst->last_connect_err, "%s%s%s",
+                     MQTTAsync_strerror(resp->code), resp->message ? ": " : "",
+                     resp->message ? resp->message : "");
+        /* first failure and then every 10th: a broker outage should not flood the log */
+        if (inst->connect_attempts % 10 == 1)
+            inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                            "connect to %s failed (attempt %d): %s; retrying in %lld ms",
+                            inst->url, inst->connect_attempts, inst->last_connect_err,
+                            (long long)inst->backoff_ms);
+        inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
+        inst->backoff_ms *= 2;
+        if (inst->backoff_ms > inst->reconnect_max_ms)
+            inst->backoff_ms = inst->reconnect_max_ms;
+        pthread_cond_broadcast(&inst->cond);
+    }
+    pthread_mutex_unlock(&inst->mu);
+}
+
+/* The connection is gone: complete everything in flight RETRIABLE. Paho may
+ * still call onFailure5 for those later; their slots are FREE by then (or
+ * carry another paho token), so the late callback is ignored. */
+static void mqtt_lost_locked(mqtt_inst *inst, const char *why)
+{
+    if (inst->closed)
+        return;
+    int was = inst->connected;
+    inst->connected = 0;
+    int n = mqtt_fail_all_locked(inst, why);
+    inst->n_lost += (uint64_t)n;
+    if (was || n)
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                        "%s (%s); %d in-flight publish(es) completed RETRIABLE, reconnecting", why,
+                        inst->url, n);
+    if (!inst->connecting && inst->next_connect_ms < mqtt_now_ms() + inst->backoff_ms)
+        inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
+    pthread_cond_broadcast(&inst->cond);
+}
+
+void mqtt_on_connection_lost(void *ctx, char *cause)
+{
+    mqtt_inst *inst = ctx;
+    (void)cause; /* paho passes NULL or a static text; our own is clearer */
+    pthread_mutex_lock(&inst->mu);
+    mqtt_lost_locked(inst, "connection lost");
+    pthread_mutex_unlock(&inst->mu);
+}
+
+void mqtt_on_disconnected(void *ctx, MQTTProperties *props, enum MQTTReasonCodes reason)
+{
+    mqtt_inst *inst = ctx;
+    char why[MQTT_DETAIL_MAX];
+    (void)props;
+    snprintf(why, sizeof why, "server sent DISCONNECT 0x%02x %s", (unsigned)reason,
+             MQTTReasonCode_toString(reason));
+    pthread_mutex_lock(&inst->mu);
+    mqtt_lost_locked(inst, why);
+    pthread_mutex_unlock(&inst->mu);
+}
+
+/* Start a connect (mu NOT held: paho takes its own mutex). */
+static void mqtt_start_connect(mqtt_inst *inst)
+{
+    int rc = MQTTAsync_connect(inst->client, &inst->conn_opts);
+    if (rc != MQTTASYNC_SUCCESS) {
+        MQTTAsync_failureData5 fd = MQTTAsync_failureData5_initializer;
+        fd.code = rc;
+        mqtt_on_connect_fail(inst, &fd);
+    }
+}
+
+/* Timer thread: publish timeouts and (re)connects with backoff. */
+void *mqtt_timer_main(void *arg)
+{
+    mqtt_inst *inst = arg;
+    char detail[MQTT_DETAIL_MAX];
+    pthread_mutex_lock(&inst->mu);
+    while (!inst->stopping) {
+        int64_t now = mqtt_now_ms();
+        for (int i = 0; i < inst->window; i++) {
+            mqtt_slot *s = &inst->slots[i];
+            if (s->state == MQTT_SLOT_INFLIGHT && s->deadline_ms <= now) {
+                snprintf(detail, sizeof detail, "no acknowledgement within %lld ms",
+                         (long long)inst->publish_timeout_ms);
+                inst->n_timeout++;
+                inst->abandoned++;
+                mqtt_complete_locked(inst, s, OBX_RETRIABLE, 0, detail);
+            }
+        }
+        if (!inst->connected && !inst->connecting && now >= inst->next_connect_ms) {
+            inst->connecting = 1;
+            inst->connect_attempts++;
+            pthread_mutex_unlock(&inst->mu);
+            mqtt_start_connect(inst);
+            pthread_mutex_lock(&inst->mu);
+            continue;
+        }
+        struct timespec ts;
+        mqtt_abstime(MQTT_TIMER_TICK_MS, &ts);
+        pthread_cond_timedwait(&inst->cond, &inst->mu, &ts);
+    }
+    pthread_mutex_unlock(&inst->mu);
+    return NULL;
+}
