@@ -25,8 +25,8 @@ const obx_option mqtt_options[] = {
     {"qos", OBX_OPT_INT, 0, "1 (default) or 2; 0 is refused: it cannot be acknowledged"},
     {"window", OBX_OPT_INT, 0, "max publishes in flight per instance (default 100)"},
     {"window_wait_ms", OBX_OPT_INT, 0,
-     "with the window full, publish waits up to this long per batch, then refuses RETRIABLE "
-     "(default 2000; 0 refuses at once)"},
+     "with the window full or while reconnecting, publish waits up to this long per batch, "
+     "then refuses RETRIABLE (default 2000; 0 refuses at once)"},
     {"publish_timeout_ms", OBX_OPT_INT, 0,
      "a publish not acknowledged in this time completes RETRIABLE (default 30000)"},
     {"content_type", OBX_OPT_STRING, 0, "content type property (default: the row's)"},

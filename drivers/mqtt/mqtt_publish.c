@@ -263,12 +263,13 @@ static obx_status mqtt_reject(mqtt_inst *inst, const obx_message *m, const char 
     return OBX_OK;
 }
 
-/* Waits (mu held) for a free slot until wait_until; 0 when one is free. The
- * engine publishes whole claimed batches and counts a refusal as an attempt,
- * so a full window briefly holds the caller back instead of refusing. */
+/* Waits (mu held) until connected with a free slot, or wait_until; 0 when
+ * ready. The engine publishes whole claimed batches and counts a refusal as
+ * an attempt, so a full window or a short reconnect briefly holds the caller
+ * back instead of refusing. */
 static int mqtt_wait_slot_locked(mqtt_inst *inst, int64_t wait_until)
 {
-    while (inst->free_n == 0 && inst->connected && !inst->closed) {
+    while ((inst->free_n == 0 || !inst->connected) && !inst->closed) {
         int64_t left = wait_until - mqtt_now_ms();
         if (left <= 0)
             return -1;
@@ -282,7 +283,7 @@ static int mqtt_wait_slot_locked(mqtt_inst *inst, int64_t wait_until)
         }
         pthread_cond_timedwait(&inst->cond, &inst->mu, &ts);
     }
-    return inst->free_n > 0 ? 0 : -1;
+    return inst->free_n > 0 && inst->connected ? 0 : -1;
 }
 
 static obx_status mqtt_publish_one(mqtt_inst *inst, const obx_message *m, int64_t wait_until,
@@ -304,7 +305,7 @@ static obx_status mqtt_publish_one(mqtt_inst *inst, const obx_message *m, int64_
         pthread_mutex_unlock(&inst->mu);
         return OBX_RETRIABLE;
     }
-    if (!inst->connected || mqtt_wait_slot_locked(inst, wait_until) != 0) {
+    if (mqtt_wait_slot_locked(inst, wait_until) != 0) {
         pthread_mutex_unlock(&inst->mu);
         return OBX_RETRIABLE; /* offline, or the window stayed full */
     }
