@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
+
 static void one_line(char *s)
 {
     for (char *p = s; *p; p++)
@@ -20,6 +22,13 @@ void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
         msg = PQerrorMessage(conn);
     snprintf(err, err_size, "%s", msg && *msg ? msg : "unknown database error");
     one_line(err);
+}
+
+/* Server notices go through the relay's log, so JSON logs stay JSON. */
+static void notice_to_log(void *arg, const char *message)
+{
+    (void)arg;
+    log_warn("postgres: %s", message);
 }
 
 PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size)
@@ -42,6 +51,7 @@ PGconn *db_connect(const relay_config *cfg, const char *application, char *err, 
         PQfinish(conn);
         return NULL;
     }
+    PQsetNoticeProcessor(conn, notice_to_log, NULL);
     return conn;
 }
 

@@ -118,7 +118,8 @@ static int check_config(const relay_config *cfg)
         char err[1024];
         loaded_driver *drv = loader_open(cfg->drivers_dir, cfg->outputs[i].driver, err, sizeof err);
         if (!drv) {
-            fprintf(stderr, "outbox-relay: output %s: %s\n", cfg->outputs[i].name, err);
+            fprintf(stderr, "outbox-relay: config error: %s:%d: output %s: %s\n", cfg->path,
+                    cfg->outputs[i].line, cfg->outputs[i].name, err);
             return 2;
         }
         int rc = host_validate_options(cfg, &cfg->outputs[i], drv, err, sizeof err);

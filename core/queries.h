@@ -21,8 +21,9 @@ enum {
     ROW_ATTEMPTS
 };
 
-/* Outcome codes the record statement understands. */
-enum { REC_PUBLISHED = 0, REC_RETRY = 1, REC_DEAD = 2, REC_RELEASE = 3 };
+/* Outcome codes the record statement understands. RELEASE and DEFER do not
+ * count an attempt: the message never reached the broker. */
+enum { REC_PUBLISHED = 0, REC_RETRY = 1, REC_DEAD = 2, REC_RELEASE = 3, REC_DEFER = 4 };
 
 /* Prepares every statement on conn ("claim", "record", "mark", "renew",
  * "hold", "pending"). Returns 0 or -1 with err. */

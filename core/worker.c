@@ -17,8 +17,9 @@
 #include "pgarray.h"
 #include "queries.h"
 
-/* Where a message of the current batch stands. */
-typedef enum { SLOT_AWAITING, SLOT_DONE, SLOT_ABORTED } slot_state;
+/* Where a message of the current batch stands. ABORTED: closed in flight at
+ * shutdown; REFUSED: never accepted by the driver. Neither counts an attempt. */
+typedef enum { SLOT_AWAITING, SLOT_DONE, SLOT_ABORTED, SLOT_REFUSED } slot_state;
 
 typedef struct slot {
     slot_state state;
@@ -143,7 +144,11 @@ static int ensure_connected(worker *w, long long deadline, int honour_stop)
             char *quoted = PQescapeIdentifier(w->conn, channel, strlen(channel));
             snprintf(listen, sizeof listen, "LISTEN %s", quoted);
             PQfreemem(quoted);
-            if (queries_prepare(w->conn, w->cfg, err, sizeof err) == 0 &&
+            /* no statement may outlive the lease it works under, nor a killed relay */
+            char timeout[64];
+            snprintf(timeout, sizeof timeout, "SET statement_timeout = %d", w->cfg->lease_ms);
+            if (db_exec(w->conn, timeout, err, sizeof err) == 0 &&
+                queries_prepare(w->conn, w->cfg, err, sizeof err) == 0 &&
                 db_exec(w->conn, listen, err, sizeof err) == 0)
                 return 0;
             disconnect(w);
@@ -166,8 +171,10 @@ static PGresult *run(worker *w, const char *stmt, int nparams, const char *const
     db_error(w->conn, res, err, sizeof err);
     PQclear(res);
     worker_log(w, OBX_LOG_WARN, "%s failed: %s", stmt, err);
-    if (db_lost(w->conn))
+    if (db_lost(w->conn)) {
+        worker_log(w, OBX_LOG_WARN, "database connection lost; reconnecting");
         disconnect(w);
+    }
     return NULL;
 }
 
@@ -294,7 +301,10 @@ static void publish(worker *w)
                 continue;
             slot *s = &w->slots[w->scratch_index[k]];
             if (s->state == SLOT_AWAITING) {
-                finish_slot(s, w->accept[k], "refused by the driver at publish");
+                finish_slot(s, w->accept[k], rc == OBX_FATAL ? "driver instance failed"
+                                                             : "refused by the driver at publish");
+                if (w->accept[k] != OBX_PERMANENT)
+                    s->state = SLOT_REFUSED;
                 w->awaiting--;
             }
         }
@@ -407,6 +417,14 @@ static void await_completions(worker *w)
     }
 }
 
+/* An output that acknowledged something is healthy again. */
+static void reset_recreate_backoff(worker *w)
+{
+    for (int i = 0; i < w->count; i++)
+        if (w->slots[i].state == SLOT_DONE && w->slots[i].status == OBX_OK)
+            w->outs[w->slots[i].output].backoff_ms = 0;
+}
+
 static long long backoff_ms(const worker *w, unsigned attempt, unsigned *rnd)
 {
     const relay_config *c = w->cfg;
@@ -438,6 +456,10 @@ static void record(worker *w)
         char error[400] = "";
         if (s->state == SLOT_ABORTED) {
             outcome = REC_RELEASE;
+        } else if (s->state == SLOT_REFUSED) {
+            outcome = REC_DEFER;
+            delay = backoff_ms(w, 1, &w->rand_state);
+            snprintf(error, sizeof error, "%s", s->detail);
         } else if (s->status == OBX_OK) {
             outcome = REC_PUBLISHED;
         } else if (s->status == OBX_PERMANENT) {
@@ -467,7 +489,8 @@ static void record(worker *w)
         pgarray_add(&delays, num, 0);
         pgarray_add(&errors, error, 1);
         if (w->cfg->ordering == ORDERING_AGGREGATE &&
-            (outcome == REC_RETRY || (outcome == REC_DEAD && w->cfg->on_dead == DEAD_BLOCK)))
+            (outcome == REC_RETRY || outcome == REC_DEFER ||
+             (outcome == REC_DEAD && w->cfg->on_dead == DEAD_BLOCK)))
             pgarray_add(&holds, id, 0);
     }
     const char *delete = w->cfg->retention == RETAIN_DELETE ? "true" : "false";
@@ -494,7 +517,7 @@ static void record(worker *w)
         /* even during a graceful stop: recording is what the stop waits for */
         ensure_connected(w, w->claimed_at + w->cfg->lease_ms, 0);
     }
-    long long recorded[4] = {0}, total = 0;
+    long long recorded[5] = {0}, total = 0;
     if (published == w->count)
         total = recorded[REC_PUBLISHED] = atoll(PQgetvalue(res, 0, 0));
     for (int r = 0; published < w->count && r < PQntuples(res); r++) {
@@ -511,7 +534,7 @@ static void record(worker *w)
         PQclear(run(w, "hold", 1, hold_params, PGRES_COMMAND_OK));
     }
     atomic_fetch_add(&w->eng->published, recorded[REC_PUBLISHED]);
-    atomic_fetch_add(&w->eng->retried, recorded[REC_RETRY]);
+    atomic_fetch_add(&w->eng->retried, recorded[REC_RETRY] + recorded[REC_DEFER]);
     atomic_fetch_add(&w->eng->dead, recorded[REC_DEAD]);
     atomic_fetch_add(&w->eng->released, recorded[REC_RELEASE]);
 out:
@@ -616,6 +639,7 @@ void *worker_main(void *arg)
         }
         publish(w);
         await_completions(w);
+        reset_recreate_backoff(w);
         record(w);
         end_batch(w);
     }
