@@ -5,14 +5,19 @@
 
 #include "log.h"
 
+/* libpq's messages span lines and indent with tabs: fold to one line. */
 static void one_line(char *s)
 {
-    for (char *p = s; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == ' ')
-        s[--n] = '\0';
+    char *out = s;
+    for (const char *p = s; *p; p++) {
+        char c = (*p == '\n' || *p == '\r' || *p == '\t') ? ' ' : *p;
+        if (c == ' ' && (out == s || out[-1] == ' '))
+            continue;
+        *out++ = c;
+    }
+    while (out > s && out[-1] == ' ')
+        out--;
+    *out = '\0';
 }
 
 void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
