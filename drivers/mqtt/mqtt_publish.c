@@ -26,7 +26,10 @@ obx_status mqtt_classify_reason(int reason)
     }
 }
 
-/* Strict UTF-8 as MQTT requires: no overlongs, surrogates or U+0000. */
+/* Strict UTF-8 as MQTT requires (no overlongs, surrogates or U+0000), and
+ * none of the control characters or non-characters a broker MAY close the
+ * connection for (Mosquitto does): one bad string must not drop the
+ * connection under everybody else's messages. */
 static int mqtt_utf8_ok(const unsigned char *s, size_t len)
 {
     size_t i = 0;
@@ -37,6 +40,8 @@ static int mqtt_utf8_ok(const unsigned char *s, size_t len)
         if (c == 0)
             return 0;
         if (c < 0x80) {
+            if (c < 0x20 || c == 0x7F)
+                return 0;
             i++;
             continue;
         } else if ((c & 0xE0) == 0xC0) {
@@ -54,7 +59,8 @@ static int mqtt_utf8_ok(const unsigned char *s, size_t len)
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
         if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0x80 && cp <= 0x9F) ||
+            (cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE)
             return 0;
         i += n + 1;
     }
@@ -71,7 +77,7 @@ const char *mqtt_topic_problem(const char *topic)
     if (strchr(topic, '+') || strchr(topic, '#'))
         return "invalid topic: wildcards '+' and '#' are not allowed in a topic name";
     if (!mqtt_utf8_ok((const unsigned char *)topic, len))
-        return "invalid topic: not valid UTF-8";
+        return "invalid topic: not valid UTF-8, or contains control characters";
     return NULL;
 }
 
@@ -217,7 +223,8 @@ static int mqtt_build_props(mqtt_inst *inst, const obx_message *m, char *created
             !mqtt_utf8_ok((const unsigned char *)p[i].value.value.data,
                           (size_t)p[i].value.value.len) ||
             p[i].value.data.len > 65535 || p[i].value.value.len > 65535) {
-            *why = "invalid header: key or value is not valid UTF-8 or too long";
+            *why = "invalid header: key or value is not valid UTF-8, has control characters or is "
+                   "too long";
             return -1;
         }
     }

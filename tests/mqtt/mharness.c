@@ -386,26 +386,31 @@ static void sc_invalid(const char *url)
     CHECK(inst, "create: %s", err);
     if (!inst)
         return;
-    const char *topics[] = {"obx/inv/ok1", "obx/inv/#", "obx/+/x", "", "obx/inv/ok2"};
-    const obx_status want[] = {OBX_OK, OBX_PERMANENT, OBX_PERMANENT, OBX_PERMANENT, OBX_OK};
-    obx_message m[5];
-    obx_status acc[5];
-    for (int i = 0; i < 5; i++)
-        make_msg(&m[i], (uint64_t)i, topics[i], NULL, 0);
-    CHECK(def->publish_batch(inst, m, 5, acc) == OBX_OK, "publish_batch");
-    for (int i = 0; i < 5; i++)
+    const char *topics[] = {"obx/inv/ok1", "obx/inv/#", "obx/+/x", "", "obx/inv/ok2",
+                            "obx/inv/tab\there", "obx/inv/\xc3\x28", "obx/inv/hdr", "obx/inv/ok3"};
+    const obx_status want[] = {OBX_OK, OBX_PERMANENT, OBX_PERMANENT, OBX_PERMANENT, OBX_OK,
+                               OBX_PERMANENT, OBX_PERMANENT, OBX_PERMANENT, OBX_OK};
+    enum { NT = sizeof topics / sizeof *topics };
+    static const obx_header bad_hdr[] = {{"note", "line1\nline2"}};
+    obx_message m[NT];
+    obx_status acc[NT];
+    for (int i = 0; i < NT; i++)
+        make_msg(&m[i], (uint64_t)i, topics[i], i == 7 ? bad_hdr : NULL, i == 7 ? 1 : 0);
+    CHECK(def->publish_batch(inst, m, NT, acc) == OBX_OK, "publish_batch");
+    for (int i = 0; i < NT; i++)
         CHECK(acc[i] == OBX_OK, "accept[%d] = %d", i, acc[i]);
     CHECK(def->flush(inst, 10000) == 0, "flush");
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < NT; i++)
         CHECK(h->count[i] == 1 && h->status[i] == want[i], "topic '%s': %d completions, status %d",
               topics[i], h->count[i], h->status[i]);
-    CHECK(strstr(h->last_detail, "invalid topic") != NULL, "detail '%s'", h->last_detail);
+    CHECK(strstr(h->last_detail, "invalid header") != NULL, "detail '%s'", h->last_detail);
     /* the connection survived the refusals: publish again */
     make_msg(&m[0], 10, "obx/inv/after", NULL, 0);
     CHECK(def->publish_batch(inst, m, 1, acc) == OBX_OK && acc[0] == OBX_OK, "publish after");
     CHECK(def->flush(inst, 10000) == 0 && h->status[10] == OBX_OK, "publish after completes OK");
     def->destroy(inst);
-    printf("ok invalid topics completed PERMANENT (\"%s\"), neighbours OK\n", h->last_detail);
+    printf("ok invalid topics (wildcards, empty, control character, bad UTF-8) and a header with a "
+           "newline completed PERMANENT, neighbours OK\n");
     host_free(h);
 }
 
