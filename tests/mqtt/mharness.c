@@ -180,7 +180,7 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static char ids[MAXMSG][37];
+static char ids[MAXMSG][48]; /* room for any 64-bit token */
 static char payloads[MAXMSG][64];
 
 static void make_msg(obx_message *m, uint64_t token, const char *topic, const obx_header *hdrs,
