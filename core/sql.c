@@ -32,7 +32,8 @@ static const char *column(const relay_config *cfg, const char *name, size_t len)
     COL(headers) COL(destination) COL(created_at) COL(available_at) COL(attempts)
     COL(lease_owner) COL(lease_until) COL(published_at) COL(dead_at) COL(last_error)
 #undef COL
-    return NULL;
+    fprintf(stderr, "sql_render: unknown column %.*s\n", (int)len, name); /* a bug */
+    abort();
 }
 
 char *sql_render(const relay_config *cfg, const char *tmpl)
@@ -59,19 +60,9 @@ char *sql_render(const relay_config *cfg, const char *tmpl)
             snprintf(both, sizeof both, "%s.%s", cfg->schema, cfg->table);
             append_quoted(out, both, '\'');
         } else if (len > 6 && strncmp(key, "lit.c.", 6) == 0) {
-            const char *col = column(cfg, key + 6, len - 6);
-            if (!col) {
-                fprintf(stderr, "sql_render: unknown column in %.*s\n", (int)len, key);
-                abort();
-            }
-            append_quoted(out, col, '\'');
+            append_quoted(out, column(cfg, key + 6, len - 6), '\'');
         } else if (len > 2 && strncmp(key, "c.", 2) == 0) {
-            const char *col = column(cfg, key + 2, len - 2);
-            if (!col) {
-                fprintf(stderr, "sql_render: unknown column in %.*s\n", (int)len, key);
-                abort();
-            }
-            append_quoted(out, col, '"');
+            append_quoted(out, column(cfg, key + 2, len - 2), '"');
         } else if (len > 2 && strncmp(key, "n.", 2) == 0) {
             char derived[300];
             snprintf(derived, sizeof derived, "%s%.*s", cfg->table, (int)(len - 2), key + 2);
