@@ -35,6 +35,8 @@ int command_init_db(const relay_config *cfg)
     return 0;
 }
 
+/* SQL text reads best as written. */
+/* clang-format off */
 static const char status_sql[] =
     "SELECT count(*) FILTER (WHERE {c.dead_at} IS NULL AND ({c.lease_until} IS NULL"
     "   OR {c.lease_until} < now())),"
@@ -42,6 +44,7 @@ static const char status_sql[] =
     " count(*) FILTER (WHERE {c.dead_at} IS NOT NULL),"
     " coalesce(extract(epoch FROM now() - min({c.created_at}) FILTER (WHERE {c.dead_at} IS NULL)), 0)"
     " FROM {table} WHERE {c.published_at} IS NULL";
+/* clang-format on */
 
 int command_status(const relay_config *cfg, int json)
 {
@@ -80,6 +83,7 @@ int command_status(const relay_config *cfg, int json)
     return rc;
 }
 
+/* clang-format off */
 /* Dead rows back to pending; rows held behind them (on_dead = block) too. */
 static const char requeue_sql[] =
     "WITH r AS (UPDATE {table} SET {c.dead_at} = NULL, {c.attempts} = 0, {c.available_at} = now(),"
@@ -92,6 +96,7 @@ static const char requeue_sql[] =
     " AND s.{c.id} > r.{c.id} AND s.{c.available_at} = 'infinity'"
     " AND s.{c.published_at} IS NULL AND s.{c.dead_at} IS NULL)"
     " SELECT count(*) FROM r";
+/* clang-format on */
 
 int command_requeue(const relay_config *cfg, int all, char **ids, int count)
 {

@@ -121,8 +121,8 @@ static const config_setting_t *member(const config_setting_t *group, const char 
     return group ? config_setting_get_member(group, name) : NULL;
 }
 
-static int get_string(loader_state *st, const config_setting_t *group, const char *name,
-                      char **dst, int keep_fields)
+static int get_string(loader_state *st, const config_setting_t *group, const char *name, char **dst,
+                      int keep_fields)
 {
     const config_setting_t *s = member(group, name);
     if (!s)
@@ -162,8 +162,8 @@ static int get_double(loader_state *st, const config_setting_t *group, const cha
     int t = config_setting_type(s);
     if (t != CONFIG_TYPE_FLOAT && t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
         return fail_at(st, s, "setting \"%s\" must be a number", name);
-    double v = t == CONFIG_TYPE_FLOAT ? config_setting_get_float(s)
-                                      : (double)config_setting_get_int64(s);
+    double v =
+        t == CONFIG_TYPE_FLOAT ? config_setting_get_float(s) : (double)config_setting_get_int64(s);
     if (v < min || v > max)
         return fail_at(st, s, "setting \"%s\" must be between %g and %g", name, min, max);
     *dst = v;
@@ -206,15 +206,17 @@ static int check_identifier(loader_state *st, const config_setting_t *s, const c
     return 0;
 }
 
+/* clang-format off */
 #define COLUMN(f) {#f, offsetof(cfg_columns, f)}
+/* clang-format on */
 static const struct {
     const char *name;
     size_t offset;
 } column_names[] = {
-    COLUMN(id),           COLUMN(event_id),    COLUMN(aggregate_type), COLUMN(aggregate_id),
-    COLUMN(event_type),   COLUMN(payload),     COLUMN(headers),        COLUMN(destination),
-    COLUMN(created_at),   COLUMN(available_at), COLUMN(attempts),      COLUMN(lease_owner),
-    COLUMN(lease_until),  COLUMN(published_at), COLUMN(dead_at),       COLUMN(last_error),
+    COLUMN(id),          COLUMN(event_id),     COLUMN(aggregate_type), COLUMN(aggregate_id),
+    COLUMN(event_type),  COLUMN(payload),      COLUMN(headers),        COLUMN(destination),
+    COLUMN(created_at),  COLUMN(available_at), COLUMN(attempts),       COLUMN(lease_owner),
+    COLUMN(lease_until), COLUMN(published_at), COLUMN(dead_at),        COLUMN(last_error),
 };
 #define COLUMN_COUNT (sizeof column_names / sizeof column_names[0])
 
@@ -259,10 +261,20 @@ static void load_database(loader_state *st, const config_setting_t *db)
 
 static void load_relay(loader_state *st, const config_setting_t *r)
 {
-    static const char *const keys[] = {
-        "workers",  "batch_size",      "lease_seconds", "poll_interval_ms", "shutdown_timeout_ms",
-        "ordering", "on_dead",         "max_attempts",  "backoff",          "retention",
-        "retention_hours", "max_payload_bytes", "drivers_dir", NULL};
+    static const char *const keys[] = {"workers",
+                                       "batch_size",
+                                       "lease_seconds",
+                                       "poll_interval_ms",
+                                       "shutdown_timeout_ms",
+                                       "ordering",
+                                       "on_dead",
+                                       "max_attempts",
+                                       "backoff",
+                                       "retention",
+                                       "retention_hours",
+                                       "max_payload_bytes",
+                                       "drivers_dir",
+                                       NULL};
     static const char *const backoff_keys[] = {"initial_ms", "max_ms", "multiplier", "jitter",
                                                NULL};
     static const char *const orderings[] = {"aggregate", "none", NULL};
@@ -271,7 +283,8 @@ static void load_relay(loader_state *st, const config_setting_t *r)
     relay_config *cfg = st->cfg;
     int lease_s = cfg->lease_ms / 1000, ordering = cfg->ordering, on_dead = cfg->on_dead,
         retention = cfg->retention;
-    if (check_keys(st, r, "relay", keys) < 0 || get_int(st, r, "workers", &cfg->workers, 1, 256) < 0 ||
+    if (check_keys(st, r, "relay", keys) < 0 ||
+        get_int(st, r, "workers", &cfg->workers, 1, 256) < 0 ||
         get_int(st, r, "batch_size", &cfg->batch_size, 1, 100000) < 0 ||
         get_int(st, r, "lease_seconds", &lease_s, 1, 86400) < 0 ||
         get_int(st, r, "poll_interval_ms", &cfg->poll_interval_ms, 1, 3600000) < 0 ||
@@ -307,7 +320,8 @@ static void load_log(loader_state *st, const config_setting_t *l, const config_s
     static const char *const formats[] = {"text", "json", NULL};
     int level = st->cfg->log_level, format = st->cfg->log_format;
     if (check_keys(st, l, "log", keys) < 0 || get_enum(st, l, "level", &level, levels) < 0 ||
-        get_enum(st, l, "format", &format, formats) < 0 || check_keys(st, m, "metrics", mkeys) < 0 ||
+        get_enum(st, l, "format", &format, formats) < 0 ||
+        check_keys(st, m, "metrics", mkeys) < 0 ||
         get_string(st, m, "listen", &st->cfg->metrics_listen, 0) < 0)
         return;
     st->cfg->log_level = level;
@@ -336,8 +350,7 @@ static void load_option(loader_state *st, const config_setting_t *s, cfg_value *
         v->type = OBX_OPT_BOOL;
         v->b = config_setting_get_bool(s);
         break;
-    default:
-        fail_at(st, s, "option \"%s\" must be a string, number or boolean", v->name);
+    default: fail_at(st, s, "option \"%s\" must be a string, number or boolean", v->name);
     }
 }
 
@@ -368,7 +381,8 @@ static void load_outputs(loader_state *st, const config_setting_t *list)
     static const char *const keys[] = {"name", "driver", "options", "properties", NULL};
     relay_config *cfg = st->cfg;
     if (!list || !config_setting_is_list(list) || config_setting_length(list) == 0) {
-        fail_at(st, list, "outputs must be a non-empty list: outputs = ( { name = ...; driver = ...; } );");
+        fail_at(st, list,
+                "outputs must be a non-empty list: outputs = ( { name = ...; driver = ...; } );");
         return;
     }
     int n = config_setting_length(list);
@@ -402,7 +416,8 @@ static void load_outputs(loader_state *st, const config_setting_t *list)
             int m = config_setting_length(opts);
             out->options = calloc(m ? m : 1, sizeof *out->options);
             for (int j = 0; j < m && !st->failed; j++)
-                load_option(st, config_setting_get_elem(opts, j), &out->options[out->option_count++]);
+                load_option(st, config_setting_get_elem(opts, j),
+                            &out->options[out->option_count++]);
         }
         const config_setting_t *props = member(o, "properties");
         if (props)
@@ -416,8 +431,10 @@ static void check_template(loader_state *st, const config_setting_t *s, const ch
     for (const char *p = strstr(tpl, "${"); p; p = strstr(p + 2, "${")) {
         const char *end = strchr(p, '}');
         if (!end || !is_template_field(p + 2, end - p - 2)) {
-            fail_at(st, s, "destination \"%s\": unknown field; use ${event_type}, ${aggregate_type}, "
-                           "${aggregate_id} or ${event_id}", tpl);
+            fail_at(st, s,
+                    "destination \"%s\": unknown field; use ${event_type}, ${aggregate_type}, "
+                    "${aggregate_id} or ${event_id}",
+                    tpl);
             return;
         }
     }
@@ -425,13 +442,18 @@ static void check_template(loader_state *st, const config_setting_t *s, const ch
 
 static void load_routes(loader_state *st, const config_setting_t *list)
 {
-    static const char *const keys[] = {"event_type", "aggregate_type", "output", "destination", NULL};
+    static const char *const keys[] = {"event_type", "aggregate_type", "output", "destination",
+                                       NULL};
     relay_config *cfg = st->cfg;
     if (!list) { /* one default route: everything to the first output */
         cfg->routes = calloc(1, sizeof *cfg->routes);
         cfg->route_count = 1;
-        cfg->routes[0] = (cfg_route){strdup("*"), strdup("*"), strdup(cfg->outputs[0].name), 0,
-                                     strdup("outbox.${aggregate_type}"), 0};
+        cfg->routes[0] = (cfg_route){strdup("*"),
+                                     strdup("*"),
+                                     strdup(cfg->outputs[0].name),
+                                     0,
+                                     strdup("outbox.${aggregate_type}"),
+                                     0};
         return;
     }
     if (!config_setting_is_list(list) || config_setting_length(list) == 0) {
@@ -505,8 +527,8 @@ static void set_defaults(relay_config *cfg)
 
 relay_config *config_load(const char *path, char *err, size_t err_size)
 {
-    static const char *const keys[] = {"database", "relay", "log", "metrics", "outputs", "routes",
-                                       NULL};
+    static const char *const keys[] = {"database", "relay",  "log", "metrics",
+                                       "outputs",  "routes", NULL};
     relay_config *cfg = calloc(1, sizeof *cfg);
     cfg->path = strdup(path);
     set_defaults(cfg);
@@ -518,8 +540,9 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
         if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
             snprintf(err, err_size, "%s: cannot read config file", path);
         else
-            snprintf(err, err_size, "%s:%d: %s", config_error_file(&lc) ? config_error_file(&lc) : path,
-                     config_error_line(&lc), config_error_text(&lc));
+            snprintf(err, err_size, "%s:%d: %s",
+                     config_error_file(&lc) ? config_error_file(&lc) : path, config_error_line(&lc),
+                     config_error_text(&lc));
         config_destroy(&lc);
         config_free(cfg);
         return NULL;

@@ -42,7 +42,7 @@ typedef struct cfg_route {
     char *aggregate_type; /* glob; "*" when absent */
     char *output;
     size_t output_index;
-    char *destination;    /* template with ${event_type} etc. */
+    char *destination; /* template with ${event_type} etc. */
     int line;
 } cfg_route;
 

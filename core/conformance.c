@@ -23,7 +23,7 @@
 #include "loader.h"
 #include "log.h"
 
-#define CF_CAPACITY 4096        /* tokens per recorder */
+#define CF_CAPACITY 4096 /* tokens per recorder */
 #define CF_MAX_THREADS 32
 #define CF_MANY 1000
 #define CF_PUBLISH_BOUND_MS 5000 /* a publish_batch of CF_MANY slower than this blocks */
@@ -164,8 +164,9 @@ static void cf_on_complete(void *arg, uint64_t token, obx_status status, int nat
     size_t idx = (size_t)(token & 0xffffffffu);
     if (tag != rec->tag) {
         rec->foreign++;
-        cf_problem(rec, "completion for token %#llx, which this instance was never given "
-                        "(it belongs to another instance: shared state between instances?)",
+        cf_problem(rec,
+                   "completion for token %#llx, which this instance was never given "
+                   "(it belongs to another instance: shared state between instances?)",
                    (unsigned long long)token);
     } else if (idx >= rec->used || !rec->slots[idx].published) {
         rec->unknown++;
@@ -232,9 +233,9 @@ static void cf_uuid(cf_run *run, char *out)
         b[i] = (unsigned char)rand_r(&run->rand_state);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    sprintf(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-            b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-            b[14], b[15]);
+    sprintf(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+            b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+            b[15]);
 }
 
 /* Builds count messages with the next tokens of rec (marked published). */
@@ -279,8 +280,7 @@ static cf_batch *cf_batch_new(cf_run *run, cf_recorder *rec, size_t count)
             .aggregate_id = agg,
             .destination = run->destination,
             .content_type = "application/json",
-            .created_at_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 - 1000 +
-                             (int64_t)i,
+            .created_at_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 - 1000 + (int64_t)i,
             .attempt = 1,
         };
         if (seq % 50 == 49) { /* a binary payload: every byte value */
@@ -323,8 +323,10 @@ static size_t cf_batch_done(cf_recorder *rec, cf_batch *b)
         obx_status a = b->accept[i];
         if ((unsigned)a > OBX_FATAL) {
             rec->bad_status++;
-            cf_problem(rec, "accept[%zu] = %d is not an obx_status (publish_batch must write "
-                            "every accept entry)", i, (int)a);
+            cf_problem(rec,
+                       "accept[%zu] = %d is not an obx_status (publish_batch must write "
+                       "every accept entry)",
+                       i, (int)a);
             a = OBX_RETRIABLE;
         }
         s->accept = (uint8_t)a;
@@ -470,22 +472,28 @@ static int cf_publish_and_drain(cf_run *run, cf_instance *ci, const char *name, 
     int64_t ms;
     size_t accepted = cf_publish(run, ci, count, &rc, &ms);
     if (rc != OBX_OK) {
-        cf_fail(run, name, "publish_batch of %zu messages returned %d on a fresh instance "
-                           "(expected OBX_OK)", count, (int)rc);
+        cf_fail(run, name,
+                "publish_batch of %zu messages returned %d on a fresh instance "
+                "(expected OBX_OK)",
+                count, (int)rc);
         return -1;
     }
     if (accepted == 0) {
-        cf_fail(run, name, "none of %zu messages was accepted: accept[i] = OBX_OK is expected "
-                           "for a healthy instance", count);
+        cf_fail(run, name,
+                "none of %zu messages was accepted: accept[i] = OBX_OK is expected "
+                "for a healthy instance",
+                count);
         return -1;
     }
     size_t left = cf_drain(run, ci);
     if (cf_violations(run, &ci->rec, name))
         return -1;
     if (left) {
-        cf_fail(run, name, "%zu of %zu accepted messages got no completion within %d ms: every "
-                           "accepted message needs exactly one completion (from poll, "
-                           "publish_batch or a driver thread)", left, accepted, run->timeout_ms);
+        cf_fail(run, name,
+                "%zu of %zu accepted messages got no completion within %d ms: every "
+                "accepted message needs exactly one completion (from poll, "
+                "publish_batch or a driver thread)",
+                left, accepted, run->timeout_ms);
         return -1;
     }
     cf_pass(run, name, "%zu accepted, %zu refused, publish_batch took %lld ms", accepted,
@@ -499,11 +507,13 @@ static void check_definition(cf_run *run)
 {
     const obx_driver_def *def = run->def;
     if (!def->version || !def->description || !def->version[0] || !def->description[0]) {
-        cf_fail(run, "definition", "set .version and .description (shown by `outbox-relay drivers`)");
+        cf_fail(run, "definition",
+                "set .version and .description (shown by `outbox-relay drivers`)");
         return;
     }
     for (const obx_option *o = def->options; o && o->name; o++) {
-        if ((unsigned)o->type > OBX_OPT_DOUBLE || (o->flags & ~(OBX_OPT_REQUIRED | OBX_OPT_SECRET))) {
+        if ((unsigned)o->type > OBX_OPT_DOUBLE ||
+            (o->flags & ~(OBX_OPT_REQUIRED | OBX_OPT_SECRET))) {
             cf_fail(run, "definition", "option \"%s\" has an unknown type or flag", o->name);
             return;
         }
@@ -529,15 +539,16 @@ static void check_unknown_option(cf_run *run)
     out.options = calloc(n + 1, sizeof *out.options);
     if (n)
         memcpy(out.options, base->options, n * sizeof *out.options);
-    out.options[n] = (cfg_value){.name = "conformance_no_such_option", .type = OBX_OPT_STRING,
-                                 .s = "x", .line = 1};
+    out.options[n] = (cfg_value){
+        .name = "conformance_no_such_option", .type = OBX_OPT_STRING, .s = "x", .line = 1};
     out.option_count = n + 1;
     char err[512] = "";
     int rc = host_validate_options(run->cfg, &out, run->drv, err, sizeof err);
     free(out.options);
     if (rc == 0)
-        cf_fail(run, "unknown_option", "an undeclared option was accepted: does the driver "
-                                       "declare \"conformance_no_such_option\"?");
+        cf_fail(run, "unknown_option",
+                "an undeclared option was accepted: does the driver "
+                "declare \"conformance_no_such_option\"?");
     else
         cf_pass(run, "unknown_option", "refused before create: %s", err);
 }
@@ -557,9 +568,11 @@ static void check_create_failure(cf_run *run, const char *bad_output)
         }
         char err[512];
         if (host_validate_options(run->cfg, out, run->drv, err, sizeof err) != 0) {
-            cf_fail(run, "create_failure", "output %s is refused by option validation (%s), so "
-                                           "create is not exercised: give it valid option types "
-                                           "with values create must refuse", bad_output, err);
+            cf_fail(run, "create_failure",
+                    "output %s is refused by option validation (%s), so "
+                    "create is not exercised: give it valid option types "
+                    "with values create must refuse",
+                    bad_output, err);
             return;
         }
         how = "options of the bad output";
@@ -568,8 +581,9 @@ static void check_create_failure(cf_run *run, const char *bad_output)
         while (o && o->name && !(o->flags & OBX_OPT_REQUIRED))
             o++;
         if (!o || !o->name) {
-            cf_skip(run, "create_failure", "the driver has no required option; pass --bad-output "
-                                           "NAME (an output with values create must refuse)");
+            cf_skip(run, "create_failure",
+                    "the driver has no required option; pass --bad-output "
+                    "NAME (an output with values create must refuse)");
             return;
         }
         how = "required options missing (bypassing the host's check)";
@@ -581,11 +595,15 @@ static void check_create_failure(cf_run *run, const char *bad_output)
     obx_instance *inst = run->def->create(&ci->host.host, err, sizeof err);
     if (inst) {
         run->def->destroy(inst);
-        cf_fail(run, "create_failure", "create returned an instance with %s: it must return "
-                                       "NULL and explain in errstr", how);
+        cf_fail(run, "create_failure",
+                "create returned an instance with %s: it must return "
+                "NULL and explain in errstr",
+                how);
     } else if (!memchr(err, '\0', sizeof err) || err[0] == 0x7f || err[0] == '\0') {
-        cf_fail(run, "create_failure", "create returned NULL with %s but wrote no errstr (a "
-                                       "NUL-terminated one-line reason)", how);
+        cf_fail(run, "create_failure",
+                "create returned NULL with %s but wrote no errstr (a "
+                "NUL-terminated one-line reason)",
+                how);
     } else {
         cf_pass(run, "create_failure", "%s: \"%s\"", how, err);
     }
@@ -604,7 +622,8 @@ static void check_batches(cf_run *run, cf_instance *ci)
     if (cf_violations(run, &ci->rec, "batch_0"))
         ;
     else if (rc != OBX_OK)
-        cf_fail(run, "batch_0", "publish_batch with count 0 returned %d (expected OBX_OK)", (int)rc);
+        cf_fail(run, "batch_0", "publish_batch with count 0 returned %d (expected OBX_OK)",
+                (int)rc);
     else if (ci->rec.completions)
         cf_fail(run, "batch_0", "%zu completions after an empty batch", ci->rec.completions);
     else
@@ -625,9 +644,10 @@ static void check_publish_bound(cf_run *run, cf_instance *ci)
     if (cf_violations(run, &ci->rec, "publish_bound"))
         return;
     if (ms > CF_PUBLISH_BOUND_MS)
-        cf_fail(run, "publish_bound", "publish_batch of %d messages took %lld ms (> %d ms): it "
-                                      "must hand messages over without waiting for "
-                                      "acknowledgements; complete them later from poll or a thread",
+        cf_fail(run, "publish_bound",
+                "publish_batch of %d messages took %lld ms (> %d ms): it "
+                "must hand messages over without waiting for "
+                "acknowledgements; complete them later from poll or a thread",
                 CF_MANY, (long long)ms, CF_PUBLISH_BOUND_MS);
     else if (left)
         cf_fail(run, "publish_bound", "%zu of %zu accepted messages never completed", left,
@@ -646,15 +666,19 @@ static void check_flush(cf_run *run, cf_instance *ci)
     int64_t ms = cf_now_ms() - t0;
     size_t after = cf_pending(&ci->rec);
     if (ms > timeout + 5000)
-        cf_fail(run, "flush_timeout", "flush(%d ms) returned after %lld ms: it must return by its "
-                                      "timeout", timeout, (long long)ms);
+        cf_fail(run, "flush_timeout",
+                "flush(%d ms) returned after %lld ms: it must return by its "
+                "timeout",
+                timeout, (long long)ms);
     else if (r < after)
-        cf_fail(run, "flush_timeout", "flush returned %zu but %zu messages still had no "
-                                      "completion: count a message as in flight until its "
-                                      "complete() call has returned", r, after);
+        cf_fail(run, "flush_timeout",
+                "flush returned %zu but %zu messages still had no "
+                "completion: count a message as in flight until its "
+                "complete() call has returned",
+                r, after);
     else if (r > before)
-        cf_fail(run, "flush_timeout", "flush returned %zu, more than the %zu messages in flight",
-                r, before);
+        cf_fail(run, "flush_timeout", "flush returned %zu, more than the %zu messages in flight", r,
+                before);
     else
         cf_pass(run, "flush_timeout", "flush(%d) returned %zu after %lld ms (%zu were in flight)",
                 timeout, r, (long long)ms, before);
@@ -687,15 +711,16 @@ static void check_close(cf_run *run, cf_instance *ci, const char *name, int use_
     if (cf_violations(run, &ci->rec, name))
         return;
     if (left)
-        cf_fail(run, name, "%zu of %zu accepted messages had no completion when %s returned: "
-                           "complete every in-flight message as OBX_RETRIABLE (\"aborted\") "
-                           "unless already acknowledged", left, accepted,
-                use_destroy ? "destroy (without close)" : "close");
+        cf_fail(run, name,
+                "%zu of %zu accepted messages had no completion when %s returned: "
+                "complete every in-flight message as OBX_RETRIABLE (\"aborted\") "
+                "unless already acknowledged",
+                left, accepted, use_destroy ? "destroy (without close)" : "close");
     else if (ci->rec.during_close[OBX_FATAL])
         cf_fail(run, name, "close completed messages as OBX_FATAL: use OBX_RETRIABLE");
     else
-        cf_pass(run, name, "%zu accepted; during %s: %zu ok, %zu retriable, %zu permanent", accepted,
-                use_destroy ? "destroy" : "close", ci->rec.during_close[OBX_OK],
+        cf_pass(run, name, "%zu accepted; during %s: %zu ok, %zu retriable, %zu permanent",
+                accepted, use_destroy ? "destroy" : "close", ci->rec.during_close[OBX_OK],
                 ci->rec.during_close[OBX_RETRIABLE], ci->rec.during_close[OBX_PERMANENT]);
 }
 
@@ -774,8 +799,9 @@ static void check_thread_handover(cf_run *run)
 static void check_threads(cf_run *run)
 {
     pthread_mutex_lock(&run->threads_lock);
-    cf_pass(run, "completion_threads", "%zu completions from %zu threads, %zu of them off the "
-                                       "host's threads (all tokens checked unique and known)",
+    cf_pass(run, "completion_threads",
+            "%zu completions from %zu threads, %zu of them off the "
+            "host's threads (all tokens checked unique and known)",
             run->total_completions, run->thread_count, run->off_host_completions);
     pthread_mutex_unlock(&run->threads_lock);
 }
@@ -813,10 +839,14 @@ static const char *cf_driver_arg(const char *arg, char *buf, size_t size)
 int conformance_main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},     {"output", required_argument, NULL, 'o'},
-        {"drivers-dir", required_argument, NULL, 'd'}, {"bad-output", required_argument, NULL, 'b'},
-        {"destination", required_argument, NULL, 't'}, {"timeout", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},
+        {"output", required_argument, NULL, 'o'},
+        {"drivers-dir", required_argument, NULL, 'd'},
+        {"bad-output", required_argument, NULL, 'b'},
+        {"destination", required_argument, NULL, 't'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *output = NULL, *dir = NULL, *bad_output = NULL;
     cf_run run = {.destination = "conformance.test", .timeout_ms = 30000};

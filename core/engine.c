@@ -142,8 +142,8 @@ static int load_drivers(engine *eng)
         char err[1024];
         eng->drivers[i] = loader_open(cfg->drivers_dir, cfg->outputs[i].driver, err, sizeof err);
         if (!eng->drivers[i]) {
-            log_error("%s:%d: output %s: %s", cfg->path, cfg->outputs[i].line,
-                      cfg->outputs[i].name, err);
+            log_error("%s:%d: output %s: %s", cfg->path, cfg->outputs[i].line, cfg->outputs[i].name,
+                      err);
             return 2;
         }
         if (host_validate_options(cfg, &cfg->outputs[i], eng->drivers[i], err, sizeof err) < 0) {

@@ -12,8 +12,8 @@ typedef struct engine {
     const relay_config *cfg;
     loaded_driver **drivers; /* one per output */
     payload_kind payload;
-    int drain;               /* exit once nothing is pending */
-    char owner_prefix[128];  /* host:pid:nonce, made unique per worker */
+    int drain;              /* exit once nothing is pending */
+    char owner_prefix[128]; /* host:pid:nonce, made unique per worker */
 
     atomic_int stop;         /* 1: stop claiming and finish; set by signals */
     atomic_int failed;       /* a worker could not start: exit non-zero */

@@ -15,7 +15,7 @@ typedef struct host_ctx {
     const loaded_driver *driver;
     host_complete_fn on_complete;
     void *on_complete_arg;
-    char scope[128];          /* log prefix: "output NAME (driver)" */
+    char scope[128]; /* log prefix: "output NAME (driver)" */
 } host_ctx;
 
 /* Fills ctx so &ctx->host can be passed to the driver's create. */

@@ -7,9 +7,9 @@
 #include "obx/driver.h"
 
 typedef struct loaded_driver {
-    char *path;          /* the file that was loaded */
-    void *handle;        /* dlopen handle */
-    obx_driver_def def;  /* copy of the driver's definition, zero-filled past its size */
+    char *path;         /* the file that was loaded */
+    void *handle;       /* dlopen handle */
+    obx_driver_def def; /* copy of the driver's definition, zero-filled past its size */
 } loaded_driver;
 
 /* The drivers directory to use when the config names none: beside the

@@ -50,11 +50,14 @@ typedef struct cli {
 
 static int parse_options(int argc, char **argv, cli *c)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},  {"drain", no_argument, NULL, 'd'},
-        {"json", no_argument, NULL, 'j'},          {"all", no_argument, NULL, 'a'},
-        {"drivers-dir", required_argument, NULL, 'D'}, {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"drain", no_argument, NULL, 'd'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"all", no_argument, NULL, 'a'},
+                                             {"drivers-dir", required_argument, NULL, 'D'},
+                                             {"verbose", no_argument, NULL, 'v'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {

@@ -65,16 +65,17 @@ static char *arena_strndup(arena *a, const char *s, size_t n)
 
 static const char *field(const obx_message *msg, const char *name, size_t len)
 {
-#define FIELD(f)                                                                               \
-    if (len == strlen(#f) && strncmp(name, #f, len) == 0)                                      \
+#define FIELD(f)                                                                                   \
+    if (len == strlen(#f) && strncmp(name, #f, len) == 0)                                          \
         return msg->f;
-    FIELD(event_type) FIELD(aggregate_type) FIELD(aggregate_id) FIELD(event_id)
+    FIELD(event_type)
+    FIELD(aggregate_type) FIELD(aggregate_id) FIELD(event_id)
 #undef FIELD
-    return NULL;
+        return NULL;
 }
 
-int message_render(const char *tmpl, const obx_message *msg, arena *a, const char **out,
-                   char *err, size_t err_size)
+int message_render(const char *tmpl, const obx_message *msg, arena *a, const char **out, char *err,
+                   size_t err_size)
 {
     if (!strstr(tmpl, "${")) {
         *out = tmpl;
@@ -172,7 +173,8 @@ int message_build(const relay_config *cfg, payload_kind kind, const PGresult *re
     msg->created_at_us = strtoll(PQgetvalue(res, row, ROW_CREATED_US), NULL, 10);
     msg->attempt = (uint32_t)strtoul(PQgetvalue(res, row, ROW_ATTEMPTS), NULL, 10) + 1;
     if (!msg->event_id || !msg->event_type || !msg->aggregate_type || !msg->aggregate_id) {
-        snprintf(err, err_size, "event_id, event_type, aggregate_type and aggregate_id must not be NULL");
+        snprintf(err, err_size,
+                 "event_id, event_type, aggregate_type and aggregate_id must not be NULL");
         return -1;
     }
     const char *payload = value_or_null(res, row, ROW_PAYLOAD);
@@ -195,7 +197,8 @@ int message_build(const relay_config *cfg, payload_kind kind, const PGresult *re
         json_error_t jerr;
         json_t *j = json_loadb(payload, len, JSON_DECODE_ANY, &jerr);
         if (!j) {
-            snprintf(err, err_size, "payload is not valid JSON: %s (line %d)", jerr.text, jerr.line);
+            snprintf(err, err_size, "payload is not valid JSON: %s (line %d)", jerr.text,
+                     jerr.line);
             return -1;
         }
         json_decref(j);

@@ -26,7 +26,7 @@ int message_build(const relay_config *cfg, payload_kind kind, const PGresult *re
                   arena *a, obx_message *msg, size_t *output, char *err, size_t err_size);
 
 /* Renders a destination template with the message's fields (exposed for tests). */
-int message_render(const char *tmpl, const obx_message *msg, arena *a, const char **out,
-                   char *err, size_t err_size);
+int message_render(const char *tmpl, const obx_message *msg, arena *a, const char **out, char *err,
+                   size_t err_size);
 
 #endif

@@ -53,8 +53,10 @@ metrics_server *metrics_start(engine *eng, const char *listen, char *err, size_t
     int port = colon ? atoi(colon + 1) : 0;
     snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (port <= 0 || port > 65535 || inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &addr.sin_addr) != 1) {
-        snprintf(err, err_size, "metrics.listen \"%s\": expected IPV4:PORT, e.g. 127.0.0.1:9187", listen);
+    if (port <= 0 || port > 65535 ||
+        inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &addr.sin_addr) != 1) {
+        snprintf(err, err_size, "metrics.listen \"%s\": expected IPV4:PORT, e.g. 127.0.0.1:9187",
+                 listen);
         return NULL;
     }
     metrics_server *srv = calloc(1, sizeof *srv);

@@ -7,6 +7,8 @@
 #include "db.h"
 #include "sql.h"
 
+/* SQL text reads best as written. */
+/* clang-format off */
 /*
  * Rows any worker may take now: pending, due, lease free or expired. It
  * states the pending index's whole predicate (held rows, 'infinity', are not
@@ -113,6 +115,7 @@ static const char behind_dead[] =
     " AND NOT EXISTS (SELECT 1 FROM {table} p WHERE p.{c.aggregate_type} = o.{c.aggregate_type}"
     " AND p.{c.aggregate_id} = o.{c.aggregate_id} AND p.{c.id} < o.{c.id}"
     " AND p.{c.published_at} IS NULL AND p.{c.dead_at} IS NOT NULL)";
+/* clang-format on */
 
 static int prepare(PGconn *conn, const relay_config *cfg, const char *name, const char *tmpl,
                    char *err, size_t err_size)

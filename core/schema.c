@@ -7,6 +7,8 @@
 #include "db.h"
 #include "sql.h"
 
+/* SQL text reads best as written. */
+/* clang-format off */
 /*
  * Version 1. Every step is idempotent, so an existing table (with mapped
  * column names) only gains the relay's state columns and indexes.
@@ -82,6 +84,7 @@ static const char *const schema_steps[] = {
     "INSERT INTO {schema}.outbox_relay_schema (table_name, version) VALUES ({lit.table}, 1)"
     " ON CONFLICT (table_name) DO UPDATE SET version = 1, updated_at = now()",
 };
+/* clang-format on */
 
 int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
@@ -112,11 +115,13 @@ int schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_si
     free(sql);
     int rc = -1;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) == 0)
-        snprintf(err, err_size, "table %s.%s has no outbox-relay schema: run `outbox-relay init-db -c %s`",
+        snprintf(err, err_size,
+                 "table %s.%s has no outbox-relay schema: run `outbox-relay init-db -c %s`",
                  cfg->schema, cfg->table, cfg->path);
     else if (atoi(PQgetvalue(res, 0, 0)) != SCHEMA_VERSION)
-        snprintf(err, err_size, "table %s.%s has schema version %s, this relay needs %d: run init-db",
-                 cfg->schema, cfg->table, PQgetvalue(res, 0, 0), SCHEMA_VERSION);
+        snprintf(err, err_size,
+                 "table %s.%s has schema version %s, this relay needs %d: run init-db", cfg->schema,
+                 cfg->table, PQgetvalue(res, 0, 0), SCHEMA_VERSION);
     else
         rc = 0;
     PQclear(res);

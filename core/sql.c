@@ -25,14 +25,15 @@ void sql_quote_ident(char *out, size_t cap, const char *s)
 static const char *column(const relay_config *cfg, const char *name, size_t len)
 {
     const cfg_columns *c = &cfg->col;
-#define COL(f)                                                                                 \
-    if (len == strlen(#f) && strncmp(name, #f, len) == 0)                                      \
+#define COL(f)                                                                                     \
+    if (len == strlen(#f) && strncmp(name, #f, len) == 0)                                          \
         return c->f;
-    COL(id) COL(event_id) COL(aggregate_type) COL(aggregate_id) COL(event_type) COL(payload)
-    COL(headers) COL(destination) COL(created_at) COL(available_at) COL(attempts)
-    COL(lease_owner) COL(lease_until) COL(published_at) COL(dead_at) COL(last_error)
+    COL(id)
+    COL(event_id) COL(aggregate_type) COL(aggregate_id) COL(event_type) COL(payload) COL(headers)
+        COL(destination) COL(created_at) COL(available_at) COL(attempts) COL(lease_owner)
+            COL(lease_until) COL(published_at) COL(dead_at) COL(last_error)
 #undef COL
-    fprintf(stderr, "sql_render: unknown column %.*s\n", (int)len, name); /* a bug */
+                fprintf(stderr, "sql_render: unknown column %.*s\n", (int)len, name); /* a bug */
     abort();
 }
 

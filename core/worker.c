@@ -33,8 +33,8 @@ typedef struct slot {
 typedef struct output_instance {
     host_ctx host;
     obx_instance *inst;
-    atomic_int broken;   /* FATAL seen (any thread): close now, re-create before the next claim */
-    long long retry_at;  /* when to try create again */
+    atomic_int broken;  /* FATAL seen (any thread): close now, re-create before the next claim */
+    long long retry_at; /* when to try create again */
     int backoff_ms;
 } output_instance;
 
@@ -100,7 +100,8 @@ static void on_complete(void *arg, uint64_t token, obx_status status, int native
     pthread_mutex_lock(&w->lock);
     if (seq != w->seq || index >= (uint32_t)w->count || w->slots[index].state != SLOT_AWAITING) {
         pthread_mutex_unlock(&w->lock);
-        worker_log(w, OBX_LOG_WARN, "driver completed an unknown or finished message (token %llx): ignored",
+        worker_log(w, OBX_LOG_WARN,
+                   "driver completed an unknown or finished message (token %llx): ignored",
                    (unsigned long long)token);
         return;
     }
@@ -301,8 +302,9 @@ static void publish(worker *w)
                 continue;
             slot *s = &w->slots[w->scratch_index[k]];
             if (s->state == SLOT_AWAITING) {
-                finish_slot(s, w->accept[k], rc == OBX_FATAL ? "driver instance failed"
-                                                             : "refused by the driver at publish");
+                finish_slot(s, w->accept[k],
+                            rc == OBX_FATAL ? "driver instance failed"
+                                            : "refused by the driver at publish");
                 if (w->accept[k] != OBX_PERMANENT)
                     s->state = SLOT_REFUSED;
                 w->awaiting--;
@@ -376,13 +378,15 @@ static void await_completions(worker *w)
             break;
         long long now = now_ms();
         if (stopping(w) && now >= atomic_load(&w->eng->stop_at_ms) + w->cfg->shutdown_timeout_ms) {
-            worker_log(w, OBX_LOG_WARN, "shutdown deadline: %d messages still in flight are released", left);
+            worker_log(w, OBX_LOG_WARN,
+                       "shutdown deadline: %d messages still in flight are released", left);
             abort_in_flight(w, 1);
             return;
         }
         if (now - w->claimed_at > stuck_after) {
-            worker_log(w, OBX_LOG_ERROR, "driver gave no completion for %d messages in %lld ms: re-creating it",
-                       left, stuck_after);
+            worker_log(w, OBX_LOG_ERROR,
+                       "driver gave no completion for %d messages in %lld ms: re-creating it", left,
+                       stuck_after);
             abort_in_flight(w, 0);
             for (size_t i = 0; i < w->cfg->output_count; i++)
                 w->outs[i].broken = 1;
@@ -428,7 +432,8 @@ static void reset_recreate_backoff(worker *w)
 static long long backoff_ms(const worker *w, unsigned attempt, unsigned *rnd)
 {
     const relay_config *c = w->cfg;
-    double delay = c->backoff_initial_ms * pow(c->backoff_multiplier, attempt > 0 ? attempt - 1 : 0);
+    double delay =
+        c->backoff_initial_ms * pow(c->backoff_multiplier, attempt > 0 ? attempt - 1 : 0);
     if (delay > c->backoff_max_ms)
         delay = c->backoff_max_ms;
     double r = (double)rand_r(rnd) / ((double)RAND_MAX + 1.0);
@@ -494,8 +499,12 @@ static void record(worker *w)
             pgarray_add(&holds, id, 0);
     }
     const char *delete = w->cfg->retention == RETAIN_DELETE ? "true" : "false";
-    const char *params[] = {pgarray_text(&ids),    pgarray_text(&outcomes), pgarray_text(&delays),
-                            pgarray_text(&errors), w->owner, delete};
+    const char *params[] = {pgarray_text(&ids),
+                            pgarray_text(&outcomes),
+                            pgarray_text(&delays),
+                            pgarray_text(&errors),
+                            w->owner,
+                            delete};
     const char *mark_params[] = {pgarray_text(&ids), w->owner, delete};
     /* keep trying through reconnects while our lease can still hold */
     PGresult *res;
@@ -509,8 +518,10 @@ static void record(worker *w)
         if (res)
             break;
         if (now_ms() - w->claimed_at > w->cfg->lease_ms) {
-            worker_log(w, OBX_LOG_ERROR, "could not record %d outcomes; the rows will be retried "
-                       "when their lease expires", w->count);
+            worker_log(w, OBX_LOG_ERROR,
+                       "could not record %d outcomes; the rows will be retried "
+                       "when their lease expires",
+                       w->count);
             goto out;
         }
         usleep(1000 * (tries < 5 ? 100 : 1000));
@@ -527,8 +538,10 @@ static void record(worker *w)
     }
     PQclear(res);
     if (total < w->count)
-        worker_log(w, OBX_LOG_WARN, "lease lost on %lld of %d rows (another worker took them over "
-                   "and will publish them again)", w->count - total, w->count);
+        worker_log(w, OBX_LOG_WARN,
+                   "lease lost on %lld of %d rows (another worker took them over "
+                   "and will publish them again)",
+                   w->count - total, w->count);
     if (holds.count > 0) {
         const char *hold_params[] = {pgarray_text(&holds)};
         PQclear(run(w, "hold", 1, hold_params, PGRES_COMMAND_OK));

@@ -37,7 +37,7 @@ struct obx_instance {
     int fd;
     int own_fd; /* 0 for stdout: never close it */
     int fsync;
-    char *buf;  /* one batch of lines, reused: one write per batch */
+    char *buf; /* one batch of lines, reused: one write per batch */
     size_t len, cap;
 };
 
@@ -126,11 +126,11 @@ static json_t *file_to_json(const obx_message *m)
         free(b64);
         base64 = 1;
     }
-    json_t *obj = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:o, s:o}",
-                            "event_id", m->event_id, "event_type", m->event_type,
-                            "aggregate_type", m->aggregate_type, "aggregate_id", m->aggregate_id,
-                            "destination", m->destination, "created_at", created, "attempt",
-                            (json_int_t)m->attempt, "headers", headers, "payload", payload);
+    json_t *obj =
+        json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:o, s:o}", "event_id", m->event_id,
+                  "event_type", m->event_type, "aggregate_type", m->aggregate_type, "aggregate_id",
+                  m->aggregate_id, "destination", m->destination, "created_at", created, "attempt",
+                  (json_int_t)m->attempt, "headers", headers, "payload", payload);
     if (obj && base64)
         json_object_set_new(obj, "payload_encoding", json_string("base64"));
     return obj;

@@ -16,7 +16,8 @@ static const obx_option kafka_options[] = {
     {"bootstrap_servers", OBX_OPT_STRING, OBX_OPT_REQUIRED,
      "comma separated host:port list of the Kafka cluster"},
     {"key", OBX_OPT_STRING, 0,
-     "message key: \"aggregate_id\" (default, keeps each aggregate in order), \"event_id\", \"none\""},
+     "message key: \"aggregate_id\" (default, keeps each aggregate in order), \"event_id\", "
+     "\"none\""},
     {"partitioner", OBX_OPT_STRING, 0,
      "librdkafka partitioner; default murmur2_random (same placement as Java producers)"},
     {"unknown_topic_permanent", OBX_OPT_BOOL, 0,
@@ -25,8 +26,7 @@ static const obx_option kafka_options[] = {
      "dead-letter a message refused by topic/cluster authorization (default false: retry)"},
     {"message_timeout_ms", OBX_OPT_INT, 0,
      "give up a delivery attempt after this long, completing it retriable (default 30000)"},
-    {"max_in_flight", OBX_OPT_INT, 0,
-     "max.in.flight.requests.per.connection, 1..5 (default 5)"},
+    {"max_in_flight", OBX_OPT_INT, 0, "max.in.flight.requests.per.connection, 1..5 (default 5)"},
     {NULL, 0, 0, NULL},
 };
 

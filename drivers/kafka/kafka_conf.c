@@ -130,8 +130,7 @@ static int kafka_apply_options(obx_instance *inst, rd_kafka_conf_t *conf, char *
                      "kafka option \"max_in_flight\" must be 1..5 with the idempotent producer");
             return -1;
         }
-        if (kafka_set_int(conf, "max.in.flight.requests.per.connection", n, errstr,
-                          errstr_size))
+        if (kafka_set_int(conf, "max.in.flight.requests.per.connection", n, errstr, errstr_size))
             return -1;
     }
     return 0;
@@ -144,8 +143,8 @@ static int kafka_apply_properties(obx_instance *inst, rd_kafka_conf_t *conf, cha
     for (size_t i = 0; inst->host->get_property(inst->host->host_ctx, i, &key, &value); i++) {
         const char *why = kafka_property_refusal(key, value);
         if (why) {
-            snprintf(errstr, errstr_size, "kafka property \"%s\" = \"%s\" refused: %s", key,
-                     value, why);
+            snprintf(errstr, errstr_size, "kafka property \"%s\" = \"%s\" refused: %s", key, value,
+                     why);
             return -1;
         }
         if (kafka_set(conf, key, value, errstr, errstr_size))

@@ -21,8 +21,7 @@ static void *kafka_token_to_opaque(uint64_t token)
 obx_status kafka_classify(const obx_instance *inst, rd_kafka_resp_err_t err)
 {
     switch (err) {
-    case RD_KAFKA_RESP_ERR_NO_ERROR:
-        return OBX_OK;
+    case RD_KAFKA_RESP_ERR_NO_ERROR: return OBX_OK;
     /* the message itself can never be accepted */
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
     case RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE:
@@ -30,8 +29,7 @@ obx_status kafka_classify(const obx_instance *inst, rd_kafka_resp_err_t err)
     case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
     case RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION:
     case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
-    case RD_KAFKA_RESP_ERR__INVALID_ARG:
-        return OBX_PERMANENT;
+    case RD_KAFKA_RESP_ERR__INVALID_ARG: return OBX_PERMANENT;
     /* a topic may be created, an ACL granted, later: the operator decides */
     case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
     case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
@@ -40,10 +38,8 @@ obx_status kafka_classify(const obx_instance *inst, rd_kafka_resp_err_t err)
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
         return inst->authorization_permanent ? OBX_PERMANENT : OBX_RETRIABLE;
-    case RD_KAFKA_RESP_ERR__FATAL:
-        return OBX_FATAL;
-    default:
-        return OBX_RETRIABLE;
+    case RD_KAFKA_RESP_ERR__FATAL: return OBX_FATAL;
+    default: return OBX_RETRIABLE;
     }
 }
 
@@ -128,12 +124,9 @@ static rd_kafka_headers_t *kafka_headers(const obx_message *m)
 static const char *kafka_key(const obx_instance *inst, const obx_message *m)
 {
     switch (inst->key_mode) {
-    case KAFKA_KEY_AGGREGATE_ID:
-        return m->aggregate_id;
-    case KAFKA_KEY_EVENT_ID:
-        return m->event_id;
-    default:
-        return NULL;
+    case KAFKA_KEY_AGGREGATE_ID: return m->aggregate_id;
+    case KAFKA_KEY_EVENT_ID: return m->event_id;
+    default: return NULL;
     }
 }
 
@@ -149,8 +142,7 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
     err = rd_kafka_producev(inst->rk, RD_KAFKA_V_TOPIC(m->destination),
                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                             RD_KAFKA_V_VALUE((void *)m->payload, m->payload_len),
-                            RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
-                            RD_KAFKA_V_HEADERS(hdrs),
+                            RD_KAFKA_V_KEY(key, key ? strlen(key) : 0), RD_KAFKA_V_HEADERS(hdrs),
                             RD_KAFKA_V_OPAQUE(kafka_token_to_opaque(m->token)), RD_KAFKA_V_END);
     if (err)
         rd_kafka_headers_destroy(hdrs); /* owned by the message only on success */

@@ -46,9 +46,9 @@ static const obx_option mem_options[] = {
 typedef struct mem_pending {
     uint64_t token;
     int64_t due_us;
-    obx_status status;  /* decided at publish: the instance's rand_r is not shared */
+    obx_status status; /* decided at publish: the instance's rand_r is not shared */
     uint32_t attempt;
-    char *record;       /* record-line prefix, only when record_file is set */
+    char *record; /* record-line prefix, only when record_file is set */
 } mem_pending;
 
 struct obx_instance {
@@ -144,12 +144,9 @@ static char *mem_record_prefix(const obx_message *m)
 static const char *mem_status_name(obx_status status)
 {
     switch (status) {
-    case OBX_OK:
-        return "ok";
-    case OBX_PERMANENT:
-        return "permanent";
-    default:
-        return "retriable";
+    case OBX_OK: return "ok";
+    case OBX_PERMANENT: return "permanent";
+    default: return "retriable";
     }
 }
 
@@ -169,8 +166,7 @@ static void mem_record(obx_instance *inst, const mem_pending *p, obx_status stat
     memcpy(line, p->record, len);
     int n = snprintf(line + len, size - len,
                      ",\"attempt\":%u,\"status\":\"%s\",\"t_us\":%lld,\"pid\":%d}\n", p->attempt,
-                     mem_status_name(status), (long long)mem_now_us(CLOCK_REALTIME),
-                     (int)getpid());
+                     mem_status_name(status), (long long)mem_now_us(CLOCK_REALTIME), (int)getpid());
     ssize_t w = write(inst->record_fd, line, len + (size_t)n);
     if (w != (ssize_t)(len + (size_t)n))
         inst->host->log(inst->host->host_ctx, OBX_LOG_ERROR, "record_file: write failed: %s",
@@ -182,12 +178,9 @@ static void mem_record(obx_instance *inst, const mem_pending *p, obx_status stat
 static const char *mem_detail(obx_status status)
 {
     switch (status) {
-    case OBX_OK:
-        return NULL;
-    case OBX_PERMANENT:
-        return "rejected by memory driver";
-    default:
-        return "injected failure";
+    case OBX_OK: return NULL;
+    case OBX_PERMANENT: return "rejected by memory driver";
+    default: return "injected failure";
     }
 }
 
@@ -303,7 +296,8 @@ static obx_instance *mem_create(const obx_host *host, char *errstr, size_t errst
     host->get_bool(ctx, "threaded", &inst->threaded);
     host->get_int(ctx, "max_in_flight", &inst->max_in_flight);
     host->get_int(ctx, "seed", &seed);
-    inst->rand_state = (unsigned)seed + __atomic_add_fetch(&mem_instance_counter, 1, __ATOMIC_RELAXED);
+    inst->rand_state =
+        (unsigned)seed + __atomic_add_fetch(&mem_instance_counter, 1, __ATOMIC_RELAXED);
 
     const char *why = NULL;
     if (inst->fail_attempts < 0)
@@ -439,7 +433,8 @@ static void mem_poll(obx_instance *inst, int timeout_ms)
 
 static size_t mem_flush(obx_instance *inst, int timeout_ms)
 {
-    int64_t deadline = mem_now_us(CLOCK_MONOTONIC) + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000;
+    int64_t deadline =
+        mem_now_us(CLOCK_MONOTONIC) + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000;
     size_t left;
     for (;;) {
         if (!inst->threaded)

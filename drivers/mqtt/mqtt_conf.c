@@ -33,7 +33,8 @@ const obx_option mqtt_options[] = {
     {"message_expiry_s", OBX_OPT_INT, 0, "message expiry interval property (default none)"},
     {"keepalive_s", OBX_OPT_INT, 0, "keep-alive interval (default 30)"},
     {"connect_timeout_s", OBX_OPT_INT, 0, "TCP/TLS+CONNECT timeout (default 10)"},
-    {"reconnect_min_ms", OBX_OPT_INT, 0, "first reconnect delay (default 100), doubled per failure"},
+    {"reconnect_min_ms", OBX_OPT_INT, 0,
+     "first reconnect delay (default 100), doubled per failure"},
     {"reconnect_max_ms", OBX_OPT_INT, 0, "longest reconnect delay (default 5000)"},
     {"tls_ca", OBX_OPT_STRING, 0, "CA certificate file (PEM) for ssl:// URLs"},
     {"tls_cert", OBX_OPT_STRING, 0, "client certificate file (PEM)"},
@@ -64,7 +65,8 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
     int64_t v;
 
     if (!host->get_string(host->host_ctx, "url", &url) || !*url) {
-        snprintf(errstr, errstr_size, "option url is required (tcp://host:port or ssl://host:port)");
+        snprintf(errstr, errstr_size,
+                 "option url is required (tcp://host:port or ssl://host:port)");
         return -1;
     }
     int tls = strncmp(url, "ssl://", 6) == 0 || strncmp(url, "mqtts://", 8) == 0;
@@ -172,8 +174,7 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
     const char *pk, *pv;
     if (host->get_property(host->host_ctx, 0, &pk, &pv)) {
         snprintf(errstr, errstr_size,
-                 "the mqtt driver takes no native properties (got \"%.100s\"); use options",
-                 pk);
+                 "the mqtt driver takes no native properties (got \"%.100s\"); use options", pk);
         return -1;
     }
     return 0;

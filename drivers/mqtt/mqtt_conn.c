@@ -38,11 +38,11 @@ void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp)
         inst->backoff_ms = inst->reconnect_min_ms;
         if (inst->connect_attempts > 1 || inst->ever_connected)
             inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
-                            "connected to %s as %s after %d attempt(s)", inst->url,
-                            inst->client_id, inst->connect_attempts);
+                            "connected to %s as %s after %d attempt(s)", inst->url, inst->client_id,
+                            inst->connect_attempts);
         else
-            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s",
-                            inst->url, inst->client_id);
+            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s", inst->url,
+                            inst->client_id);
         inst->connect_attempts = 0;
         inst->ever_connected = 1;
         pthread_cond_broadcast(&inst->cond);
@@ -58,9 +58,8 @@ void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
         inst->connecting = 0;
         inst->last_connect_code = resp->reasonCode ? (int)resp->reasonCode : resp->code;
         if (resp->reasonCode)
-            snprintf(inst->last_connect_err, sizeof inst->last_connect_err,
-                     "CONNACK 0x%02x %s", (unsigned)resp->reasonCode,
-                     MQTTReasonCode_toString(resp->reasonCode));
+            snprintf(inst->last_connect_err, sizeof inst->last_connect_err, "CONNACK 0x%02x %s",
+                     (unsigned)resp->reasonCode, MQTTReasonCode_toString(resp->reasonCode));
         else
             snprintf(inst->last_connect_err, sizeof inst->last_connect_err, "%s%s%s",
                      MQTTAsync_strerror(resp->code), resp->message ? ": " : "",
@@ -68,8 +67,8 @@ void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
         /* first failure and then every 10th: a broker outage should not flood the log */
         if (inst->connect_attempts % 10 == 1)
             inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
-                            "connect to %s failed (attempt %d): %s; retrying in %lld ms",
-                            inst->url, inst->connect_attempts, inst->last_connect_err,
+                            "connect to %s failed (attempt %d): %s; retrying in %lld ms", inst->url,
+                            inst->connect_attempts, inst->last_connect_err,
                             (long long)inst->backoff_ms);
         inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
         inst->backoff_ms *= 2;

@@ -25,8 +25,8 @@
 
 typedef enum mqtt_slot_state {
     MQTT_SLOT_FREE = 0,
-    MQTT_SLOT_SENDING,  /* reserved; MQTTAsync_sendMessage has not returned yet */
-    MQTT_SLOT_INFLIGHT  /* paho token known; waiting for onSuccess5/onFailure5 */
+    MQTT_SLOT_SENDING, /* reserved; MQTTAsync_sendMessage has not returned yet */
+    MQTT_SLOT_INFLIGHT /* paho token known; waiting for onSuccess5/onFailure5 */
 } mqtt_slot_state;
 
 /* A callback that arrived while the slot was still SENDING (paho raced us). */
@@ -60,7 +60,7 @@ struct obx_instance {
     int qos;
     int window;
     int64_t publish_timeout_ms;
-    int64_t window_wait_ms; /* how long one publish_batch may wait for window space */
+    int64_t window_wait_ms;   /* how long one publish_batch may wait for window space */
     const char *content_type; /* NULL: use the message's own */
     int64_t message_expiry_s; /* 0: none */
     int64_t reconnect_min_ms, reconnect_max_ms;
@@ -82,15 +82,15 @@ struct obx_instance {
     int inflight; /* slots SENDING or INFLIGHT */
     int connected;
     int connecting;
-    int connect_attempts;      /* since the last success */
-    int last_connect_code;     /* paho or MQTT reason code of the last failure */
+    int connect_attempts;  /* since the last success */
+    int last_connect_code; /* paho or MQTT reason code of the last failure */
     char last_connect_err[MQTT_DETAIL_MAX];
     int ever_connected;
     int64_t next_connect_ms;
     int64_t backoff_ms;
     int disconnect_done;
-    int stopping; /* timer thread must exit */
-    int closed;   /* close has started: callbacks are ignored from now on */
+    int stopping;  /* timer thread must exit */
+    int closed;    /* close has started: callbacks are ignored from now on */
     int abandoned; /* timed-out publishes paho may still hold */
 
     /* counters, for the log line at close */

@@ -17,10 +17,9 @@
 obx_status mqtt_classify_reason(int reason)
 {
     switch (reason) {
-    case MQTTREASONCODE_NOT_AUTHORIZED:         /* 0x87: the ACL will not change by retrying */
-    case MQTTREASONCODE_TOPIC_NAME_INVALID:     /* 0x90 */
-    case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */
-        return OBX_PERMANENT;
+    case MQTTREASONCODE_NOT_AUTHORIZED:     /* 0x87: the ACL will not change by retrying */
+    case MQTTREASONCODE_TOPIC_NAME_INVALID: /* 0x90 */
+    case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */ return OBX_PERMANENT;
     default: /* 0x97 quota exceeded, 0x89 server busy, 0x80 unspecified, ... */
         return OBX_RETRIABLE;
     }
@@ -142,7 +141,8 @@ static void mqtt_on_publish_fail(void *ctx, MQTTAsync_failureData5 *resp)
     int reason = (int)resp->reasonCode;
     if (reason >= MQTTREASONCODE_UNSPECIFIED_ERROR) {
         const char *pkt = resp->packet_type == 5 ? "PUBREC" : "PUBACK";
-        MQTTProperty *rs = MQTTProperties_getProperty(&resp->properties, MQTTPROPERTY_CODE_REASON_STRING);
+        MQTTProperty *rs =
+            MQTTProperties_getProperty(&resp->properties, MQTTPROPERTY_CODE_REASON_STRING);
         if (rs)
             snprintf(detail, sizeof detail, "%s 0x%02x %s: %.*s", pkt, (unsigned)reason,
                      MQTTReasonCode_toString(resp->reasonCode), rs->value.data.len,
@@ -219,7 +219,8 @@ static int mqtt_build_props(mqtt_inst *inst, const obx_message *m, char *created
     }
     /* a non-UTF-8 string would make the broker drop the connection for everyone */
     for (int i = 0; i < n; i++) {
-        if (!mqtt_utf8_ok((const unsigned char *)p[i].value.data.data, (size_t)p[i].value.data.len) ||
+        if (!mqtt_utf8_ok((const unsigned char *)p[i].value.data.data,
+                          (size_t)p[i].value.data.len) ||
             !mqtt_utf8_ok((const unsigned char *)p[i].value.value.data,
                           (size_t)p[i].value.value.len) ||
             p[i].value.data.len > 65535 || p[i].value.value.len > 65535) {
@@ -249,10 +250,8 @@ static obx_status mqtt_send_rc_status(int rc)
     switch (rc) {
     case MQTTASYNC_BAD_UTF8_STRING:
     case MQTTASYNC_TOPICNAME_TRUNCATED:
-    case MQTTASYNC_BAD_MQTT_OPTION:
-        return OBX_PERMANENT;
-    default: /* disconnected, too many in flight or buffered, out of ids */
-        return OBX_RETRIABLE;
+    case MQTTASYNC_BAD_MQTT_OPTION: return OBX_PERMANENT;
+    default: /* disconnected, too many in flight or buffered, out of ids */ return OBX_RETRIABLE;
     }
 }
 
@@ -335,9 +334,9 @@ static obx_status mqtt_publish_one(mqtt_inst *inst, const obx_message *m, int64_
     ro.onSuccess5 = mqtt_on_publish_ok;
     ro.onFailure5 = mqtt_on_publish_fail;
     ro.context = slot;
-    int rc = m->payload_len > 268435455u ? MQTTASYNC_BAD_MQTT_OPTION
-                                          : MQTTAsync_sendMessage(inst->client, m->destination,
-                                                                  &msg, &ro);
+    int rc = m->payload_len > 268435455u
+                 ? MQTTASYNC_BAD_MQTT_OPTION
+                 : MQTTAsync_sendMessage(inst->client, m->destination, &msg, &ro);
 
     pthread_mutex_lock(&inst->mu);
     obx_status accept = OBX_OK;
@@ -393,7 +392,8 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
     int refusing = closed;
     int64_t wait_until = mqtt_now_ms() + inst->window_wait_ms;
     for (size_t i = 0; i < count; i++) {
-        accept[i] = refusing ? OBX_RETRIABLE : mqtt_publish_one(inst, &msgs[i], wait_until, &wedged);
+        accept[i] =
+            refusing ? OBX_RETRIABLE : mqtt_publish_one(inst, &msgs[i], wait_until, &wedged);
         if (accept[i] == OBX_RETRIABLE)
             refusing = 1;
     }

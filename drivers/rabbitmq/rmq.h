@@ -13,10 +13,10 @@
 /* One unconfirmed publish, found by delivery tag. */
 typedef struct rmq_entry {
     uint64_t token;
-    uint8_t done;            /* completed (acked, nacked or failed) */
-    uint16_t return_code;    /* non-zero: a basic.return came for it */
-    char event_id[40];       /* matches a basic.return to its publish */
-    char return_text[128];   /* the broker's reply text, e.g. "NO_ROUTE ..." */
+    uint8_t done;          /* completed (acked, nacked or failed) */
+    uint16_t return_code;  /* non-zero: a basic.return came for it */
+    char event_id[40];     /* matches a basic.return to its publish */
+    char return_text[128]; /* the broker's reply text, e.g. "NO_ROUTE ..." */
 } rmq_entry;
 
 /* Exchanges known to exist (or, with missing set, known not to). */
@@ -46,7 +46,7 @@ struct obx_instance {
     int check_channel_open;
     int blocked;
     char blocked_reason[96];
-    char last_error[256];  /* why we are disconnected; no secrets */
+    char last_error[256]; /* why we are disconnected; no secrets */
     int64_t next_connect_ms;
     int backoff_ms;
     int closed;
@@ -67,8 +67,8 @@ struct obx_instance {
 int64_t rmq_now_ms(void);
 
 /* rmq_conn.c */
-int rmq_connect(obx_instance *inst);              /* 0 or -1 with inst->last_error */
-int rmq_ensure_connected(obx_instance *inst);     /* respects backoff; 0 when connected */
+int rmq_connect(obx_instance *inst);          /* 0 or -1 with inst->last_error */
+int rmq_ensure_connected(obx_instance *inst); /* respects backoff; 0 when connected */
 void rmq_disconnect(obx_instance *inst, const char *why, int graceful);
 /* 1 exists, 0 missing (text in why), -1 connection failed */
 int rmq_exchange_exists(obx_instance *inst, const char *exchange, size_t len, char *why,

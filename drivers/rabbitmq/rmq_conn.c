@@ -23,20 +23,16 @@
 void rmq_reply_text(amqp_rpc_reply_t r, const char *what, char *buf, size_t size)
 {
     switch (r.reply_type) {
-    case AMQP_RESPONSE_NORMAL:
-        snprintf(buf, size, "%s: ok", what);
-        break;
-    case AMQP_RESPONSE_NONE:
-        snprintf(buf, size, "%s: no reply from broker", what);
-        break;
+    case AMQP_RESPONSE_NORMAL: snprintf(buf, size, "%s: ok", what); break;
+    case AMQP_RESPONSE_NONE: snprintf(buf, size, "%s: no reply from broker", what); break;
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:
         snprintf(buf, size, "%s: %s", what, amqp_error_string2(r.library_error));
         break;
     case AMQP_RESPONSE_SERVER_EXCEPTION:
         if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
             const amqp_connection_close_t *m = r.reply.decoded;
-            snprintf(buf, size, "%s: broker closed the connection: %.*s", what, (int)m->reply_text.len,
-                     (const char *)m->reply_text.bytes);
+            snprintf(buf, size, "%s: broker closed the connection: %.*s", what,
+                     (int)m->reply_text.len, (const char *)m->reply_text.bytes);
         } else if (r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
             const amqp_channel_close_t *m = r.reply.decoded;
             snprintf(buf, size, "%s: broker closed the channel: %.*s", what, (int)m->reply_text.len,
@@ -231,7 +227,8 @@ void rmq_disconnect(obx_instance *inst, const char *why, int graceful)
 static rmq_exchange *rmq_find_exchange(obx_instance *inst, const char *name, size_t len)
 {
     for (size_t i = 0; i < inst->exchange_count; i++)
-        if (strlen(inst->exchanges[i].name) == len && memcmp(inst->exchanges[i].name, name, len) == 0)
+        if (strlen(inst->exchanges[i].name) == len &&
+            memcmp(inst->exchanges[i].name, name, len) == 0)
             return &inst->exchanges[i];
     if (inst->exchange_count >= RMQ_EXCHANGE_CACHE_MAX)
         rmq_forget_exchanges(inst); /* templated exchange names must not grow it forever */
@@ -253,7 +250,8 @@ static rmq_exchange *rmq_find_exchange(obx_instance *inst, const char *name, siz
  * channel, failing every unconfirmed message with it. A passive declare on a
  * separate channel, once per exchange name, finds that out first and only
  * that message fails, with the broker's own text. */
-int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *why, size_t why_size)
+int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *why,
+                        size_t why_size)
 {
     if (len == 0 || !inst->check_exchanges)
         return 1;
@@ -263,7 +261,8 @@ int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *
     int64_t now = rmq_now_ms();
     if (x->missing == 0 || (x->missing == 1 && now - x->checked_ms < RMQ_MISSING_RECHECK_MS)) {
         if (x->missing)
-            snprintf(why, why_size, "NOT_FOUND - no exchange '%s' in vhost '%s'", x->name, inst->vhost);
+            snprintf(why, why_size, "NOT_FOUND - no exchange '%s' in vhost '%s'", x->name,
+                     inst->vhost);
         return !x->missing;
     }
     if (!inst->check_channel_open) {
@@ -288,7 +287,8 @@ int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *
         snprintf(why, why_size, "%.*s", (int)m->reply_text.len, (const char *)m->reply_text.bytes);
         amqp_channel_close_ok_t ok = {0};
         inst->check_channel_open = 0;
-        if (amqp_send_method(inst->conn, RMQ_CHECK_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) < 0) {
+        if (amqp_send_method(inst->conn, RMQ_CHECK_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) <
+            0) {
             rmq_disconnect(inst, "connection lost", 0);
             return -1;
         }

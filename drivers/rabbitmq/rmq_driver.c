@@ -21,22 +21,26 @@ static const obx_option rmq_options[] = {
     {"password", OBX_OPT_STRING, OBX_OPT_SECRET, "password (overrides the URL's)"},
     {"vhost", OBX_OPT_STRING, 0, "virtual host (overrides the URL's; default /)"},
     {"heartbeat_s", OBX_OPT_INT, 0,
-     "AMQP heartbeat in seconds (default 30); it also bounds a publish to a stalled broker, 0 = off"},
+     "AMQP heartbeat in seconds (default 30); it also bounds a publish to a stalled broker, 0 = "
+     "off"},
     {"connect_timeout_ms", OBX_OPT_INT, 0, "connect, login and RPC timeout (default 5000)"},
     {"mandatory", OBX_OPT_BOOL, 0, "publish mandatory: unroutable messages fail (default true)"},
-    {"unroutable", OBX_OPT_STRING, 0, "status of an unroutable message: permanent (default) | retriable"},
+    {"unroutable", OBX_OPT_STRING, 0,
+     "status of an unroutable message: permanent (default) | retriable"},
     {"persistent", OBX_OPT_BOOL, 0, "delivery_mode 2 (default true)"},
     {"content_type_default", OBX_OPT_STRING, 0, "content_type when the message has none"},
     {"check_exchanges", OBX_OPT_BOOL, 0,
      "check once that a destination exchange exists before publishing to it (default true)"},
     {"declare_exchange", OBX_OPT_STRING, 0, "durable exchange to declare on connect"},
-    {"declare_exchange_type", OBX_OPT_STRING, 0, "its type: direct | topic (default) | fanout | headers"},
+    {"declare_exchange_type", OBX_OPT_STRING, 0,
+     "its type: direct | topic (default) | fanout | headers"},
     {"declare_queue", OBX_OPT_STRING, 0, "durable queue to declare on connect"},
     {"bind_routing_key", OBX_OPT_STRING, 0, "bind declare_queue to declare_exchange with this key"},
     {"tls_ca", OBX_OPT_STRING, 0, "amqps: CA certificate file (PEM)"},
     {"tls_cert", OBX_OPT_STRING, 0, "amqps: client certificate file (PEM)"},
     {"tls_key", OBX_OPT_STRING, 0, "amqps: client key file (PEM)"},
-    {"tls_verify", OBX_OPT_BOOL, 0, "amqps: verify the broker's certificate and name (default true)"},
+    {"tls_verify", OBX_OPT_BOOL, 0,
+     "amqps: verify the broker's certificate and name (default true)"},
     {NULL, 0, 0, NULL},
 };
 
@@ -130,7 +134,8 @@ static int rmq_read_options(obx_instance *inst, char *errstr, size_t errstr_size
     } else if (strcmp(unroutable, "retriable") == 0) {
         inst->unroutable = OBX_RETRIABLE;
     } else {
-        snprintf(errstr, errstr_size, "option unroutable must be \"permanent\" or \"retriable\", not \"%s\"",
+        snprintf(errstr, errstr_size,
+                 "option unroutable must be \"permanent\" or \"retriable\", not \"%s\"",
                  unroutable);
         return -1;
     }

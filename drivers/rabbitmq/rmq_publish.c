@@ -180,16 +180,16 @@ static int rmq_on_frame(obx_instance *inst, const amqp_frame_t *f)
         inst->blocked = 1;
         snprintf(inst->blocked_reason, sizeof(inst->blocked_reason), "%.*s", (int)b->reason.len,
                  (const char *)b->reason.bytes);
-        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "rabbitmq: broker blocked publishing: %s",
-                        inst->blocked_reason);
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                        "rabbitmq: broker blocked publishing: %s", inst->blocked_reason);
         return 0;
     }
     case AMQP_CONNECTION_UNBLOCKED_METHOD:
         inst->blocked = 0;
-        inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "rabbitmq: broker unblocked publishing");
+        inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
+                        "rabbitmq: broker unblocked publishing");
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -279,8 +279,8 @@ static int rmq_send(obx_instance *inst, const obx_message *m, amqp_bytes_t excha
         p.content_type = amqp_cstring_bytes(ct);
     }
     amqp_bytes_t body = {m->payload_len, (void *)m->payload};
-    return amqp_basic_publish(inst->conn, RMQ_CHANNEL, exchange, routing_key, inst->mandatory, 0, &p,
-                              body);
+    return amqp_basic_publish(inst->conn, RMQ_CHANNEL, exchange, routing_key, inst->mandatory, 0,
+                              &p, body);
 }
 
 static int rmq_reserve_headers(obx_instance *inst, size_t count)

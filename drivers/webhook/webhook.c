@@ -24,11 +24,15 @@
 #define WH_STR(s) ((s) ? (s) : "")
 
 static const obx_option wh_options[] = {
-    {"url", OBX_OPT_STRING, OBX_OPT_REQUIRED, "http:// or https:// endpoint each message is POSTed to"},
-    {"append_destination", OBX_OPT_BOOL, 0, "append the destination to url as one percent-encoded segment"},
-    {"max_in_flight", OBX_OPT_INT, 0, "requests (and connections) at once per instance (default 32)"},
+    {"url", OBX_OPT_STRING, OBX_OPT_REQUIRED,
+     "http:// or https:// endpoint each message is POSTed to"},
+    {"append_destination", OBX_OPT_BOOL, 0,
+     "append the destination to url as one percent-encoded segment"},
+    {"max_in_flight", OBX_OPT_INT, 0,
+     "requests (and connections) at once per instance (default 32)"},
     {"timeout_ms", OBX_OPT_INT, 0, "whole-request timeout; a timeout is retriable (default 10000)"},
-    {"secret_env", OBX_OPT_STRING, 0, "environment variable holding the HMAC-SHA256 key of X-Signature"},
+    {"secret_env", OBX_OPT_STRING, 0,
+     "environment variable holding the HMAC-SHA256 key of X-Signature"},
     {NULL, 0, 0, NULL},
 };
 
@@ -37,12 +41,12 @@ typedef struct wh_req {
     struct wh_req *next; /* in the queue */
     uint64_t token;
     struct curl_slist *headers;
-    size_t slot;         /* its easy handle while running */
-    int held;            /* already held once for a Retry-After */
+    size_t slot; /* its easy handle while running */
+    int held;    /* already held once for a Retry-After */
     size_t body_len, resp_len;
-    char resp[160];      /* start of the response body, for the detail */
+    char resp[160]; /* start of the response body, for the detail */
     char errbuf[CURL_ERROR_SIZE];
-    char *url;           /* in data, after the body */
+    char *url; /* in data, after the body */
     char data[];
 } wh_req;
 
@@ -54,9 +58,9 @@ struct obx_instance {
     char *secret;
     size_t secret_len, in_flight, running; /* in_flight: accepted and not completed */
     CURLM *multi;
-    CURL **easy;         /* one per slot, reused: connections stay alive */
-    wh_req **busy;       /* the request running in each slot, or NULL */
-    wh_req *head, *tail; /* accepted, not started */
+    CURL **easy;          /* one per slot, reused: connections stay alive */
+    wh_req **busy;        /* the request running in each slot, or NULL */
+    wh_req *head, *tail;  /* accepted, not started */
     int64_t paused_until; /* monotonic ms: nothing starts before (Retry-After) */
 };
 
@@ -70,14 +74,18 @@ static int64_t wh_now_ms(void)
 /* Adds "prefix+name: value"; "" sends an empty value ("name;" to curl) and
  * NULL removes a header curl would add. A line break in a value would let row
  * data forge headers: such a message can never be sent. */
-static obx_status wh_header(struct curl_slist **list, const char *prefix, const char *name, const char *value,
-                            char *err, size_t err_size)
+static obx_status wh_header(struct curl_slist **list, const char *prefix, const char *name,
+                            const char *value, char *err, size_t err_size)
 {
     char line[4096];
-    int n = snprintf(line, sizeof line, !value ? "%s%s:%s" : *value ? "%s%s: %s" : "%s%s;%s", prefix, name,
-                     value ? value : "");
+    int n = snprintf(line, sizeof line,
+                     !value   ? "%s%s:%s"
+                     : *value ? "%s%s: %s"
+                              : "%s%s;%s",
+                     prefix, name, value ? value : "");
     if (n < 0 || (size_t)n >= sizeof line || (value && strpbrk(value, "\r\n")))
-        return snprintf(err, err_size, "header %s%.64s: a line break in the value, or too long", prefix, name),
+        return snprintf(err, err_size, "header %s%.64s: a line break in the value, or too long",
+                        prefix, name),
                OBX_PERMANENT;
     struct curl_slist *l = curl_slist_append(*list, line);
     if (!l)
@@ -96,11 +104,14 @@ static size_t wh_write(char *data, size_t size, size_t n, void *userdata)
 }
 
 /* The request for one message; PERMANENT when it can never be sent. */
-static obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char *err, size_t err_size)
+static obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char *err,
+                           size_t err_size)
 {
-    static const char tchar[] = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    static const char tchar[] =
+        "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     const char *dest = WH_STR(m->destination);
-    wh_req *r = *out = calloc(1, sizeof *r + m->payload_len + strlen(inst->url) + 2 + 3 * strlen(dest));
+    wh_req *r = *out =
+        calloc(1, sizeof *r + m->payload_len + strlen(inst->url) + 2 + 3 * strlen(dest));
     if (!r)
         return snprintf(err, err_size, "out of memory"), OBX_RETRIABLE;
     r->token = m->token;
@@ -120,9 +131,12 @@ static obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **ou
     snprintf(created + n, sizeof created - n, ".%06dZ", (int)(m->created_at_us % 1000000));
     const char *fixed[][2] = {
         {"Content-Type", m->content_type ? m->content_type : "application/octet-stream"},
-        {"X-Event-Id", WH_STR(m->event_id)}, {"X-Event-Type", WH_STR(m->event_type)},
-        {"X-Aggregate-Type", WH_STR(m->aggregate_type)}, {"X-Aggregate-Id", WH_STR(m->aggregate_id)},
-        {"X-Created-At", created}, {"X-Outbox-Destination", dest},
+        {"X-Event-Id", WH_STR(m->event_id)},
+        {"X-Event-Type", WH_STR(m->event_type)},
+        {"X-Aggregate-Type", WH_STR(m->aggregate_type)},
+        {"X-Aggregate-Id", WH_STR(m->aggregate_id)},
+        {"X-Created-At", created},
+        {"X-Outbox-Destination", dest},
         {"Expect", NULL}, /* no 100-continue round trip before bodies over 1 KiB */
     };
     obx_status st = OBX_OK;
@@ -131,14 +145,16 @@ static obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **ou
     for (size_t i = 0; i < m->header_count && st == OBX_OK; i++) {
         const char *k = m->headers[i].key, *v = m->headers[i].value;
         if (!*k || k[strspn(k, tchar)])
-            return snprintf(err, err_size, "header \"%.64s\" is not an HTTP token", k), OBX_PERMANENT;
+            return snprintf(err, err_size, "header \"%.64s\" is not an HTTP token", k),
+                   OBX_PERMANENT;
         st = wh_header(&r->headers, "X-Header-", k, v ? v : "", err, err_size);
     }
     if (inst->secret && st == OBX_OK) {
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned md_len = 0;
         char sig[16 + 2 * EVP_MAX_MD_SIZE] = "sha256=";
-        HMAC(EVP_sha256(), inst->secret, (int)inst->secret_len, (unsigned char *)r->data, r->body_len, md, &md_len);
+        HMAC(EVP_sha256(), inst->secret, (int)inst->secret_len, (unsigned char *)r->data,
+             r->body_len, md, &md_len);
         for (unsigned i = 0; i < md_len; i++)
             sprintf(sig + 7 + 2 * i, "%02x", md[i]);
         st = md_len ? wh_header(&r->headers, "", "X-Signature", sig, err, err_size) : OBX_RETRIABLE;
@@ -159,7 +175,8 @@ static void wh_finish(obx_instance *inst, wh_req *r, obx_status st, int code, co
 /* Starts queued requests while slots are free and no Retry-After holds them. */
 static void wh_start(obx_instance *inst)
 {
-    while (inst->head && inst->running < (size_t)inst->max_in_flight && wh_now_ms() >= inst->paused_until) {
+    while (inst->head && inst->running < (size_t)inst->max_in_flight &&
+           wh_now_ms() >= inst->paused_until) {
         wh_req *r = inst->head;
         if (!(inst->head = r->next))
             inst->tail = NULL;
@@ -192,7 +209,8 @@ static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
     long code = 0;
     curl_off_t after = 0;
     if (cc != CURLE_OK) { /* refused, reset, timed out, TLS: all may pass */
-        snprintf(detail, sizeof detail, "curl %d: %s", (int)cc, *r->errbuf ? r->errbuf : curl_easy_strerror(cc));
+        snprintf(detail, sizeof detail, "curl %d: %s", (int)cc,
+                 *r->errbuf ? r->errbuf : curl_easy_strerror(cc));
         wh_finish(inst, r, OBX_RETRIABLE, (int)cc, detail);
         return;
     }
@@ -213,15 +231,17 @@ static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
         if (!r->held && after * 1000 <= WH_HOLD_MAX_MS) {
             /* re-send it from here once the wait is over: the engine's retry
              * could come sooner (from another worker), and costs an attempt */
-            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "HTTP %ld: holding requests %lld s (Retry-After)",
-                            code, (long long)after);
+            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
+                            "HTTP %ld: holding requests %lld s (Retry-After)", code,
+                            (long long)after);
             r->held = 1;
             if (!(r->next = inst->head))
                 inst->tail = r;
             inst->head = r;
             return;
         }
-        snprintf(detail, sizeof detail, "HTTP %ld, Retry-After %lld s: %s", code, (long long)after, r->resp);
+        snprintf(detail, sizeof detail, "HTTP %ld, Retry-After %lld s: %s", code, (long long)after,
+                 r->resp);
     } else {
         snprintf(detail, sizeof detail, "HTTP %ld: %s", code, r->resp);
     }
@@ -273,7 +293,8 @@ static obx_status wh_publish_batch(obx_instance *inst, const obx_message *msgs, 
     for (size_t i = 0; i < count; i++) {
         char err[160];
         wh_req *r = NULL;
-        obx_status st = inst->closed ? OBX_RETRIABLE : wh_build(inst, &msgs[i], &r, err, sizeof err);
+        obx_status st =
+            inst->closed ? OBX_RETRIABLE : wh_build(inst, &msgs[i], &r, err, sizeof err);
         /* an unsendable message is accepted and completed, so its reason reaches last_error */
         accept[i] = st == OBX_PERMANENT ? OBX_OK : st;
         if (st == OBX_PERMANENT)
@@ -347,11 +368,13 @@ static CURL *wh_easy_new(obx_instance *inst, char *err, size_t err_size)
     for (size_t i = 0; e && inst->host->get_property(inst->host->host_ctx, i, &k, &v); i++) {
         const struct curl_easyoption *o = curl_easy_option_by_name(k);
         CURLcode rc = !o ? CURLE_UNKNOWN_OPTION
-                      : o->type == CURLOT_LONG || o->type == CURLOT_VALUES ? curl_easy_setopt(e, o->id, strtol(v, NULL, 0))
-                      : o->type == CURLOT_STRING ? curl_easy_setopt(e, o->id, v) : CURLE_BAD_FUNCTION_ARGUMENT;
+                      : o->type == CURLOT_LONG || o->type == CURLOT_VALUES
+                          ? curl_easy_setopt(e, o->id, strtol(v, NULL, 0))
+                      : o->type == CURLOT_STRING ? curl_easy_setopt(e, o->id, v)
+                                                 : CURLE_BAD_FUNCTION_ARGUMENT;
         if (rc != CURLE_OK) {
-            snprintf(err, err_size, "property %s: %s (a libcurl option taking a number or string)", k,
-                     curl_easy_strerror(rc));
+            snprintf(err, err_size, "property %s: %s (a libcurl option taking a number or string)",
+                     k, curl_easy_strerror(rc));
             curl_easy_cleanup(e);
             return NULL;
         }
@@ -375,16 +398,28 @@ static obx_instance *wh_create(const obx_host *host, char *errstr, size_t errstr
     if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
         return snprintf(errstr, errstr_size, "url must start with http:// or https://"), NULL;
     if (max < 1 || max > 4096 || timeout < 1 || timeout > INT32_MAX)
-        return snprintf(errstr, errstr_size, "max_in_flight must be 1..4096 and timeout_ms positive"), NULL;
-    if (secret_env && (!(secret = getenv(secret_env)) || !*secret)) /* its name only, never the value */
-        return snprintf(errstr, errstr_size, "secret_env: environment variable %s is not set", secret_env), NULL;
+        return snprintf(errstr, errstr_size,
+                        "max_in_flight must be 1..4096 and timeout_ms positive"),
+               NULL;
+    if (secret_env &&
+        (!(secret = getenv(secret_env)) || !*secret)) /* its name only, never the value */
+        return snprintf(errstr, errstr_size, "secret_env: environment variable %s is not set",
+                        secret_env),
+               NULL;
     obx_instance *inst = calloc(1, sizeof *inst);
     if (!inst || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return free(inst), snprintf(errstr, errstr_size, "out of memory or curl_global_init failed"), NULL;
-    *inst = (obx_instance){.host = host, .url = url, .append_destination = append, .max_in_flight = max,
-                           .timeout_ms = timeout, .secret = secret ? strdup(secret) : NULL,
-                           .secret_len = secret ? strlen(secret) : 0, .multi = curl_multi_init(),
-                           .easy = calloc((size_t)max, sizeof(CURL *)), .busy = calloc((size_t)max, sizeof(wh_req *))};
+        return free(inst),
+               snprintf(errstr, errstr_size, "out of memory or curl_global_init failed"), NULL;
+    *inst = (obx_instance){.host = host,
+                           .url = url,
+                           .append_destination = append,
+                           .max_in_flight = max,
+                           .timeout_ms = timeout,
+                           .secret = secret ? strdup(secret) : NULL,
+                           .secret_len = secret ? strlen(secret) : 0,
+                           .multi = curl_multi_init(),
+                           .easy = calloc((size_t)max, sizeof(CURL *)),
+                           .busy = calloc((size_t)max, sizeof(wh_req *))};
     int ok = inst->easy && inst->busy && inst->multi && (!secret || inst->secret);
     if (!ok)
         snprintf(errstr, errstr_size, "out of memory");
@@ -402,7 +437,8 @@ static const obx_driver_def wh_def = {
     OBX_DRIVER_DEF_HEAD,
     .name = "webhook",
     .version = "0.1.0",
-    .description = "HTTP(S) webhook: POSTs each event, HMAC-signed, through libcurl (multi, keep-alive)",
+    .description =
+        "HTTP(S) webhook: POSTs each event, HMAC-signed, through libcurl (multi, keep-alive)",
     .options = wh_options,
     .create = wh_create,
     .publish_batch = wh_publish_batch,

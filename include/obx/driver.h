@@ -101,19 +101,19 @@ typedef struct obx_header {
  * only when header_count is 0.
  */
 typedef struct obx_message {
-    uint64_t token;             /* pass back in complete(); opaque to the driver */
-    const char *event_id;       /* uuid text: the consumer's de-duplication key */
+    uint64_t token;       /* pass back in complete(); opaque to the driver */
+    const char *event_id; /* uuid text: the consumer's de-duplication key */
     const char *event_type;
     const char *aggregate_type;
-    const char *aggregate_id;   /* ordering scope and default partition key */
-    const char *destination;    /* topic / exchange+key / MQTT topic, rendered by the host */
+    const char *aggregate_id; /* ordering scope and default partition key */
+    const char *destination;  /* topic / exchange+key / MQTT topic, rendered by the host */
     const void *payload;
     size_t payload_len;
-    const char *content_type;   /* "application/json" or "application/octet-stream" */
-    int64_t created_at_us;      /* row's created_at, microseconds since the Unix epoch */
-    const obx_header *headers;  /* the row's headers column, in order */
+    const char *content_type;  /* "application/json" or "application/octet-stream" */
+    int64_t created_at_us;     /* row's created_at, microseconds since the Unix epoch */
+    const obx_header *headers; /* the row's headers column, in order */
     size_t header_count;
-    uint32_t attempt;           /* 1 on the first attempt */
+    uint32_t attempt; /* 1 on the first attempt */
 } obx_message;
 
 typedef struct obx_instance obx_instance; /* a driver's own, opaque to the host */
@@ -159,9 +159,9 @@ typedef struct obx_driver_def {
     uint16_t abi_minor;   /* OBX_ABI_MINOR the driver was built with */
     uint32_t struct_size; /* sizeof(obx_driver_def) the driver was built with */
 
-    const char *name;        /* short name, e.g. "kafka" */
-    const char *version;     /* the driver's own version */
-    const char *description; /* one line */
+    const char *name;          /* short name, e.g. "kafka" */
+    const char *version;       /* the driver's own version */
+    const char *description;   /* one line */
     const obx_option *options; /* accepted options; NULL means none */
 
     /**
@@ -218,8 +218,8 @@ typedef const obx_driver_def *(*obx_driver_entry_fn)(void);
 #endif
 
 /** Fill the versioned head of a definition: OBX_DRIVER_DEF_HEAD, .name = ... */
-#define OBX_DRIVER_DEF_HEAD                                                                   \
-    .magic = OBX_DRIVER_MAGIC, .abi_major = OBX_ABI_MAJOR, .abi_minor = OBX_ABI_MINOR,        \
+#define OBX_DRIVER_DEF_HEAD                                                                        \
+    .magic = OBX_DRIVER_MAGIC, .abi_major = OBX_ABI_MAJOR, .abi_minor = OBX_ABI_MINOR,             \
     .struct_size = sizeof(obx_driver_def)
 
 #ifdef __cplusplus

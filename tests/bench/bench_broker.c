@@ -54,10 +54,11 @@ static void make_message(message *m, int thread, long seq)
              (unsigned long)seq & 0xffffffffUL);
     snprintf(m->aggregate_id, sizeof m->aggregate_id, "agg-%ld", seq % 1000);
     snprintf(m->created_at, sizeof m->created_at, "2024-01-01T00:00:00.000000Z");
-    m->payload_len = snprintf(m->payload, sizeof m->payload, "{\"n\": %ld, \"pad\": \"%.*s\"}", seq,
-                              180, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    m->payload_len =
+        snprintf(m->payload, sizeof m->payload, "{\"n\": %ld, \"pad\": \"%.*s\"}", seq, 180,
+                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
 }
 
 static long share(int index)

@@ -24,32 +24,35 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CLAIMABLE(o)                                                                           \
-    o ".published_at IS NULL AND " o ".dead_at IS NULL AND " o ".available_at <= now() AND ("  \
-    o ".lease_until IS NULL OR " o ".lease_until < now())"
+#define CLAIMABLE(o)                                                                               \
+    o ".published_at IS NULL AND " o ".dead_at IS NULL AND " o ".available_at <= now() AND (" o    \
+      ".lease_until IS NULL OR " o ".lease_until < now())"
 
-#define CLAIM_RETURNING                                                                        \
-    " RETURNING t.id, t.event_id, t.aggregate_type, t.aggregate_id, t.event_type, t.payload,"  \
+#define CLAIM_RETURNING                                                                            \
+    " RETURNING t.id, t.event_id, t.aggregate_type, t.aggregate_id, t.event_type, t.payload,"      \
     " t.headers, t.destination, (extract(epoch FROM t.created_at) * 1000000)::bigint, t.attempts"
 
 static const char claim_unordered[] =
-    "WITH picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE("o")
-    " ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)"
-    " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
-    " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
-    " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
+    "WITH picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE(
+        "o") " ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)"
+             " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
+             " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
+             " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
 
 static const char claim_ordered[] =
-    "WITH win AS MATERIALIZED (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE("o")
-    " ORDER BY o.id LIMIT $4),"
-    " picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE o.id IN (SELECT id FROM win)"
-    " AND " CLAIMABLE("o") " AND NOT EXISTS (SELECT 1 FROM \"public\".\"outbox\" p"
-    " WHERE p.aggregate_type = o.aggregate_type AND p.aggregate_id = o.aggregate_id"
-    " AND p.id < o.id AND p.published_at IS NULL AND p.dead_at IS NULL)"
-    " ORDER BY o.id LIMIT $2 FOR UPDATE OF o SKIP LOCKED)"
-    " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
-    " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
-    " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
+    "WITH win AS MATERIALIZED (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE(
+        "o") " ORDER BY o.id LIMIT $4),"
+             " picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE o.id IN (SELECT id FROM "
+             "win)"
+             " AND " CLAIMABLE(
+                 "o") " AND NOT EXISTS (SELECT 1 FROM \"public\".\"outbox\" p"
+                      " WHERE p.aggregate_type = o.aggregate_type AND p.aggregate_id = "
+                      "o.aggregate_id"
+                      " AND p.id < o.id AND p.published_at IS NULL AND p.dead_at IS NULL)"
+                      " ORDER BY o.id LIMIT $2 FOR UPDATE OF o SKIP LOCKED)"
+                      " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
+                      " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
+                      " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
 
 static const char mark_simple[] =
     "UPDATE \"public\".\"outbox\" SET published_at = now(), attempts = attempts + 1,"
@@ -183,8 +186,8 @@ static void *worker(void *arg)
             repeat_array(&outcomes, "0", n);
             repeat_array(&delays, "0", n);
             repeat_array(&errors, "\"\"", n);
-            const char *mp[] = {ids.buf, outcomes.buf, delays.buf, errors.buf, owner,
-                                delete_mode ? "true" : "false"};
+            const char *mp[] = {ids.buf,    outcomes.buf, delays.buf,
+                                errors.buf, owner,        delete_mode ? "true" : "false"};
             r = must(c, PQexecPrepared(c, "mark", 6, mp, NULL, NULL, 0), PGRES_TUPLES_OK, "record");
         } else {
             const char *mp[] = {ids.buf, owner};

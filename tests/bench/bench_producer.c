@@ -56,11 +56,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_producer: %s", PQerrorMessage(c));
         return 1;
     }
-    PGresult *r = PQprepare(c, "enq",
-                            "SELECT outbox_enqueue('Order', 'agg-' || ((g + $1) % 1000), 'order.created',"
-                            " jsonb_build_object('n', g + $1, 'pad', repeat('x', 150)))"
-                            " FROM generate_series(1, $2::int) g",
-                            0, NULL);
+    PGresult *r =
+        PQprepare(c, "enq",
+                  "SELECT outbox_enqueue('Order', 'agg-' || ((g + $1) % 1000), 'order.created',"
+                  " jsonb_build_object('n', g + $1, 'pad', repeat('x', 150)))"
+                  " FROM generate_series(1, $2::int) g",
+                  0, NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         fprintf(stderr, "bench_producer: prepare: %s", PQerrorMessage(c));
         return 1;

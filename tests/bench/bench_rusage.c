@@ -57,8 +57,8 @@ int main(int argc, char **argv)
     }
     fprintf(f, "%.3f %.3f %.3f %ld %d\n",
             (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
-            ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
-            ru.ru_maxrss, code);
+            ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+            ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss, code);
     fclose(f);
     return code;
 }

@@ -186,8 +186,8 @@ static int iso_time(const char *s)
 }
 
 /* Prints the message; returns the number of failed checks. */
-static int check_message(const rd_kafka_message_t *m, int check_key, const char **extra,
-                         int nextra, idset *ids)
+static int check_message(const rd_kafka_message_t *m, int check_key, const char **extra, int nextra,
+                         idset *ids)
 {
     rd_kafka_headers_t *hdrs = NULL;
     char key[512] = "", val[512], agg[512] = "";
@@ -248,9 +248,7 @@ int main(int argc, char **argv)
             if (nextra < MAX_EXTRA)
                 extra[nextra++] = optarg;
             break;
-        default:
-            fprintf(stderr, "usage: see the comment at the top of kconsume.c\n");
-            return 2;
+        default: fprintf(stderr, "usage: see the comment at the top of kconsume.c\n"); return 2;
         }
     }
     if (!bootstrap || !topic)
@@ -309,8 +307,10 @@ int main(int argc, char **argv)
     fflush(stdout);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
-    fprintf(stderr, "kconsume: %s: %lld messages, %zu distinct event ids (%d partitions), %d failed checks\n",
-            topic, got, ids.used, parts, bad);
+    fprintf(
+        stderr,
+        "kconsume: %s: %lld messages, %zu distinct event ids (%d partitions), %d failed checks\n",
+        topic, got, ids.used, parts, bad);
     size_t distinct = ids.used;
     idset_free(&ids);
     if (bad || (want >= 0 && (long long)distinct < want))

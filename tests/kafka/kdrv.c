@@ -34,8 +34,8 @@ typedef struct fake_host {
     kv opts[MAX_KV], props[MAX_KV];
     int nopts, nprops;
     pthread_mutex_t mu;
-    size_t cap;            /* tokens 0..cap-1 */
-    unsigned char *done;   /* completions per token */
+    size_t cap;          /* tokens 0..cap-1 */
+    unsigned char *done; /* completions per token */
     obx_status *status;
     char (*detail)[160];
     size_t completions, dups, late, unknown;
@@ -235,8 +235,8 @@ static void msgs_init(msgset *s, size_t n, const char *topic, unsigned salt)
         snprintf(s->agg[i], sizeof s->agg[i], "agg-%zu", i % 50);
         snprintf(s->seq[i], sizeof s->seq[i], "%zu", i);
         snprintf(s->payload[i], sizeof s->payload[i], "{\"n\": %zu}", i);
-        s->hdrs[i][0] = (obx_header){"traceparent",
-                                     "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"};
+        s->hdrs[i][0] =
+            (obx_header){"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"};
         s->hdrs[i][1] = (obx_header){"seq", s->seq[i]};
         *m = (obx_message){.token = i,
                            .event_id = s->event_id[i],
@@ -364,9 +364,10 @@ static void expect_all(fake_host *fh, size_t n, obx_status want, const char *det
         if (fh->done[i] != 1 || fh->status[i] != want ||
             (detail_part && !strstr(fh->detail[i], detail_part))) {
             if (bad++ < 3)
-                failf("%s: token %zu: %d completions, status %d, detail \"%s\" (want status %d%s%s)",
-                      what, i, fh->done[i], fh->status[i], fh->detail[i], want,
-                      detail_part ? " with " : "", detail_part ? detail_part : "");
+                failf(
+                    "%s: token %zu: %d completions, status %d, detail \"%s\" (want status %d%s%s)",
+                    what, i, fh->done[i], fh->status[i], fh->detail[i], want,
+                    detail_part ? " with " : "", detail_part ? detail_part : "");
         }
     }
     if (bad)
@@ -615,8 +616,7 @@ static void scenario_faults(const args *a)
                 ok++;
             else if (fh->done[i]) {
                 if (fh->status[i] != OBX_RETRIABLE)
-                    failf("faults: token %zu completed %d \"%s\"", i, fh->status[i],
-                          fh->detail[i]);
+                    failf("faults: token %zu completed %d \"%s\"", i, fh->status[i], fh->detail[i]);
                 fh->done[i] = 0;
                 fh->completions--;
                 retries++;

@@ -26,14 +26,14 @@
 static const obx_driver_def *def;
 static int failures;
 
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                              \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fputc('\n', stderr);                                                              \
-            failures++;                                                                       \
-        }                                                                                     \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* ---- the recording host */
@@ -152,9 +152,15 @@ static fake_host *host_new(const char *url)
     h->status = calloc(MAXMSG, sizeof *h->status);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cond, NULL);
-    h->host = (obx_host){.struct_size = sizeof(obx_host), .host_ctx = h, .log = h_log,
-                         .get_string = h_str, .get_int = h_int, .get_bool = h_bool,
-                         .get_double = h_double, .get_property = h_prop, .complete = h_complete};
+    h->host = (obx_host){.struct_size = sizeof(obx_host),
+                         .host_ctx = h,
+                         .log = h_log,
+                         .get_string = h_str,
+                         .get_int = h_int,
+                         .get_bool = h_bool,
+                         .get_double = h_double,
+                         .get_property = h_prop,
+                         .complete = h_complete};
     if (url)
         h->opts[h->nopts++] = (opt){"url", OBX_OPT_STRING, url, 0};
     return h;
@@ -192,11 +198,19 @@ static void make_msg(obx_message *m, uint64_t token, const char *topic, const ob
     snprintf(aggs[a], sizeof aggs[a], "agg-%d", a);
     snprintf(ids[token], sizeof ids[token], "00000000-0000-4000-8000-%012" PRIu64, token);
     int n = snprintf(payloads[token], sizeof payloads[token], "{\"n\": %" PRIu64 "}", token);
-    *m = (obx_message){.token = token, .event_id = ids[token], .event_type = "order.created",
-                       .aggregate_type = "Order", .aggregate_id = aggs[a], .destination = topic,
-                       .payload = payloads[token], .payload_len = (size_t)n,
-                       .content_type = "application/json", .created_at_us = 1700000000123456,
-                       .headers = hdrs, .header_count = nh, .attempt = 1};
+    *m = (obx_message){.token = token,
+                       .event_id = ids[token],
+                       .event_type = "order.created",
+                       .aggregate_type = "Order",
+                       .aggregate_id = aggs[a],
+                       .destination = topic,
+                       .payload = payloads[token],
+                       .payload_len = (size_t)n,
+                       .content_type = "application/json",
+                       .created_at_us = 1700000000123456,
+                       .headers = hdrs,
+                       .header_count = nh,
+                       .attempt = 1};
 }
 
 /* Publish tokens [from, to) in order, in batches; a refused (RETRIABLE:
@@ -226,7 +240,8 @@ static unsigned long publish_range(obx_instance *inst, fake_host *h, uint64_t fr
         next += i;
         /* the driver refuses the whole rest of a batch after a refusal */
         for (size_t k = i; k < n; k++)
-            CHECK(acc[k] != OBX_OK, "token %" PRIu64 " accepted after a refused one", batch[k].token);
+            CHECK(acc[k] != OBX_OK, "token %" PRIu64 " accepted after a refused one",
+                  batch[k].token);
         if (i < n) {
             (*refused)++;
             def->flush(inst, 20);
@@ -287,8 +302,8 @@ static void sc_config(const char *url)
     for (int k = 0; k < 3; k++) {
         fake_host *h = host_new(bad_urls[k]);
         obx_instance *inst = create(h, err, sizeof err);
-        CHECK(!inst && err[0], "url %s: instance %p, errstr '%s'", bad_urls[k] ? bad_urls[k] : "(none)",
-              (void *)inst, err);
+        CHECK(!inst && err[0], "url %s: instance %p, errstr '%s'",
+              bad_urls[k] ? bad_urls[k] : "(none)", (void *)inst, err);
         if (inst)
             def->destroy(inst);
         else
@@ -386,9 +401,10 @@ static void sc_invalid(const char *url)
     CHECK(inst, "create: %s", err);
     if (!inst)
         return;
-    const char *topics[] = {"obx/inv/ok1", "obx/inv/#", "obx/+/x", "", "obx/inv/ok2",
-                            "obx/inv/tab\there", "obx/inv/\xc3\x28", "obx/inv/hdr", "obx/inv/ok3"};
-    const obx_status want[] = {OBX_OK, OBX_PERMANENT, OBX_PERMANENT, OBX_PERMANENT, OBX_OK,
+    const char *topics[] = {"obx/inv/ok1", "obx/inv/#",         "obx/+/x",          "",
+                            "obx/inv/ok2", "obx/inv/tab\there", "obx/inv/\xc3\x28", "obx/inv/hdr",
+                            "obx/inv/ok3"};
+    const obx_status want[] = {OBX_OK,        OBX_PERMANENT, OBX_PERMANENT, OBX_PERMANENT, OBX_OK,
                                OBX_PERMANENT, OBX_PERMANENT, OBX_PERMANENT, OBX_OK};
     enum { NT = sizeof topics / sizeof *topics };
     static const obx_header bad_hdr[] = {{"note", "line1\nline2"}};
@@ -652,7 +668,8 @@ static void sc_freeze(const char *url, const char *topic)
     usleep(200000);
     CHECK(h->after_close == 0, "%lu completions after close", h->after_close);
     printf("ok killed while frozen: 50 in flight completed RETRIABLE once (\"%s\"), reconnected "
-           "alone, no double completion\n", lost_detail);
+           "alone, no double completion\n",
+           lost_detail);
     host_free(h);
 }
 

@@ -109,7 +109,8 @@ static int user_prop(MQTTProperties *props, const char *key, char *buf, size_t s
             continue;
         if ((size_t)p->value.data.len == strlen(key) &&
             memcmp(p->value.data.data, key, (size_t)p->value.data.len) == 0) {
-            size_t n = (size_t)p->value.value.len < size - 1 ? (size_t)p->value.value.len : size - 1;
+            size_t n =
+                (size_t)p->value.value.len < size - 1 ? (size_t)p->value.value.len : size - 1;
             memcpy(buf, p->value.value.data, n);
             buf[n] = 0;
             return 1;
@@ -158,8 +159,8 @@ static void on_message(MQTTAsync_message *m)
     unique_n++;
     if (out)
         fprintf(out, "%s\n", eid);
-    if (want_key && (!user_prop(&m->properties, want_key, val, sizeof val) ||
-                     strcmp(val, want_val) != 0))
+    if (want_key &&
+        (!user_prop(&m->properties, want_key, val, sizeof val) || strcmp(val, want_val) != 0))
         bad_header++;
     long long n;
     if (!payload_seq(m->payload, (size_t)m->payloadlen, &n)) {
@@ -169,8 +170,8 @@ static void on_message(MQTTAsync_message *m)
     int64_t *last = smap_slot(&last_n, agg, &created);
     if (!created && n < *last) {
         if (order_violations++ < 5)
-            fprintf(stderr, "msub: order violation in aggregate %s: n=%lld after n=%lld\n", agg,
-                    n, (long long)*last);
+            fprintf(stderr, "msub: order violation in aggregate %s: n=%lld after n=%lld\n", agg, n,
+                    (long long)*last);
     } else {
         *last = n;
     }
@@ -360,7 +361,9 @@ int main(int argc, char **argv)
             break;
         if (s < 0 || f || now_ms() > t_end) {
             fprintf(stderr, "msub: cannot connect/subscribe to %s (%s)\n", url,
-                    s < 0 ? "subscribe refused" : f ? "connect failed" : "timeout");
+                    s < 0 ? "subscribe refused"
+                    : f   ? "connect failed"
+                          : "timeout");
             return 2;
         }
         usleep(10 * 1000);

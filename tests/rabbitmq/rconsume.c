@@ -113,9 +113,11 @@ static void die_reply(amqp_rpc_reply_t r, const char *what)
         return;
     if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
         fprintf(stderr, "rconsume: %s: %s\n", what, amqp_error_string2(r.library_error));
-    else if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+    else if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+             r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
         amqp_channel_close_t *m = r.reply.decoded;
-        fprintf(stderr, "rconsume: %s: %.*s\n", what, (int)m->reply_text.len, (char *)m->reply_text.bytes);
+        fprintf(stderr, "rconsume: %s: %.*s\n", what, (int)m->reply_text.len,
+                (char *)m->reply_text.bytes);
     } else
         fprintf(stderr, "rconsume: %s: failed (reply type %d)\n", what, (int)r.reply_type);
     exit(2);
@@ -186,7 +188,8 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
 {
     amqp_basic_qos(conn, 1, 0, 2000, 0);
     die_reply(amqp_get_rpc_reply(conn), "basic.qos");
-    amqp_basic_consume(conn, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
+    amqp_basic_consume(conn, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
+                       amqp_empty_table);
     die_reply(amqp_get_rpc_reply(conn), "basic.consume");
 
     smap ids, aggs;
@@ -200,7 +203,8 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
         amqp_envelope_t env;
         amqp_maybe_release_buffers(conn);
         amqp_rpc_reply_t r = amqp_consume_message(conn, &env, &tv, 0);
-        if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && r.library_error == AMQP_STATUS_TIMEOUT)
+        if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+            r.library_error == AMQP_STATUS_TIMEOUT)
             break;
         die_reply(r, "consume");
         received++;
@@ -222,11 +226,13 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
                 const amqp_field_value_t *h = header(&p->headers, hkey);
                 char want[128];
                 snprintf(want, sizeof(want), "%s%ld", hprefix, n);
-                if (!h || h->kind != AMQP_FIELD_KIND_UTF8 || !bytes_eq(h->value.bytes, want, strlen(want)))
+                if (!h || h->kind != AMQP_FIELD_KIND_UTF8 ||
+                    !bytes_eq(h->value.bytes, want, strlen(want)))
                     bad("custom header missing or wrong", n);
             }
         }
-        if (!eid || !etype || !agg || eid->kind != AMQP_FIELD_KIND_UTF8 || agg->kind != AMQP_FIELD_KIND_UTF8) {
+        if (!eid || !etype || !agg || eid->kind != AMQP_FIELD_KIND_UTF8 ||
+            agg->kind != AMQP_FIELD_KIND_UTF8) {
             bad("missing event_id/event_type/aggregate_id header", n);
             amqp_destroy_envelope(&env);
             continue;
@@ -258,7 +264,8 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
             if (!aggnew && n <= *last) {
                 if (order++ < 10)
                     fprintf(stderr, "rconsume: aggregate %.*s: n=%ld after n=%ld\n",
-                            (int)agg->value.bytes.len, (char *)agg->value.bytes.bytes, n, (long)*last);
+                            (int)agg->value.bytes.len, (char *)agg->value.bytes.bytes, n,
+                            (long)*last);
             }
             if (aggnew || n > *last)
                 *last = n;
@@ -287,8 +294,8 @@ int main(int argc, char **argv)
         amqp_queue_declare(conn, 1, amqp_cstring_bytes(queue), 0, 1, 0, 0, amqp_empty_table);
         die_reply(amqp_get_rpc_reply(conn), "queue.declare");
         if (argc >= 6) {
-            amqp_exchange_declare(conn, 1, amqp_cstring_bytes(argv[4]), amqp_cstring_bytes("topic"), 0, 1,
-                                  0, 0, amqp_empty_table);
+            amqp_exchange_declare(conn, 1, amqp_cstring_bytes(argv[4]), amqp_cstring_bytes("topic"),
+                                  0, 1, 0, 0, amqp_empty_table);
             die_reply(amqp_get_rpc_reply(conn), "exchange.declare");
             amqp_queue_bind(conn, 1, amqp_cstring_bytes(queue), amqp_cstring_bytes(argv[4]),
                             amqp_cstring_bytes(argv[5]), amqp_empty_table);

@@ -28,7 +28,9 @@
 #define BATCH 500
 
 static const obx_driver_def *def;
-static struct { const char *name, *value; } opts[MAX_OPTS];
+static struct {
+    const char *name, *value;
+} opts[MAX_OPTS];
 static int nopts;
 
 typedef struct ev {
@@ -135,8 +137,8 @@ static void h_complete(void *c, uint64_t token, obx_status status, int code, con
 static void hctx_init(hctx *h, size_t n)
 {
     memset(h, 0, sizeof(*h));
-    h->host = (obx_host){sizeof(obx_host), h, h_log, h_string, h_int, h_bool, h_double, h_property,
-                         h_complete};
+    h->host = (obx_host){sizeof(obx_host), h,        h_log,      h_string,  h_int,
+                         h_bool,           h_double, h_property, h_complete};
     h->evs = calloc(n ? n : 1, sizeof(ev));
     h->n = n;
 }
@@ -169,12 +171,19 @@ static void fill(obx_message *m, mbuf *b, size_t i, size_t aggs, const char *des
     snprintf(b->trace, sizeof(b->trace), "t-%zu", i);
     snprintf(b->dest, sizeof(b->dest), "%s", dest);
     b->hdr[0] = (obx_header){"trace", b->trace};
-    *m = (obx_message){.token = i, .event_id = b->eid, .event_type = "order.created",
-                       .aggregate_type = "Order", .aggregate_id = b->agg, .destination = b->dest,
-                       .payload = b->payload, .payload_len = strlen(b->payload),
+    *m = (obx_message){.token = i,
+                       .event_id = b->eid,
+                       .event_type = "order.created",
+                       .aggregate_type = "Order",
+                       .aggregate_id = b->agg,
+                       .destination = b->dest,
+                       .payload = b->payload,
+                       .payload_len = strlen(b->payload),
                        .content_type = "application/json",
-                       .created_at_us = (int64_t)time(NULL) * 1000000 + 123456, .headers = b->hdr,
-                       .header_count = 1, .attempt = (uint32_t)attempt};
+                       .created_at_us = (int64_t)time(NULL) * 1000000 + 123456,
+                       .headers = b->hdr,
+                       .header_count = 1,
+                       .attempt = (uint32_t)attempt};
 }
 
 /* Waits for every accepted message of the batch; 0, or -1 when the driver hangs. */
@@ -310,8 +319,8 @@ static int cmd_publish(int argc, char **argv)
     free(idx);
     free(retry);
     free(h.evs);
-    printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld protocol_errors=%ld seconds=%.2f\n", ok,
-           perm, open, h.retriable, h.protocol_errors, took);
+    printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld protocol_errors=%ld seconds=%.2f\n",
+           ok, perm, open, h.retriable, h.protocol_errors, took);
     return !hung && open == 0 && h.protocol_errors == 0 ? 0 : 1;
 }
 

@@ -66,10 +66,17 @@ typedef struct abi_newer_def {
 
 #if defined(ABI_NEWER)
 static const abi_newer_def abi_def_newer = {
-    .base = {.magic = OBX_DRIVER_MAGIC, .abi_major = OBX_ABI_MAJOR, .abi_minor = OBX_ABI_MINOR + 1,
-             .struct_size = sizeof(abi_newer_def), .name = "abi_test", .version = "0",
-             .description = "loader test driver", .create = abi_create,
-             .publish_batch = abi_publish, .flush = abi_flush, .close = abi_close,
+    .base = {.magic = OBX_DRIVER_MAGIC,
+             .abi_major = OBX_ABI_MAJOR,
+             .abi_minor = OBX_ABI_MINOR + 1,
+             .struct_size = sizeof(abi_newer_def),
+             .name = "abi_test",
+             .version = "0",
+             .description = "loader test driver",
+             .create = abi_create,
+             .publish_batch = abi_publish,
+             .flush = abi_flush,
+             .close = abi_close,
              .destroy = abi_destroy},
     .future_flags = 0xdeadbeef,
 };

@@ -34,15 +34,17 @@ struct obx_instance {
 };
 
 static const obx_option brk_options[] = {
-    {"defect", OBX_OPT_STRING, 0, "none, double_completion, after_close, blocking_publish, "
-                                  "shared_state or drop_on_close"},
+    {"defect", OBX_OPT_STRING, 0,
+     "none, double_completion, after_close, blocking_publish, "
+     "shared_state or drop_on_close"},
     {NULL, 0, 0, NULL},
 };
 
 static obx_instance *brk_create(const obx_host *host, char *errstr, size_t errstr_size)
 {
-    static const char *const names[] = {"none", "double_completion", "after_close",
-                                        "blocking_publish", "shared_state", "drop_on_close"};
+    static const char *const names[] = {"none",         "double_completion",
+                                        "after_close",  "blocking_publish",
+                                        "shared_state", "drop_on_close"};
     const char *defect = "none";
     host->get_string(host->host_ctx, "defect", &defect);
     int d = 0;

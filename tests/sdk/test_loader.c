@@ -67,10 +67,16 @@ static void expect_works(const char *name)
     host_init(&ctx, drv, NULL, on_complete, NULL);
     obx_instance *inst = drv->def.create(&ctx.host, err, sizeof err);
     assert_non_null(inst);
-    obx_message m = {.token = 42, .event_id = "0b6f1c9e-1d2f-4e55-9c1b-2f6d3a1c8e01",
-                     .event_type = "order.created", .aggregate_type = "Order",
-                     .aggregate_id = "order-1", .destination = "orders", .payload = "{}",
-                     .payload_len = 2, .content_type = "application/json", .attempt = 1};
+    obx_message m = {.token = 42,
+                     .event_id = "0b6f1c9e-1d2f-4e55-9c1b-2f6d3a1c8e01",
+                     .event_type = "order.created",
+                     .aggregate_type = "Order",
+                     .aggregate_id = "order-1",
+                     .destination = "orders",
+                     .payload = "{}",
+                     .payload_len = 2,
+                     .content_type = "application/json",
+                     .attempt = 1};
     obx_status accept = OBX_FATAL;
     completions = 0;
     assert_int_equal(drv->def.publish_batch(inst, &m, 1, &accept), OBX_OK);
@@ -148,9 +154,9 @@ static void missing_file_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(older_minor_loads),     cmocka_unit_test(newer_minor_loads),
-        cmocka_unit_test(other_major_refused),   cmocka_unit_test(missing_callback_refused),
-        cmocka_unit_test(missing_entry_refused), cmocka_unit_test(wrong_magic_refused),
+        cmocka_unit_test(older_minor_loads),        cmocka_unit_test(newer_minor_loads),
+        cmocka_unit_test(other_major_refused),      cmocka_unit_test(missing_callback_refused),
+        cmocka_unit_test(missing_entry_refused),    cmocka_unit_test(wrong_magic_refused),
         cmocka_unit_test(small_definition_refused), cmocka_unit_test(not_elf_refused),
         cmocka_unit_test(missing_file_refused),
     };

@@ -78,8 +78,8 @@ static int signature_ok(struct MHD_Connection *c, const body *b)
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned len = 0;
     char want[2 * EVP_MAX_MD_SIZE + 1];
-    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)(b->buf ? b->buf : ""), b->len,
-         md, &len);
+    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)(b->buf ? b->buf : ""),
+         b->len, md, &len);
     hex(md, len, want);
     return sig && strncmp(sig, "sha256=", 7) == 0 && strlen(sig + 7) == strlen(want) &&
            CRYPTO_memcmp(sig + 7, want, strlen(want)) == 0;
@@ -96,8 +96,9 @@ static const char *field(struct MHD_Connection *c, const char *name, char *out, 
     return out;
 }
 
-static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                              const char *version, const char *upload, size_t *upload_size, void **state)
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **state)
 {
     (void)cls, (void)version;
     body *b = *state;
@@ -146,13 +147,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     pthread_mutex_lock(&lock);
     fprintf(records, "%ld\t%lld\t%u\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", ++seq,
             (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, status, f[0], f[1],
-            field(c, "X-Aggregate-Type", f[2], sizeof f[2]), field(c, "X-Aggregate-Id", f[3], sizeof f[3]),
-            field(c, "X-Created-At", f[4], sizeof f[4]), field(c, "X-Outbox-Destination", f[5], sizeof f[5]),
-            url, field(c, "X-Header-tenant", f[6], sizeof f[6]), field(c, "Content-Type", f[7], sizeof f[7]),
-            sig_ok, nth, md5hex);
+            field(c, "X-Aggregate-Type", f[2], sizeof f[2]),
+            field(c, "X-Aggregate-Id", f[3], sizeof f[3]),
+            field(c, "X-Created-At", f[4], sizeof f[4]),
+            field(c, "X-Outbox-Destination", f[5], sizeof f[5]), url,
+            field(c, "X-Header-tenant", f[6], sizeof f[6]),
+            field(c, "Content-Type", f[7], sizeof f[7]), sig_ok, nth, md5hex);
     fflush(records);
     pthread_mutex_unlock(&lock);
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
     if (retry_after)
         MHD_add_response_header(r, "Retry-After", retry_after);
     enum MHD_Result rc = MHD_queue_response(c, status, r);
@@ -167,7 +171,8 @@ static size_t keep_escaped(void *cls, struct MHD_Connection *c, char *s)
     return strlen(s);
 }
 
-static void completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why)
+static void completed(void *cls, struct MHD_Connection *c, void **state,
+                      enum MHD_RequestTerminationCode why)
 {
     (void)cls, (void)c, (void)why;
     body *b = *state;
@@ -198,19 +203,21 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL); /* before MHD's thread starts */
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, answer, NULL,
-                                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                            MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                                            MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
-                                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+    struct sockaddr_in addr = {
+        .sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, answer,
+        NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED,
+        completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
     if (!d)
         return fprintf(stderr, "whserver: cannot start the daemon\n"), 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
     FILE *pf = fopen(tmp, "w");
-    if (!pf || fprintf(pf, "%u\n", (unsigned)info->port) < 0 || fclose(pf) != 0 || rename(tmp, port_file) != 0)
+    if (!pf || fprintf(pf, "%u\n", (unsigned)info->port) < 0 || fclose(pf) != 0 ||
+        rename(tmp, port_file) != 0)
         return fprintf(stderr, "whserver: cannot write %s\n", port_file), 1;
     int sig;
     sigwait(&stop, &sig);
