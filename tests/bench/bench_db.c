@@ -24,35 +24,35 @@
 #include <time.h>
 #include <unistd.h>
 
+/* clang-format off */
 #define CLAIMABLE(o)                                                                               \
-    o ".published_at IS NULL AND " o ".dead_at IS NULL AND " o ".available_at <= now() AND (" o    \
-      ".lease_until IS NULL OR " o ".lease_until < now())"
+    o ".published_at IS NULL AND " o ".dead_at IS NULL AND " o ".available_at < 'infinity' AND "   \
+    o ".available_at <= now() AND (" o ".lease_until IS NULL OR " o ".lease_until < now())"
 
 #define CLAIM_RETURNING                                                                            \
     " RETURNING t.id, t.event_id, t.aggregate_type, t.aggregate_id, t.event_type, t.payload,"      \
     " t.headers, t.destination, (extract(epoch FROM t.created_at) * 1000000)::bigint, t.attempts"
 
+/* core/queries.c claim statements, verbatim but for the names */
 static const char claim_unordered[] =
-    "WITH picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE(
-        "o") " ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)"
-             " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
-             " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
-             " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
+    "WITH picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE("o")
+    " ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)"
+    " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
+    " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
+    " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
 
 static const char claim_ordered[] =
-    "WITH win AS MATERIALIZED (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE(
-        "o") " ORDER BY o.id LIMIT $4),"
-             " picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE o.id IN (SELECT id FROM "
-             "win)"
-             " AND " CLAIMABLE(
-                 "o") " AND NOT EXISTS (SELECT 1 FROM \"public\".\"outbox\" p"
-                      " WHERE p.aggregate_type = o.aggregate_type AND p.aggregate_id = "
-                      "o.aggregate_id"
-                      " AND p.id < o.id AND p.published_at IS NULL AND p.dead_at IS NULL)"
-                      " ORDER BY o.id LIMIT $2 FOR UPDATE OF o SKIP LOCKED)"
-                      " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
-                      " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
-                      " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
+    "WITH picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE("o")
+    " AND o.id <= (SELECT max(w.id) FROM (SELECT x.id FROM \"public\".\"outbox\" x WHERE "
+    CLAIMABLE("x") " ORDER BY x.id LIMIT $4) w)"
+    " AND o.id = (SELECT p.id FROM \"public\".\"outbox\" p"
+    " WHERE p.aggregate_type = o.aggregate_type AND p.aggregate_id = o.aggregate_id"
+    " AND p.published_at IS NULL AND p.dead_at IS NULL ORDER BY p.id LIMIT 1)"
+    " ORDER BY o.id LIMIT $2 FOR UPDATE OF o SKIP LOCKED)"
+    " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
+    " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
+    " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
+/* clang-format on */
 
 static const char mark_simple[] =
     "UPDATE \"public\".\"outbox\" SET published_at = now(), attempts = attempts + 1,"
@@ -69,10 +69,10 @@ static const char record_relay[] =
     " kept AS (UPDATE \"public\".\"outbox\" t SET"
     " published_at = CASE WHEN f.outcome = 0 THEN now() ELSE t.published_at END,"
     " dead_at = CASE WHEN f.outcome = 2 THEN now() ELSE t.dead_at END,"
-    " attempts = t.attempts + CASE WHEN f.outcome = 3 THEN 0 ELSE 1 END,"
-    " available_at = CASE WHEN f.outcome = 1"
+    " attempts = t.attempts + CASE WHEN f.outcome IN (3, 4) THEN 0 ELSE 1 END,"
+    " available_at = CASE WHEN f.outcome IN (1, 4)"
     "   THEN now() + f.delay_ms * interval '1 millisecond' ELSE t.available_at END,"
-    " last_error = CASE WHEN f.outcome IN (1, 2) THEN f.error ELSE t.last_error END,"
+    " last_error = CASE WHEN f.outcome IN (1, 2, 4) THEN f.error ELSE t.last_error END,"
     " lease_owner = NULL, lease_until = NULL"
     " FROM f WHERE t.id = f.id AND t.lease_owner = $5"
     " AND NOT (f.outcome = 0 AND $6) RETURNING f.outcome)"
@@ -141,6 +141,8 @@ static void *worker(void *arg)
         PQfinish(c);
         return NULL;
     }
+    /* the relay's own session setting (core/db.c): custom plans see the LIMIT */
+    PQclear(PQexec(c, "SET plan_cache_mode = force_custom_plan"));
     const char *mark = relay_record ? record_relay : delete_mode ? delete_simple : mark_simple;
     PGresult *r;
     if (!(r = must(c, PQprepare(c, "claim", ordered ? claim_ordered : claim_unordered, 0, NULL),
