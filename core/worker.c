@@ -341,6 +341,15 @@ static int any_poll(const worker *w)
     return 0;
 }
 
+/* Lets each driver that polls serve its events for up to timeout_ms (0 when
+ * idle: heartbeats, reconnects). */
+static void poll_drivers(worker *w, int timeout_ms)
+{
+    for (size_t i = 0; i < w->cfg->output_count; i++)
+        if (w->outs[i].inst && w->outs[i].host.driver->def.poll)
+            w->outs[i].host.driver->def.poll(w->outs[i].inst, timeout_ms);
+}
+
 /* Closes every instance still owing completions: close completes them as
  * aborted. With release, those rows go back without counting an attempt. */
 static void abort_in_flight(worker *w, int release)
@@ -402,9 +411,7 @@ static void await_completions(worker *w)
         }
         if (any_poll(w)) {
             int slice = 20 / (int)w->cfg->output_count;
-            for (size_t i = 0; i < w->cfg->output_count; i++)
-                if (w->outs[i].inst && w->outs[i].host.driver->def.poll)
-                    w->outs[i].host.driver->def.poll(w->outs[i].inst, slice ? slice : 1);
+            poll_drivers(w, slice ? slice : 1);
         } else {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -578,20 +585,12 @@ static int nothing_pending(worker *w)
     return none;
 }
 
-/* Lets idle drivers serve their connections (heartbeats, reconnects). */
-static void poll_idle(worker *w)
-{
-    for (size_t i = 0; i < w->cfg->output_count; i++)
-        if (w->outs[i].inst && w->outs[i].host.driver->def.poll)
-            w->outs[i].host.driver->def.poll(w->outs[i].inst, 0);
-}
-
 /* Waits for a NOTIFY on the outbox or the poll interval, whichever first. */
 static void wait_for_work(worker *w)
 {
     long long until = now_ms() + w->cfg->poll_interval_ms;
     while (!stopping(w) && w->conn) {
-        poll_idle(w);
+        poll_drivers(w, 0);
         long long left = until - now_ms();
         if (left <= 0)
             return;
