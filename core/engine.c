@@ -140,13 +140,8 @@ static int load_drivers(engine *eng)
     eng->drivers = calloc(cfg->output_count, sizeof *eng->drivers);
     for (size_t i = 0; i < cfg->output_count; i++) {
         char err[1024];
-        eng->drivers[i] = loader_open(cfg->drivers_dir, cfg->outputs[i].driver, err, sizeof err);
+        eng->drivers[i] = host_load_output(cfg, &cfg->outputs[i], err, sizeof err);
         if (!eng->drivers[i]) {
-            log_error("%s:%d: output %s: %s", cfg->path, cfg->outputs[i].line, cfg->outputs[i].name,
-                      err);
-            return 2;
-        }
-        if (host_validate_options(cfg, &cfg->outputs[i], eng->drivers[i], err, sizeof err) < 0) {
             log_error("%s", err);
             return 2;
         }

@@ -128,3 +128,19 @@ int host_validate_options(const relay_config *cfg, const cfg_output *output,
     }
     return 0;
 }
+
+loaded_driver *host_load_output(const relay_config *cfg, const cfg_output *output, char *err,
+                                size_t err_size)
+{
+    char why[1024];
+    loaded_driver *drv = loader_open(cfg->drivers_dir, output->driver, why, sizeof why);
+    if (!drv) {
+        snprintf(err, err_size, "%s:%d: output %s: %s", cfg->path, output->line, output->name, why);
+        return NULL;
+    }
+    if (host_validate_options(cfg, output, drv, err, err_size) < 0) {
+        loader_close(drv);
+        return NULL;
+    }
+    return drv;
+}

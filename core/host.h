@@ -28,4 +28,9 @@ void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *out
 int host_validate_options(const relay_config *cfg, const cfg_output *output,
                           const loaded_driver *driver, char *err, size_t err_size);
 
+/* Loads an output's driver and checks its options. Returns NULL with
+ * "FILE:LINE: ..." in err on any refusal. */
+loaded_driver *host_load_output(const relay_config *cfg, const cfg_output *output, char *err,
+                                size_t err_size);
+
 #endif

@@ -119,17 +119,12 @@ static int check_config(const relay_config *cfg)
 {
     for (size_t i = 0; i < cfg->output_count; i++) {
         char err[1024];
-        loaded_driver *drv = loader_open(cfg->drivers_dir, cfg->outputs[i].driver, err, sizeof err);
+        loaded_driver *drv = host_load_output(cfg, &cfg->outputs[i], err, sizeof err);
         if (!drv) {
-            fprintf(stderr, "outbox-relay: config error: %s:%d: output %s: %s\n", cfg->path,
-                    cfg->outputs[i].line, cfg->outputs[i].name, err);
+            fprintf(stderr, "outbox-relay: config error: %s\n", err);
             return 2;
         }
-        int rc = host_validate_options(cfg, &cfg->outputs[i], drv, err, sizeof err);
-        if (rc < 0)
-            fprintf(stderr, "outbox-relay: config error: %s\n", err);
-        else
-            rc = try_create(&cfg->outputs[i], drv);
+        int rc = try_create(&cfg->outputs[i], drv);
         loader_close(drv);
         if (rc < 0)
             return 2;
