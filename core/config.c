@@ -440,6 +440,9 @@ static void check_template(loader_state *st, const config_setting_t *s, const ch
     }
 }
 
+/* Where an event goes when its route names no destination. */
+#define DEFAULT_DESTINATION "outbox.${aggregate_type}"
+
 static void load_routes(loader_state *st, const config_setting_t *list)
 {
     static const char *const keys[] = {"event_type", "aggregate_type", "output", "destination",
@@ -452,7 +455,7 @@ static void load_routes(loader_state *st, const config_setting_t *list)
                                      strdup("*"),
                                      strdup(cfg->outputs[0].name),
                                      0,
-                                     strdup("outbox.${aggregate_type}"),
+                                     strdup(DEFAULT_DESTINATION),
                                      0};
         return;
     }
@@ -481,7 +484,7 @@ static void load_routes(loader_state *st, const config_setting_t *list)
         if (!route->aggregate_type)
             route->aggregate_type = strdup("*");
         if (!route->destination)
-            route->destination = strdup("outbox.${aggregate_type}");
+            route->destination = strdup(DEFAULT_DESTINATION);
         check_template(st, member(r, "destination"), route->destination);
         if (!route->output) {
             route->output = strdup(cfg->outputs[0].name);
