@@ -413,8 +413,16 @@ static obx_status mem_publish_batch(obx_instance *inst, const obx_message *msgs,
 
 static void mem_poll(obx_instance *inst, int timeout_ms)
 {
-    if (inst->threaded)
+    if (inst->threaded) { /* the thread completes: wait for it rather than let the host spin */
+        pthread_mutex_lock(&inst->lock);
+        if (inst->in_flight > 0 && timeout_ms > 0) {
+            struct timespec ts;
+            mem_abs_deadline(&ts, mem_now_us(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000);
+            pthread_cond_timedwait(&inst->changed, &inst->lock, &ts);
+        }
+        pthread_mutex_unlock(&inst->lock);
         return;
+    }
     if (mem_complete_due(inst) > 0 || timeout_ms <= 0)
         return;
     /* sleep until the oldest message is due, at most timeout_ms */
