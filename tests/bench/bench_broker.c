@@ -16,6 +16,11 @@
  * (a basic.return or nack is a failure). mqtt: MQTT 5, QoS 1, window = paho's
  * maxInflight, success = onSuccess5. Prints "events seconds events_per_second";
  * any failed message makes the exit status 1.
+ *
+ * With -r RATE -s SECONDS (one client): the broker's own latency at a steady
+ * rate. Every millisecond the messages now due go out as one window; a
+ * message's latency runs from the moment it was due to the acknowledgement of
+ * its window, as the relay's does. Prints "p50 p95 p99 max" in milliseconds.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -66,6 +71,55 @@ static long share(int index)
     return count / workers + (index < count % workers ? 1 : 0);
 }
 
+/* ---- pacing (rate mode) and the size of each window ---- */
+
+static double rate, started, *latency_ms;
+
+static double due_at(long seq)
+{
+    return started + seq / rate;
+}
+
+/* How many messages the next window holds; in rate mode, waits until one is due. */
+static long next_window(long sent, long n)
+{
+    long w = n - sent < window_size ? n - sent : window_size;
+    if (rate <= 0)
+        return w;
+    double now = now_s();
+    while (now < due_at(sent)) {
+        usleep(200);
+        now = now_s();
+    }
+    long due = (long)((now - started) * rate) + 1 - sent; /* now >= started */
+    return due < w ? due : w;
+}
+
+/* Every message of the window [first, first + w) is acknowledged now. */
+static void window_acknowledged(long first, long w)
+{
+    if (rate <= 0)
+        return;
+    double now = now_s();
+    for (long i = first; i < first + w; i++)
+        latency_ms[i] = (now - due_at(i)) * 1000.0;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_latency(void)
+{
+    qsort(latency_ms, (size_t)count, sizeof *latency_ms, by_value);
+    const double at[] = {0.50, 0.95, 0.99};
+    for (int i = 0; i < 3; i++)
+        printf("%.1f ", latency_ms[(long)(at[i] * (count - 1))]);
+    printf("%.1f\n", latency_ms[count - 1]);
+}
+
 /* ---------------------------------------------------------------- kafka */
 
 typedef struct {
@@ -90,7 +144,8 @@ static void *kafka_worker(void *arg)
     if (rd_kafka_conf_set(conf, "bootstrap.servers", url, err, sizeof err) ||
         rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof err) ||
         rd_kafka_conf_set(conf, "acks", "all", err, sizeof err) ||
-        rd_kafka_conf_set(conf, "partitioner", "murmur2_random", err, sizeof err)) {
+        rd_kafka_conf_set(conf, "partitioner", "murmur2_random", err, sizeof err) ||
+        rd_kafka_conf_set(conf, "linger.ms", "1", err, sizeof err)) { /* the driver's default */
         fprintf(stderr, "bench_broker: kafka conf: %s\n", err);
         exit(1);
     }
@@ -105,7 +160,7 @@ static void *kafka_worker(void *arg)
     message m;
     long n = share(index);
     for (long sent = 0; sent < n;) {
-        long w = n - sent < window_size ? n - sent : window_size;
+        long w = next_window(sent, n);
         for (long k = 0; k < w; k++, sent++) {
             make_message(&m, index, sent);
             atomic_fetch_add(&st.outstanding, 1);
@@ -125,6 +180,7 @@ static void *kafka_worker(void *arg)
         }
         while (atomic_load(&st.outstanding) > 0)
             rd_kafka_poll(rk, 1);
+        window_acknowledged(sent - w, w);
     }
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);
@@ -175,7 +231,7 @@ static void *rmq_worker(void *arg)
     long n = share(index);
     uint64_t tag = 0;
     for (long sent = 0; sent < n;) {
-        long w = n - sent < window_size ? n - sent : window_size;
+        long w = next_window(sent, n);
         uint64_t first = tag + 1;
         for (long k = 0; k < w; k++, sent++) {
             make_message(&m, index, sent);
@@ -243,6 +299,7 @@ static void *rmq_worker(void *arg)
             }
             amqp_maybe_release_buffers(c);
         }
+        window_acknowledged(sent - w, w);
     }
     amqp_channel_close(c, 1, AMQP_REPLY_SUCCESS);
     amqp_connection_close(c, AMQP_REPLY_SUCCESS);
@@ -373,7 +430,7 @@ static void *mqtt_worker(void *arg)
     char dest[128];
     snprintf(dest, sizeof dest, "%s/Order/order.created", topic);
     for (long sent = 0; sent < n;) {
-        long w = n - sent < window_size ? n - sent : window_size;
+        long w = next_window(sent, n);
         pthread_mutex_lock(&st.lock);
         st.outstanding += w;
         pthread_mutex_unlock(&st.lock);
@@ -413,6 +470,7 @@ static void *mqtt_worker(void *arg)
         while (st.outstanding > 0)
             pthread_cond_wait(&st.cond, &st.lock);
         pthread_mutex_unlock(&st.lock);
+        window_acknowledged(sent - w, w);
     }
     MQTTAsync_disconnectOptions dopt = MQTTAsync_disconnectOptions_initializer5;
     MQTTAsync_disconnect(client, &dopt);
@@ -427,13 +485,14 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_broker kafka|rabbitmq|mqtt|rabbitmq-purge -u URL [-t TOPIC] "
-                        "[-q QUEUE] [-n N] [-w W] [-b B]\n");
+                        "[-q QUEUE] [-n N] [-w W] [-b B] [-r RATE -s SECONDS]\n");
         return 2;
     }
     const char *mode = argv[1];
     int opt;
+    double seconds = 0;
     optind = 2;
-    while ((opt = getopt(argc, argv, "u:t:q:n:w:b:")) != -1) {
+    while ((opt = getopt(argc, argv, "u:t:q:n:w:b:r:s:")) != -1) {
         switch (opt) {
         case 'u': url = optarg; break;
         case 't': topic = optarg; break;
@@ -441,6 +500,8 @@ int main(int argc, char **argv)
         case 'n': count = atol(optarg); break;
         case 'w': workers = atoi(optarg); break;
         case 'b': window_size = atoi(optarg); break;
+        case 'r': rate = atof(optarg); break;
+        case 's': seconds = atof(optarg); break;
         default: return 2;
         }
     }
@@ -466,8 +527,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_broker: unknown broker %s\n", mode);
         return 2;
     }
+    if (rate > 0) { /* the latency of one client at a steady rate */
+        workers = 1;
+        count = (long)(rate * (seconds > 0 ? seconds : 10));
+        latency_ms = calloc((size_t)count, sizeof *latency_ms);
+    }
     pthread_t *t = calloc((size_t)workers, sizeof *t);
     double t0 = now_s();
+    started = t0 + 1.0; /* the client connects first */
     for (int i = 0; i < workers; i++)
         pthread_create(&t[i], NULL, fn, (void *)(long)i);
     for (int i = 0; i < workers; i++)
@@ -475,7 +542,11 @@ int main(int argc, char **argv)
     double secs = now_s() - t0;
     free(t);
     long failed = atomic_load(&failures);
-    printf("%ld %.3f %.0f\n", count - failed, secs, secs > 0 ? (count - failed) / secs : 0.0);
+    if (rate > 0)
+        print_latency();
+    else
+        printf("%ld %.3f %.0f\n", count - failed, secs, secs > 0 ? (count - failed) / secs : 0.0);
+    free(latency_ms);
     if (failed)
         fprintf(stderr, "bench_broker: %ld messages failed\n", failed);
     return failed ? 1 : 0;

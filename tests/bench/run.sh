@@ -156,9 +156,14 @@ for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in
     DBR[$o,$r,$b,$w]=$("$TOOLS/bench_db" -d "$(dsn_of "$RUNDB")" -w "$w" -b "$b" -o "$o" -r "$r" -m relay | awk '{print $3}')
     note "  db $o/$r b=$b w=$w: ${DBL[$o,$r,$b,$w]} ev/s (relay's record SQL: ${DBR[$o,$r,$b,$w]})"
 done; done; done; done
+# bench_broker's URL and topic for driver $1, or nothing for a driver without a broker
+broker_target() {
+    case $1 in kafka) echo "$BENCH_KAFKA obx.bench" ;; rabbitmq) echo "$AMQP_URL obx.bench" ;;
+               mqtt) echo "$BENCH_MQTT_URL obx/bench" ;; esac
+}
 for d in "${DRV[@]}"; do
-    case $d in kafka) u=$BENCH_KAFKA t=obx.bench ;; rabbitmq) u=$AMQP_URL t=obx.bench ;;
-               mqtt) u=$BENCH_MQTT_URL t=obx/bench ;; *) continue ;; esac
+    read -r u t <<<"$(broker_target "$d")"
+    [ -n "$u" ] || continue
     for b in "${BS[@]}"; do for w in "${WS[@]}"; do
         BRK[$d,$b,$w]=$("$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "$w" -b "$b" | awk '{print $3}')
         rmq_purge
@@ -213,7 +218,7 @@ done; done; done; done; done
 
 # ---------------------------------------------------------------- latency
 LATRES=$OUT/latency.tsv
-printf 'driver\tordering\tworkers\tbatch\trate\tevents\tleft\tp50_ms\tp95_ms\tp99_ms\tmax_ms\tcreated_p99_ms\tcpu_s_per_100k\tpeak_rss_mb\n' > "$LATRES"
+printf 'driver\tordering\tworkers\tbatch\trate\tevents\tleft\tp50_ms\tp95_ms\tp99_ms\tmax_ms\tcreated_p99_ms\tcpu_s_per_100k\tpeak_rss_mb\tbroker_p50_ms\tbroker_p99_ms\n' > "$LATRES"
 if [ "$LATENCY" = 1 ]; then
     for d in "${DRV[@]}"; do for rate in "${RATE[@]}"; do
         fresh_run_db "$EMPTY"
@@ -249,9 +254,16 @@ if [ "$LATENCY" = 1 ]; then
         # percentiles then cover the published rows and `left` says how many were not
         [ "$unpub" = 0 ] || note "  latency $d at $rate/s: $unpub events still unpublished 30 s after the producer stopped"
         cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
-        printf '%s\t%s\t2\t500\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n' "$d" "$LAT_ORDERING" "$rate" "$n" "$unpub" "$p50" "$p95" "$p99" \
-            "$pmax" "$cp99" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" >> "$LATRES"
-        note "  latency $d at $rate/s: p50 $p50 p95 $p95 p99 $p99 max $pmax ms"
+        # the broker's own latency at the same rate, same client library, no database
+        bp50=- bp99=-
+        read -r u t <<<"$(broker_target "$d")"
+        if [ -n "$u" ]; then
+            read -r bp50 _ bp99 _ < <("$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -r "$rate" -s "$LAT_SECONDS")
+            rmq_purge
+        fi
+        printf '%s\t%s\t2\t500\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$d" "$LAT_ORDERING" "$rate" "$n" "$unpub" "$p50" "$p95" "$p99" \
+            "$pmax" "$cp99" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$bp50" "$bp99" >> "$LATRES"
+        note "  latency $d at $rate/s: p50 $p50 p95 $p95 p99 $p99 max $pmax ms (broker alone: p50 $bp50 p99 $bp99 ms)"
     done; done
 fi
 
@@ -299,9 +311,9 @@ TABLE=$WORK/table.md
 } > "$TABLE"
 LTABLE=$WORK/ltable.md
 {
-    echo '| driver | ordering | workers | batch | rate/s | events | unpublished at end | p50 ms | p95 ms | p99 ms | max ms | p99 from created_at | CPU s/100k | peak RSS MB |'
-    echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
-    tail -n +2 "$LATRES" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14 }'
+    echo '| driver | ordering | workers | batch | rate/s | events | unpublished at end | p50 ms | p95 ms | p99 ms | max ms | p99 from created_at | CPU s/100k | peak RSS MB | broker alone p50 ms | broker alone p99 ms |'
+    echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$LATRES" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16 }'
 } > "$LTABLE"
 echo
 column -t -s $'\t' "$RESULTS"
@@ -353,6 +365,7 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo "- Ratio = relay / min(database limit, broker limit); for memory/file only the database limit applies."
     echo "- Cost: CPU (user+sys) and peak RSS of the relay process from wait4()'s rusage."
     echo "- Latency: producer \`bench_producer\` commits events at a steady rate for $LAT_SECONDS s (a 1 ms tick, the events due in one small transaction), relay running with LISTEN/NOTIFY (workers 2, batch 500, ordering $LAT_ORDERING). Latency = published_at (the relay's record statement, run right after the driver's last completion of the batch; it is the statement's now(), so it is the start of the mark, before its commit) minus the producer's wall clock when COMMIT returned. The p99 from created_at (clock_timestamp() at insert) is an upper bound including the producer's own round trip."
+    echo "- Broker alone (latency baseline, run right after the relay's latency run): \`bench_broker -r RATE -s $LAT_SECONDS\`, one client of the driver's library, no database; every millisecond the messages due go out as one window and wait for their acknowledgements; latency from the moment a message was due to its acknowledgement. The relay cannot beat it."
     echo
     echo "## Throughput and cost"
     cat "$TABLE"
