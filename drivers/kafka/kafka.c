@@ -96,6 +96,7 @@ static void kafka_close(obx_instance *inst)
                         "kafka: %zu messages got no delivery report before close", inst->in_flight);
     inst->closed = 1;
     /* no rd_kafka_poll runs from here on, so no delivery report callback either */
+    kafka_topics_free(inst);
     rd_kafka_destroy(inst->rk);
     inst->rk = NULL;
 }

@@ -5,6 +5,7 @@
  * librdkafka rejects outright, completed inside publish_batch with its text).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -130,22 +131,70 @@ static const char *kafka_key(const obx_instance *inst, const obx_message *m)
     }
 }
 
+#define KAFKA_TOPICS_MAX 4096 /* beyond that, produce by name */
+
+/* The handle for topic `name`, created on first use; NULL past the cap. */
+static rd_kafka_topic_t *kafka_topic(obx_instance *inst, const char *name)
+{
+    for (size_t i = 0; i < inst->topic_count; i++)
+        if (strcmp(rd_kafka_topic_name(inst->topics[i]), name) == 0)
+            return inst->topics[i];
+    if (inst->topic_count == inst->topic_cap) {
+        size_t cap = inst->topic_cap ? inst->topic_cap * 2 : 8;
+        rd_kafka_topic_t **grown;
+        if (cap > KAFKA_TOPICS_MAX || !(grown = realloc(inst->topics, cap * sizeof *grown)))
+            return NULL;
+        inst->topics = grown;
+        inst->topic_cap = cap;
+    }
+    rd_kafka_topic_t *t = rd_kafka_topic_new(inst->rk, name, NULL);
+    if (t)
+        inst->topics[inst->topic_count++] = t;
+    return t;
+}
+
+void kafka_topics_free(obx_instance *inst)
+{
+    for (size_t i = 0; i < inst->topic_count; i++)
+        rd_kafka_topic_destroy(inst->topics[i]);
+    free(inst->topics);
+    inst->topics = NULL;
+    inst->topic_count = inst->topic_cap = 0;
+}
+
 static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_message *m)
 {
-    const char *key = kafka_key(inst, m);
-    rd_kafka_headers_t *hdrs;
-    rd_kafka_resp_err_t err;
-
     if (!m->destination || !*m->destination)
         return RD_KAFKA_RESP_ERR__INVALID_ARG;
-    hdrs = kafka_headers(m);
-    err = rd_kafka_producev(inst->rk, RD_KAFKA_V_TOPIC(m->destination),
-                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                            RD_KAFKA_V_VALUE((void *)m->payload, m->payload_len),
-                            RD_KAFKA_V_KEY(key, key ? strlen(key) : 0), RD_KAFKA_V_HEADERS(hdrs),
-                            RD_KAFKA_V_OPAQUE(kafka_token_to_opaque(m->token)), RD_KAFKA_V_END);
-    if (err)
-        rd_kafka_headers_destroy(hdrs); /* owned by the message only on success */
+    const char *key = kafka_key(inst, m);
+    rd_kafka_topic_t *topic = kafka_topic(inst, m->destination);
+    rd_kafka_vu_t vu[6];
+    memset(vu, 0, sizeof vu);
+    if (topic) {
+        vu[0].vtype = RD_KAFKA_VTYPE_RKT;
+        vu[0].u.rkt = topic;
+    } else { /* librdkafka then says what is wrong with the name */
+        vu[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+        vu[0].u.cstr = m->destination;
+    }
+    vu[1].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    vu[1].u.i = RD_KAFKA_MSG_F_COPY;
+    vu[2].vtype = RD_KAFKA_VTYPE_VALUE;
+    vu[2].u.mem.ptr = (void *)m->payload;
+    vu[2].u.mem.size = m->payload_len;
+    vu[3].vtype = RD_KAFKA_VTYPE_KEY;
+    vu[3].u.mem.ptr = (void *)key;
+    vu[3].u.mem.size = key ? strlen(key) : 0;
+    vu[4].vtype = RD_KAFKA_VTYPE_HEADERS;
+    vu[4].u.headers = kafka_headers(m);
+    vu[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
+    vu[5].u.ptr = kafka_token_to_opaque(m->token);
+    rd_kafka_error_t *error = rd_kafka_produceva(inst->rk, vu, 6);
+    if (!error)
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_resp_err_t err = rd_kafka_error_code(error);
+    rd_kafka_error_destroy(error);
+    rd_kafka_headers_destroy(vu[4].u.headers); /* owned by the message only on success */
     return err;
 }
 
