@@ -4,7 +4,8 @@
 #   tests/bench/run.sh [--quick | --smoke] [--events N] [--drivers memory,file,kafka,rabbitmq,mqtt]
 #                      [--workers 1,2,4] [--batches 100,500,1000] [--orderings aggregate,none]
 #                      [--retentions mark,delete] [--rates 1000,5000] [--latency-seconds S]
-#                      [--latency-ordering aggregate|none] [--no-latency] [--profile] [--out DIR]
+#                      [--latency-ordering aggregate|none] [--no-latency] [--no-throughput]
+#                      [--profile] [--out DIR]
 #
 # Default: the full matrix, 200,000 events per run. --quick: ordering none, batch 500, mark,
 # workers 1/2/4, 50,000 events, latency 10 s. --smoke: 2,000 events, memory driver, one
@@ -44,9 +45,10 @@ while [ $# -gt 0 ]; do
         --latency-seconds) LAT_SECONDS=$2; shift ;;
         --latency-ordering) LAT_ORDERING=$2; shift ;;
         --no-latency) LATENCY=0 ;;
+        --no-throughput) WORKERS= ;;
         --profile) PROFILE=1 ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -319,7 +321,7 @@ echo
 column -t -s $'\t' "$RESULTS"
 [ "$(wc -l < "$LATRES")" -gt 1 ] && { echo; column -t -s $'\t' "$LATRES"; }
 
-if command -v gnuplot >/dev/null && [ "$MODE" != smoke ]; then
+if command -v gnuplot >/dev/null && [ "$MODE" != smoke ] && [ "$(wc -l < "$RESULTS")" -gt 1 ]; then
     pb=500; [[ ",$BATCHES," == *",500,"* ]] || pb=${BS[0]}
     po=none; [[ ",$ORDERINGS," == *",none,"* ]] || po=${OS[0]}
     plot=""

@@ -8,7 +8,7 @@ topic=kt.oversize.$$.$RANDOM
 "$KDRV" oversize -d "$KAFKA_SO" -b "$KAFKA_BOOTSTRAP" -t "$topic" -p message.max.bytes=2000 -e "$WORK/ids" \
     || fail "oversize scenario"
 expect_eq "acknowledged" "$(wc -l < "$WORK/ids")" 2
-"$KCONSUME" -b "$KAFKA_BOOTSTRAP" -t "$topic" -i 5000 > "$WORK/got" || fail "consumer checks failed"
+"$KCONSUME" -b "$KAFKA_BOOTSTRAP" -t "$topic" -n 2 -i 20000 > "$WORK/got" || fail "consumer checks failed"
 check_delivery "$WORK/ids" "$WORK/got"
 expect_eq "messages in topic" "$(wc -l < "$WORK/got")" 2
 echo "PASS kafka_driver_oversize"
