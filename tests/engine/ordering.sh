@@ -24,10 +24,7 @@ write_cfg "$WORK/b.cfg" "workers = 2; $RELAY_OPTS" "retriable_rate = 0.05; delay
 init_db "$WORK/a.cfg"
 enqueue_bulk 10000 1000
 sql "ANALYZE outbox"
-start_relay "$WORK/a.cfg" "$WORK/a.log" --drain
-PID_A=$RELAY_PID
-start_relay "$WORK/b.cfg" "$WORK/b.log" --drain
-PID_B=$RELAY_PID
+start_two_relays "$WORK/a.cfg" "$WORK/a.log" "$WORK/b.cfg" "$WORK/b.log"
 wait_exit "$PID_A" 170
 [ "$EXIT_RC" -eq 0 ] || fail "relay A exited $EXIT_RC"
 wait_exit "$PID_B" 170

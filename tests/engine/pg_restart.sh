@@ -21,6 +21,10 @@ write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 100; lease_seconds = 2;" 
 init_db "$WORK/relay.cfg"
 enqueue_bulk 20000 500
 sql "ANALYZE outbox"
+# the last quarter is held until the crash is over, so the relay still has
+# work after it however fast the machine
+HELD_FROM=$(sql "SELECT id FROM outbox ORDER BY id OFFSET 15000 LIMIT 1")
+sql "UPDATE outbox SET available_at = 'infinity' WHERE id >= $HELD_FROM"
 
 published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
 alive() { kill -0 "$RELAY" 2>/dev/null || fail "the relay exited during $1 (log: $(tail -3 "$WORK/relay.log"))"; }
@@ -32,7 +36,7 @@ wait_sql "SELECT count(*) >= 2000 FROM outbox WHERE published_at IS NOT NULL" t 
 pgf pg-restart
 alive "a PostgreSQL restart"
 P1=$(published)
-wait_sql "SELECT count(*) >= $P1 + 2000 FROM outbox WHERE published_at IS NOT NULL" t 90
+wait_sql "SELECT count(*) >= least($P1 + 2000, 15000) FROM outbox WHERE published_at IS NOT NULL" t 90
 alive "the work after the restart"
 
 pgf pg-crash
@@ -40,7 +44,7 @@ sleep 1 # the relay meets a dead server for a while
 pgf pg-start
 alive "a PostgreSQL crash"
 P2=$(published)
-[ "$P2" -lt 20000 ] || fail "everything was published before the crash: the test proved nothing"
+sql "UPDATE outbox SET available_at = now() WHERE id >= $HELD_FROM"
 wait_sql "SELECT count(*) FROM outbox WHERE published_at IS NULL" 0 150
 alive "the drain after the crash"
 kill -TERM "$RELAY"

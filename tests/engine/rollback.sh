@@ -39,6 +39,9 @@ gen_session() { # gen_session S: the SQL script of session S
 
 start_relay "$WORK/relay.cfg" "$WORK/relay.log"
 RELAY=$RELAY_PID
+# the writers start once both workers wait for work, so they overlap however slow the start
+wait_sql "SELECT count(*) >= 2 FROM pg_stat_activity WHERE datname = '$TEST_DB'
+          AND application_name = 'outbox-relay' AND state = 'idle'" t 60
 GENS=()
 for ((s = 1; s <= SESSIONS; s++)); do
     gen_session "$s" >"$WORK/session$s.sql"

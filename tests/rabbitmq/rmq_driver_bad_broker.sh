@@ -34,7 +34,7 @@ grep -q "not connected: connect to amqp://127.0.0.1:1 vhost /: " "$WORK/err" || 
 expect_eq "closed port ok" "$(field ok "$(tail -1 "$WORK/out")")" 0
 
 # a peer that accepts TCP and never answers: the handshake times out
-port=$((50000 + $$ % 5000))
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # (no output fds: its children must not keep ctest's pipe open)
 socat TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork SYSTEM:'sleep 20' </dev/null >/dev/null 2>&1 &
 SILENT_PID=$!

@@ -3,7 +3,11 @@
  * The RabbitMQ tests use it for what does not need the database:
  *
  *   rmq_harness DRIVER.so [-o key=value]... publish N AGGREGATES DEST [--bad-dest K DEST2]...
- *       [--deadline S]
+ *       [--deadline S] [--pause-at K FILE]
+ *     With --pause-at, once K events went out it creates FILE and, until
+ *     FILE.go exists, leaves each batch in flight 500 ms before reading its
+ *     acknowledgements: a fault lands on messages in flight however slow the
+ *     fault or fast the machine.
  *     A tiny engine: publishes N events in batches of 500, waits for every
  *     completion, republishes RETRIABLE ones (100 ms .. 1 s backoff) until all
  *     are OK or PERMANENT. Event K (each --bad-dest) goes to DEST2. Payload
@@ -212,12 +216,19 @@ static int cmd_publish(int argc, char **argv)
     const char *dest = argv[2], *bad_dest[8];
     size_t bad_k[8], nbad = 0;
     double deadline = 300;
+    size_t pause_at = 0;
+    const char *pause_file = NULL;
+    char go_file[512] = "";
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--bad-dest") == 0 && i + 2 < argc && nbad < 8) {
             bad_k[nbad] = strtoul(argv[++i], NULL, 10);
             bad_dest[nbad++] = argv[++i];
         } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
             deadline = atof(argv[++i]);
+        } else if (strcmp(argv[i], "--pause-at") == 0 && i + 2 < argc) {
+            pause_at = strtoul(argv[++i], NULL, 10);
+            pause_file = argv[++i];
+            snprintf(go_file, sizeof go_file, "%s.go", pause_file);
         } else {
             return 2;
         }
@@ -239,7 +250,16 @@ static int cmd_publish(int argc, char **argv)
     int backoff = 0, hung = 0;
     size_t *retry = calloc(n ? n : 1, sizeof(*retry));
     size_t nretry = 0;
+    int slow = 0; /* between FILE and FILE.go */
     while (now_s() < end) {
+        if (pause_file && next >= pause_at && !slow) {
+            FILE *f = fopen(pause_file, "w");
+            if (f)
+                fclose(f);
+            slow = 1;
+        }
+        if (slow && access(go_file, F_OK) == 0)
+            slow = 0, pause_file = NULL;
         size_t cnt = 0;
         /* retried events first, in id order, then fresh ones */
         size_t r = 0;
@@ -262,6 +282,8 @@ static int cmd_publish(int argc, char **argv)
             e->inflight = 1;
         }
         obx_status rc = def->publish_batch(inst, msgs, cnt, accept);
+        if (slow) /* the batch stays in flight (acknowledgements unread) for a while */
+            sleep_ms(500);
         for (size_t k = 0; k < cnt; k++)
             if (accept[k] != OBX_OK)
                 h.evs[idx[k]].inflight = 0; /* refused: no completion will come */

@@ -19,7 +19,7 @@ relay = { workers = 1; batch_size = 50; ordering = "aggregate"; poll_interval_ms
           backoff = { initial_ms = 50; max_ms = 200; multiplier = 2.0; jitter = 0.2; };
           drivers_dir = "\${OBX_DRIVERS}"; };
 outputs = ( { name = "hook"; driver = "webhook";
-              options = { url = "$1"; timeout_ms = 500; secret_env = "WEBHOOK_TEST_SECRET"; }; } );
+              options = { url = "$1"; timeout_ms = 3000; secret_env = "WEBHOOK_TEST_SECRET"; }; } );
 routes = ( { event_type = "*"; output = "hook"; destination = "errors"; } );
 CFG
 }

@@ -9,7 +9,7 @@
  *   *fail.400*  400 always
  *   *fail.500*  500 to the first two requests of an event id, then 200
  *   *fail.429*  429 with Retry-After: 1 to the first request, then 200
- *   *fail.slow* 200 after 1.5 s to the first request, then 200 at once
+ *   *fail.slow* 200 after 8 s to the first request, then 200 at once
  *   otherwise   200
  * With -s, the X-Signature header must be sha256=<hex HMAC-SHA256 of the
  * body> keyed with the variable's value, else 401. Every request is one
@@ -140,7 +140,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     } else if (strstr(f[1], "fail.429") && nth == 1) {
         status = 429, text = "slow down\n", retry_after = "1";
     } else if (strstr(f[1], "fail.slow") && nth == 1) {
-        usleep(1500 * 1000); /* past the client's timeout: it has hung up */
+        usleep(8000 * 1000); /* past the client's timeout (3 s in the test): it has hung up */
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
