@@ -32,5 +32,15 @@ enqueue_bulk() {
              jsonb_build_object('n', g, 'pad', repeat('x', 150)))) FROM generate_series(1, $1) g" >/dev/null
 }
 
+# Holding rows back (available_at 'infinity') until a test is ready for them:
+# nth_id N prints the id of the (N+1)-th row; hold_from ID holds it and every
+# later row; release_from ID [BEFORE] makes them due now and wakes idle workers.
+nth_id() { sql "SELECT id FROM outbox ORDER BY id OFFSET $1 LIMIT 1"; }
+hold_from() { sql "UPDATE outbox SET available_at = 'infinity' WHERE id >= $1"; }
+release_from() {
+    sql "UPDATE outbox SET available_at = now() WHERE id >= $1 AND id < ${2:-9223372036854775807}"
+    sql "SELECT pg_notify('public.outbox', '')" >/dev/null
+}
+
 # expect_eq WHAT GOT WANT
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }

@@ -74,15 +74,14 @@ start_relay() {
 # the outbox held until all four workers wait for work, so both processes
 # take part however fast the first one starts.
 start_two_relays() {
-    sql "UPDATE outbox SET available_at = 'infinity'"
+    hold_from 0
     start_relay "$1" "$2" --drain
     PID_A=$RELAY_PID
     start_relay "$3" "$4" --drain
     PID_B=$RELAY_PID
     wait_sql "SELECT count(*) >= 4 FROM pg_stat_activity WHERE datname = '$TEST_DB'
               AND application_name = 'outbox-relay' AND state = 'idle' AND query LIKE 'SELECT EXISTS%'" t 60
-    sql "UPDATE outbox SET available_at = now()"
-    sql "SELECT pg_notify('public.outbox', '')" >/dev/null
+    release_from 0
 }
 
 # wait_exit PID SECONDS: waits for PID (a child); sets EXIT_RC (or fails on timeout).

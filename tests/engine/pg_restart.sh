@@ -23,8 +23,8 @@ enqueue_bulk 20000 500
 sql "ANALYZE outbox"
 # the last quarter is held until the crash is over, so the relay still has
 # work after it however fast the machine
-HELD_FROM=$(sql "SELECT id FROM outbox ORDER BY id OFFSET 15000 LIMIT 1")
-sql "UPDATE outbox SET available_at = 'infinity' WHERE id >= $HELD_FROM"
+HELD_FROM=$(nth_id 15000)
+hold_from "$HELD_FROM"
 
 published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
 alive() { kill -0 "$RELAY" 2>/dev/null || fail "the relay exited during $1 (log: $(tail -3 "$WORK/relay.log"))"; }
@@ -44,7 +44,7 @@ sleep 1 # the relay meets a dead server for a while
 pgf pg-start
 alive "a PostgreSQL crash"
 P2=$(published)
-sql "UPDATE outbox SET available_at = now() WHERE id >= $HELD_FROM"
+release_from "$HELD_FROM"
 wait_sql "SELECT count(*) FROM outbox WHERE published_at IS NULL" 0 150
 alive "the drain after the crash"
 kill -TERM "$RELAY"

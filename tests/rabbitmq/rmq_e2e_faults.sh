@@ -15,13 +15,8 @@ write_relay_cfg "$WORK/relay.cfg" "$PRIV_URL" "$Q" "declare_queue = \"$Q\"; hear
 "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db"
 enqueue_events "$N" 200
 # held: phase B (the third and fourth fifths) and phase C (the last fifth)
-nth_id() { sql "SELECT id FROM outbox ORDER BY id OFFSET $1 LIMIT 1"; }
 B0=$(nth_id $((2 * N / 5))) C0=$(nth_id $((4 * N / 5)))
-sql "UPDATE outbox SET available_at = 'infinity' WHERE id >= $B0" >/dev/null
-release() { # FROM TO: ids back to due now, and a wake-up
-    sql "UPDATE outbox SET available_at = now() WHERE id >= $1 AND id < $2" >/dev/null
-    sql "SELECT pg_notify('public.outbox', '')" >/dev/null
-}
+hold_from "$B0"
 
 published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
 wait_published() { # wait until at least $1 rows are published
@@ -38,11 +33,11 @@ priv rmq-stop
 sleep 3
 priv rmq-start
 note "broker back"
-release "$B0" "$C0"
+release_from "$B0" "$C0"
 
 wait_published $((3 * N / 5))
 for i in 1 2 3; do note "close_all_connections at $(published)/$N"; priv rmq-drop-conns; sleep 0.5; done
-release "$C0" 9223372036854775807
+release_from "$C0"
 
 wait $relay || { tail -30 "$WORK/relay.log" >&2; fail "relay run --drain failed"; }
 expect_eq "published rows" "$(published)" "$N"
