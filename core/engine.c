@@ -18,7 +18,7 @@
 #include "worker.h"
 
 static engine *running; /* for the signal handler */
-static volatile sig_atomic_t signals_seen;
+static long long first_signal_ms; /* written only by on_signal, which blocks both signals */
 
 long long now_ms(void)
 {
@@ -33,10 +33,17 @@ void engine_request_stop(void)
         atomic_store(&running->stop_at_ms, now_ms());
 }
 
+/* Within this time a second signal is the same request delivered twice: GNU
+ * timeout, for one, signals both its child and the child's process group. */
+#define DUPLICATE_SIGNAL_MS 100
+
 static void on_signal(int sig)
 {
     (void)sig;
-    if (signals_seen++ > 0) {
+    long long now = now_ms(); /* clock_gettime is async-signal-safe */
+    if (first_signal_ms == 0) {
+        first_signal_ms = now;
+    } else if (now - first_signal_ms >= DUPLICATE_SIGNAL_MS) {
         static const char msg[] = "second signal: exiting now; leases expire and nothing is lost\n";
         ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)rc;
@@ -51,6 +58,8 @@ static void install_signals(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGINT);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
