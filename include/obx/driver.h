@@ -52,15 +52,30 @@ extern "C" {
 
 #define OBX_DRIVER_MAGIC 0x4F425844u /* "OBXD" */
 #define OBX_ABI_MAJOR 1
-#define OBX_ABI_MINOR 0
+#define OBX_ABI_MINOR 1
 
-/** The outcome of a message, at accept time or in its completion. */
+/**
+ * The outcome of a message, at accept time or in its completion.
+ *
+ * Who pays for a failure: RETRIABLE and PERMANENT are this message's fault
+ * and count an attempt (a message failing max_attempts times is dead);
+ * UNAVAILABLE and FATAL are the output's state and count nothing.
+ */
 typedef enum obx_status {
     OBX_OK = 0,        /**< accepted (publish) or durably acknowledged (completion) */
-    OBX_RETRIABLE = 1, /**< transient failure: the host retries with backoff */
-    OBX_PERMANENT = 2, /**< the message can never succeed: dead-lettered */
-    OBX_FATAL = 3      /**< the instance is unusable: the host closes and re-creates it */
+    OBX_RETRIABLE = 1, /**< this message failed, may succeed later: retried with backoff */
+    OBX_PERMANENT = 2, /**< this message can never succeed: dead-lettered */
+    OBX_FATAL = 3,     /**< the instance is unusable: the host closes and re-creates it */
+    /**
+     * Since 1.1. The output cannot be reached (connection refused, every
+     * broker down, the connection lost before the acknowledgement): not the
+     * message's fault. The host pauses the output, probes it with backoff,
+     * offers the message again later and counts no attempt.
+     */
+    OBX_UNAVAILABLE = 4
 } obx_status;
+
+#define OBX_STATUS_MAX OBX_UNAVAILABLE /* the host treats larger values as RETRIABLE */
 
 typedef enum obx_log_level {
     OBX_LOG_ERROR = 0,
@@ -80,7 +95,10 @@ typedef enum obx_option_type {
 #define OBX_OPT_REQUIRED 0x1u /* create is refused by the host when missing */
 #define OBX_OPT_SECRET 0x2u   /* the host never prints the value */
 
-/** One option a driver accepts; arrays end with an entry whose name is NULL. */
+/**
+ * One option a driver accepts; arrays end with an entry whose name is NULL.
+ * Frozen: its size and layout never change (arrays have no stride).
+ */
 typedef struct obx_option {
     const char *name;
     obx_option_type type;
@@ -88,7 +106,21 @@ typedef struct obx_option {
     const char *description; /* one line, shown by `outbox-relay drivers -v` */
 } obx_option;
 
-/** A header (key/value pair) carried with a message. */
+/**
+ * Since 1.1: what the host enforces for an option, in an array parallel to
+ * obx_driver_def.options (same index, same length). The host refuses a value
+ * out of range or not among the choices with the config file and line, and
+ * hands the default to the getters when the option is not set, so a driver
+ * reads a value that was checked. Frozen like obx_option.
+ */
+typedef struct obx_option_spec {
+    const char *default_value;  /* as it would be written in the config; NULL: none */
+    double min, max;            /* INT and DOUBLE: the allowed range when min < max */
+    const char *const *choices; /* STRING: NULL-terminated allowed values, or NULL */
+    const char *renamed_from;   /* an older name still accepted, with a warning; or NULL */
+} obx_option_spec;
+
+/** A header (key/value pair) carried with a message. Frozen. */
 typedef struct obx_header {
     const char *key;
     const char *value;
@@ -97,8 +129,15 @@ typedef struct obx_header {
 /**
  * One event to publish. Valid only during publish_batch. Never NULL:
  * event_id, event_type, aggregate_type, aggregate_id, destination (non-empty),
- * content_type, payload, and each header's key and value; headers is NULL
- * only when header_count is 0.
+ * content_type, payload (payload_len may be 0), and each header's key and
+ * value; headers is NULL only when header_count is 0. All texts are valid
+ * UTF-8 without NUL. Frozen: publish_batch receives an array of these, so
+ * its size never changes; later data comes through new host services.
+ *
+ * What a batch holds: messages in outbox id order. Two messages of one
+ * aggregate appear in one batch only for a driver that declares
+ * OBX_DRIVER_IN_ORDER (and only with ordering on; with ordering off a batch
+ * may hold anything, in id order).
  */
 typedef struct obx_message {
     uint64_t token;       /* pass back in complete(); opaque to the driver */
@@ -150,7 +189,37 @@ typedef struct obx_host {
      */
     void (*complete)(void *host_ctx, uint64_t token, obx_status status, int native_code,
                      const char *detail);
+
+    /* ---- since 1.1: test with OBX_HOST_HAS before calling ---- */
+
+    /**
+     * Say why a message was refused in publish_batch (accept[i] != OBX_OK):
+     * called from inside publish_batch, at most once per refused message,
+     * before it returns. A refusal without a reason reads "refused by the
+     * driver". The host copies detail.
+     */
+    void (*refuse)(void *host_ctx, uint64_t token, int native_code, const char *detail);
 } obx_host;
+
+/** True when the host table provides service MEMBER (a later minor may add more). */
+#define OBX_HOST_HAS(host, member)                                                                 \
+    ((host)->struct_size >= offsetof(obx_host, member) + sizeof((host)->member) &&                 \
+     (host)->member != NULL)
+
+/**
+ * Driver flags (obx_driver_def.flags, since 1.1).
+ *
+ * OBX_DRIVER_IN_ORDER: within one instance, messages of one aggregate are
+ * delivered in the order publish_batch received them, and once one of them
+ * fails, no later one of that aggregate still in flight is acknowledged
+ * ahead of it (Kafka with idempotence on one partition, one AMQP channel, one
+ * MQTT connection). The host may then put a run of consecutive events of one
+ * aggregate in a batch; should a later one be acknowledged after an earlier
+ * one failed anyway, the host does not mark it published but sends it again
+ * after its predecessor. Without the flag, at most one event per aggregate is
+ * in flight.
+ */
+#define OBX_DRIVER_IN_ORDER 0x1u
 
 /** The driver definition. Fields are appended only. */
 typedef struct obx_driver_def {
@@ -174,7 +243,10 @@ typedef struct obx_driver_def {
     /**
      * Hand a batch to the broker without waiting for acknowledgements.
      * Writes accept[i] for every message: OBX_OK means a completion will
-     * follow; any other status refuses the message now (no completion).
+     * follow; any other status refuses the message now (no completion):
+     * RETRIABLE or PERMANENT for a reason of this message (counts an attempt;
+     * give the reason with host->refuse), UNAVAILABLE while the output cannot
+     * be reached (counts nothing).
      * Returns OBX_OK, or OBX_FATAL when the instance is unusable (accepted
      * messages still get their completions, at the latest from close).
      * Required.
@@ -204,7 +276,37 @@ typedef struct obx_driver_def {
 
     /** Free the instance; calls close first if needed. Required. */
     void (*destroy)(obx_instance *inst);
+
+    /* ---- since 1.1 (a 1.0 driver reads as zero and NULL here) ---- */
+
+    uint32_t flags;                      /* OBX_DRIVER_* */
+    const obx_option_spec *option_specs; /* parallel to options; NULL: none declared */
+
+    /**
+     * While the output is paused (a message came back UNAVAILABLE), the host
+     * calls this with backoff instead of sending messages: try to reach the
+     * broker for up to timeout_ms and return OBX_OK once it can take
+     * messages, OBX_UNAVAILABLE while it cannot. Optional: without it the
+     * host probes by offering the next batch.
+     */
+    obx_status (*probe)(obx_instance *inst, int timeout_ms);
 } obx_driver_def;
+
+/* The frozen structs (arrays cross the boundary with no stride). */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define OBX_STATIC_ASSERT(c, m) static_assert(c, #m)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define OBX_STATIC_ASSERT(c, m) _Static_assert(c, #m)
+#else
+#define OBX_STATIC_ASSERT(c, m) typedef char obx_static_assert_##m[(c) ? 1 : -1]
+#endif
+/* On LP64 (the platforms the relay ships for) these are the 1.0 layouts. */
+#define OBX_LP64_OR(c) (sizeof(void *) != 8 || sizeof(size_t) != 8 || (c))
+OBX_STATIC_ASSERT(OBX_LP64_OR(sizeof(obx_message) == 104 && offsetof(obx_message, attempt) == 96),
+                  obx_message_is_frozen);
+OBX_STATIC_ASSERT(OBX_LP64_OR(sizeof(obx_header) == 16), obx_header_is_frozen);
+OBX_STATIC_ASSERT(OBX_LP64_OR(sizeof(obx_option) == 24), obx_option_is_frozen);
+OBX_STATIC_ASSERT(OBX_LP64_OR(sizeof(obx_option_spec) == 40), obx_option_spec_is_frozen);
 
 /** The one symbol a driver exports. */
 typedef const obx_driver_def *(*obx_driver_entry_fn)(void);
