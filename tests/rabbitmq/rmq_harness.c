@@ -142,7 +142,7 @@ static void hctx_init(hctx *h, size_t n)
 {
     memset(h, 0, sizeof(*h));
     h->host = (obx_host){sizeof(obx_host), h,        h_log,      h_string,  h_int,
-                         h_bool,           h_double, h_property, h_complete};
+                         h_bool,           h_double, h_property, h_complete, NULL};
     h->evs = calloc(n ? n : 1, sizeof(ev));
     h->n = n;
 }
