@@ -94,6 +94,7 @@ typedef enum obx_option_type {
 
 #define OBX_OPT_REQUIRED 0x1u /* create is refused by the host when missing */
 #define OBX_OPT_SECRET 0x2u   /* the host never prints the value */
+#define OBX_OPT_DEPRECATED 0x4u /* since 1.1: an old name kept working; the host warns when it is set */
 
 /**
  * One option a driver accepts; arrays end with an entry whose name is NULL.
