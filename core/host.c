@@ -69,6 +69,13 @@ static void complete(void *arg, uint64_t token, obx_status status, int native_co
     ctx->on_complete(ctx->on_complete_arg, token, status, native_code, detail);
 }
 
+static void refuse(void *arg, uint64_t token, int native_code, const char *detail)
+{
+    host_ctx *ctx = arg;
+    if (ctx->on_refuse)
+        ctx->on_refuse(ctx->on_complete_arg, token, native_code, detail);
+}
+
 void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *output,
                host_complete_fn on_complete, void *arg)
 {
@@ -89,6 +96,7 @@ void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *out
         .get_double = get_double,
         .get_property = get_property,
         .complete = complete,
+        .refuse = refuse,
     };
 }
 

@@ -9,12 +9,16 @@
 typedef void (*host_complete_fn)(void *arg, uint64_t token, obx_status status, int native_code,
                                  const char *detail);
 
+/* Receives the reason for a refusal, from inside publish_batch. */
+typedef void (*host_refuse_fn)(void *arg, uint64_t token, int native_code, const char *detail);
+
 typedef struct host_ctx {
     obx_host host;            /* what the driver sees; host.host_ctx points here */
     const cfg_output *output; /* option values for the getters */
     const loaded_driver *driver;
     host_complete_fn on_complete;
-    void *on_complete_arg;
+    host_refuse_fn on_refuse; /* NULL: reasons are dropped */
+    void *on_complete_arg;    /* for both callbacks */
     char scope[128]; /* log prefix: "output NAME (driver)" */
 } host_ctx;
 

@@ -8,7 +8,7 @@
 
 struct metrics_server {
     struct MHD_Daemon *daemon;
-    engine *eng;
+    relay_state *st;
 };
 
 static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
@@ -17,14 +17,14 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 {
     (void)version, (void)upload, (void)upload_size, (void)state;
     metrics_server *srv = cls;
-    char body[2048];
+    char body[8192];
     unsigned status = MHD_HTTP_OK;
     if (strcmp(method, "GET") != 0 || strcmp(url, "/metrics") != 0) {
         snprintf(body, sizeof body, "not found: GET /metrics\n");
         status = MHD_HTTP_NOT_FOUND;
     } else {
-        const engine *e = srv->eng;
-        snprintf(body, sizeof body,
+        relay_stats *e = &srv->st->stats;
+        int len = snprintf(body, sizeof body,
                  "# HELP outbox_relay_claimed_total Rows claimed.\n"
                  "# TYPE outbox_relay_claimed_total counter\noutbox_relay_claimed_total %lld\n"
                  "# HELP outbox_relay_published_total Rows marked published after a broker ack.\n"
@@ -34,9 +34,22 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
                  "# HELP outbox_relay_dead_total Rows dead-lettered.\n"
                  "# TYPE outbox_relay_dead_total counter\noutbox_relay_dead_total %lld\n"
                  "# HELP outbox_relay_released_total Leases released unfinished at shutdown.\n"
-                 "# TYPE outbox_relay_released_total counter\noutbox_relay_released_total %lld\n",
+                 "# TYPE outbox_relay_released_total counter\noutbox_relay_released_total %lld\n"
+                 "# HELP outbox_relay_deferred_total Rows put back, no attempt counted, while "
+                 "their output was unavailable.\n"
+                 "# TYPE outbox_relay_deferred_total counter\noutbox_relay_deferred_total %lld\n"
+                 "# HELP outbox_relay_output_up 1 while the output takes messages, 0 while it is "
+                 "paused as unavailable.\n# TYPE outbox_relay_output_up gauge\n",
                  atomic_load(&e->claimed), atomic_load(&e->published), atomic_load(&e->retried),
-                 atomic_load(&e->dead), atomic_load(&e->released));
+                 atomic_load(&e->dead), atomic_load(&e->released), atomic_load(&e->deferred));
+        for (size_t i = 0; i < srv->st->cfg->output_count && len > 0 && (size_t)len < sizeof body;
+             i++) {
+            int up;
+            long long outages;
+            health_read(&srv->st->health[i], &up, &outages);
+            len += snprintf(body + len, sizeof body - len, "outbox_relay_output_up{output=\"%s\"} %d\n",
+                            srv->st->cfg->outputs[i].name, up);
+        }
     }
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
@@ -46,7 +59,7 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
     return rc;
 }
 
-metrics_server *metrics_start(engine *eng, const char *listen, char *err, size_t err_size)
+metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size)
 {
     char host[256];
     const char *colon = strrchr(listen, ':');
@@ -60,7 +73,7 @@ metrics_server *metrics_start(engine *eng, const char *listen, char *err, size_t
         return NULL;
     }
     metrics_server *srv = calloc(1, sizeof *srv);
-    srv->eng = eng;
+    srv->st = st;
     srv->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL,
                                    serve, srv, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
     if (!srv->daemon) {
