@@ -292,6 +292,8 @@ void options_print_table(FILE *out, const obx_driver_def *def)
         fprintf(out, "    %-24s %-6s %-14s %-22s %s%s%s\n", o->name,
                 (unsigned)o->type <= OBX_OPT_DOUBLE ? type_names[o->type] : "?", dflt,
                 allowed[0] ? allowed : "-", flags, n ? ": " : "",
-                o->description ? o->description : "");
+                o->flags & OBX_OPT_DEPRECATED ? deprecation_text(o)
+                : o->description              ? o->description
+                                              : "");
     }
 }
