@@ -134,7 +134,9 @@ static int spec_ok(const obx_driver_def *def, const obx_option *o, const obx_opt
         cfg_value v = {0};
         char allowed[384];
         if (parse_text(o->type, s->default_value, &v) != 0) {
-            snprintf(why, size, "default \"%s\" is not %s", s->default_value, type_words[o->type]);
+            snprintf(why, size, "default \"%s\" is not %s",
+                     o->flags & OBX_OPT_SECRET ? "(secret)" : s->default_value,
+                     type_words[o->type]);
             return 0;
         }
         if (!value_allowed(o, s, &v, allowed, sizeof allowed)) {
