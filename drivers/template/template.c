@@ -47,7 +47,6 @@ static const obx_option_spec tpl_specs[] = {
     {.default_value = "5000", .min = 1, .max = 600000, .renamed_from = "connect_timeout"},
     {.min = 1, .max = 600},
     {.default_value = "false"},
-    {0},
 };
 
 /*
