@@ -272,11 +272,11 @@ void options_print_table(FILE *out, const obx_driver_def *def)
         const obx_option_spec *s = options_spec(def, o);
         char allowed[512], flags[160] = "", dflt[128] = "-";
         options_describe_allowed(o, s, allowed, sizeof allowed);
-        if (s && s->default_value)
-            snprintf(dflt, sizeof dflt, "%s",
-                     o->flags & OBX_OPT_SECRET ? "(hidden)"
-                     : s->default_value[0]     ? s->default_value
-                                               : "\"\"");
+        if (s && s->default_value && (o->flags & OBX_OPT_SECRET))
+            snprintf(dflt, sizeof dflt, "(hidden)");
+        else if (s && s->default_value) /* strings quoted: "-" is a value, - is none */
+            snprintf(dflt, sizeof dflt, o->type == OBX_OPT_STRING ? "\"%s\"" : "%s",
+                     s->default_value);
         size_t n = 0;
         static const struct {
             unsigned bit;

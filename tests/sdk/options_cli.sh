@@ -17,7 +17,7 @@ row() { # row OPTION PATTERN: the option's row of the template table matches PAT
     echo "ok: $1: $line"
 }
 row max_message_bytes 'int +1048576 +1 \.\. 1073741824 '
-row compression 'string +none +one of "none", "gzip", "lz4" '
+row compression 'string +"none" +one of "none", "gzip", "lz4" '
 row connect_timeout_ms 'int +5000 +1 \.\. 600000 +renamed from connect_timeout: '
 row connect_timeout_s 'int +- +1 \.\. 600 +deprecated: use connect_timeout_ms'
 row fail_create 'bool +false +- +refuse to create'
