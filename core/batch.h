@@ -17,7 +17,7 @@ typedef struct batch_row {
 typedef struct batch {
     PGresult *res; /* owns every string above */
     int count;
-    batch_row *rows; /* capacity: the batch size */
+    batch_row *rows;   /* capacity: the batch size */
     int *by_aggregate; /* scratch: row indexes grouped by aggregate */
 } batch;
 

@@ -18,8 +18,8 @@
 #include "state.h"
 #include "worker.h"
 
-static relay_state *running;       /* for the signal handler */
-static long long first_signal_ms;  /* written only by on_signal, which blocks the others */
+static relay_state *running;         /* for the signal handler */
+static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
 static volatile sig_atomic_t hangup; /* SIGHUP seen, not yet logged */
 
 long long now_ms(void)
@@ -124,10 +124,15 @@ static void unload_drivers(relay_state *st)
     free(st->health);
 }
 
+/* After the deadline, what a worker still runs may take this long: the
+ * statement that releases its in-flight rows is the one a stop waits for. */
+#define RELEASE_GRACE_MS 500
+
 /*
  * Waits for the workers to end. A stop must not wait for PostgreSQL: a claim
  * running when it comes is cancelled at once (no new batch starts), anything
- * still running at the deadline is cancelled too (its leases expire).
+ * still running shortly after the deadline is cancelled too (its leases
+ * expire).
  */
 static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
 {
@@ -149,7 +154,8 @@ static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
         }
         if (!atomic_load(&st->stop))
             continue;
-        int past = now_ms() >= atomic_load(&st->stop_at_ms) + cfg->shutdown_timeout_ms;
+        int past = now_ms() >= atomic_load(&st->stop_at_ms) + cfg->shutdown_timeout_ms +
+                                    RELEASE_GRACE_MS;
         for (int k = i; k < cfg->workers; k++)
             worker_cancel(workers[k], !past);
     }

@@ -31,8 +31,8 @@ long long health_down(output_health *h, const char *reason)
         h->down_since_ms = now;
         h->backoff_ms = PROBE_FIRST_MS;
         h->outages++;
-        log_warn("output %s unavailable: %s; paused, no attempts counted while it is down",
-                 h->name, reason && reason[0] ? reason : "no reason given");
+        log_warn("output %s unavailable: %s; paused, no attempts counted while it is down", h->name,
+                 reason && reason[0] ? reason : "no reason given");
     } else if (now >= h->probe_at_ms) {
         h->backoff_ms = h->backoff_ms * 2 > PROBE_MAX_MS ? PROBE_MAX_MS : h->backoff_ms * 2;
     }

@@ -79,7 +79,7 @@ void options_describe_allowed(const obx_option *o, const obx_option_spec *s, cha
 static int value_allowed(const obx_option *o, const obx_option_spec *s, const cfg_value *v,
                          char *why, size_t size)
 {
-    char allowed[512];
+    char allowed[256];
     options_describe_allowed(o, s, allowed, sizeof allowed);
     if (has_range(s) && o->type == OBX_OPT_INT && (v->i < s->min || v->i > s->max)) {
         snprintf(why, size, "must be in %s (got %lld)", allowed, (long long)v->i);

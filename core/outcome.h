@@ -42,9 +42,9 @@ typedef struct retry_policy {
 #define OUTCOME_ERROR_MAX 512
 
 typedef struct decision {
-    int outcome;                    /* OUTCOME_* */
-    long long delay_ms;             /* RETRY and DEFER: wait this long */
-    char error[OUTCOME_ERROR_MAX];  /* RETRY, DEAD, DEFER: valid UTF-8 */
+    int outcome;                   /* OUTCOME_* */
+    long long delay_ms;            /* RETRY and DEFER: wait this long */
+    char error[OUTCOME_ERROR_MAX]; /* RETRY, DEAD, DEFER: valid UTF-8 */
 } decision;
 
 /*

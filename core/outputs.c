@@ -70,8 +70,8 @@ int outputs_ensure(outputs *o, int first)
                 oi->backoff_ms = 30000;
             oi->retry_at = now_ms() + oi->backoff_ms;
             log_scoped(OBX_LOG_WARN, o->scope,
-                    "output %s: driver instance failed; re-creating in %d ms",
-                    cfg->outputs[i].name, oi->backoff_ms);
+                       "output %s: driver instance failed; re-creating in %d ms",
+                       cfg->outputs[i].name, oi->backoff_ms);
         }
         if (oi->inst)
             continue;
@@ -86,14 +86,14 @@ int outputs_ensure(outputs *o, int first)
         oi->inst = drv->def.create(&oi->host.host, err, sizeof err);
         if (!oi->inst) {
             log_scoped(OBX_LOG_ERROR, o->scope, "output %s (%s): cannot create: %s",
-                    cfg->outputs[i].name, drv->def.name, err[0] ? err : "no reason given");
+                       cfg->outputs[i].name, drv->def.name, err[0] ? err : "no reason given");
             if (first)
                 return -1;
             atomic_store(&oi->broken, 1);
             all_up = 0;
         } else if (!first) {
             log_scoped(OBX_LOG_INFO, o->scope, "output %s: driver instance re-created",
-                    cfg->outputs[i].name);
+                       cfg->outputs[i].name);
         }
     }
     return all_up ? 0 : 1;

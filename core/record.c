@@ -30,16 +30,20 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
         snprintf(num, sizeof num, "%lld", d[i].delay_ms);
         pgarray_add(&delays, num, 0);
         /* the last resort when a text still failed: nothing of the row's data */
-        pgarray_add(&errors, plain_errors && d[i].error[0] ? "error text not recordable" : d[i].error,
-                    1);
+        pgarray_add(&errors,
+                    plain_errors && d[i].error[0] ? "error text not recordable" : d[i].error, 1);
     }
     PGresult *res;
     if (all_published) {
         const char *params[] = {pgarray_text(&ids), owner, delete};
         res = session_run(s, SESSION_OTHER, "mark", 3, params, PGRES_TUPLES_OK);
     } else {
-        const char *params[] = {pgarray_text(&ids), pgarray_text(&outcomes), pgarray_text(&delays),
-                                pgarray_text(&errors), owner, delete};
+        const char *params[] = {pgarray_text(&ids),
+                                pgarray_text(&outcomes),
+                                pgarray_text(&delays),
+                                pgarray_text(&errors),
+                                owner,
+                                delete};
         res = session_run(s, SESSION_OTHER, "record", 6, params, PGRES_TUPLES_OK);
     }
     pgarray_free(&ids);
@@ -50,8 +54,7 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
 }
 
 /* Adds a record result to counts; returns the rows it recorded. */
-static long long tally(PGresult *res, const decision *d, int from,
-                       long long counts[OUTCOME_COUNT])
+static long long tally(PGresult *res, const decision *d, int from, long long counts[OUTCOME_COUNT])
 {
     long long total = 0;
     if (PQnfields(res) == 1) { /* mark: all published */

@@ -11,13 +11,13 @@
 
 typedef struct session {
     relay_state *st;
-    const char *scope;   /* "worker N", for the log */
+    const char *scope; /* "worker N", for the log */
     const char *payload_type;
-    PGconn *conn;        /* NULL while disconnected */
+    PGconn *conn; /* NULL while disconnected */
 
     pthread_mutex_t lock; /* guards cancel and running (read by the engine's thread) */
     PGcancel *cancel;
-    int running;          /* a SESSION_* statement is running */
+    int running; /* a SESSION_* statement is running */
 } session;
 
 enum { SESSION_IDLE, SESSION_CLAIM, SESSION_OTHER };

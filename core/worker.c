@@ -1,14 +1,13 @@
 #include "worker.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "batch.h"
+#include "flight.h"
 #include "log.h"
 #include "outcome.h"
 #include "outputs.h"
@@ -16,18 +15,6 @@
 #include "queries.h"
 #include "record.h"
 #include "session.h"
-#include "text.h"
-
-/* Where a message of the current batch stands. */
-typedef enum { SLOT_AWAITING, SLOT_DONE, SLOT_REFUSED, SLOT_ABORTED, SLOT_BAD, SLOT_NOT_SENT } slot_state;
-
-typedef struct slot {
-    slot_state state;
-    obx_status status;
-    int native_code;
-    size_t output;
-    char detail[OUTCOME_ERROR_MAX / 2]; /* valid UTF-8 (text_copy) */
-} slot;
 
 struct worker {
     relay_state *st;
@@ -41,26 +28,14 @@ struct worker {
     int run_length;              /* events of one aggregate per claim: 1 unless all keep order */
     char *after_type, *after_id; /* where the last ordered claim's walk stopped */
 
-    /* the current batch */
+    /* the current batch; all but flight belongs to the worker's thread */
     batch b;
     long long claimed_at;
+    flight flight;
     obx_message *msgs;
-    obx_message *scratch; /* one output's messages, contiguous for publish_batch */
-    int *scratch_index;
-    obx_status *accept;
     int *published, *after_failure;
     decision *decisions;
     arena arena;
-
-    /*
-     * lock guards slots, seq and awaiting: drivers complete from any thread.
-     * Everything else belongs to the worker's own thread.
-     */
-    pthread_mutex_t lock;
-    pthread_cond_t done;
-    slot *slots;
-    uint32_t seq; /* the batch number in each token: a late completion of an old batch is ignored */
-    int awaiting;
 };
 
 static int stopping(const worker *w)
@@ -75,52 +50,6 @@ static void nap(worker *w, long long ms)
         usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
 }
 
-/* ---- completions and refusal reasons (any thread) ---- */
-
-static slot *find_slot(worker *w, uint64_t token, slot_state want)
-{
-    uint32_t seq = (uint32_t)(token >> 32), index = (uint32_t)token;
-    if (seq != w->seq || index >= (uint32_t)w->b.count || w->slots[index].state != want)
-        return NULL;
-    return &w->slots[index];
-}
-
-static void on_complete(void *arg, uint64_t token, obx_status status, int native_code,
-                        const char *detail)
-{
-    worker *w = arg;
-    pthread_mutex_lock(&w->lock);
-    slot *s = find_slot(w, token, SLOT_AWAITING);
-    if (s) {
-        s->state = SLOT_DONE;
-        s->status = status;
-        s->native_code = native_code;
-        text_copy(s->detail, sizeof s->detail, detail);
-        if (status == OBX_FATAL)
-            atomic_store(&w->outs.out[s->output].broken, 1);
-        if (--w->awaiting == 0 || status == OBX_FATAL)
-            pthread_cond_signal(&w->done);
-    }
-    pthread_mutex_unlock(&w->lock);
-    if (!s)
-        log_scoped(OBX_LOG_WARN, w->scope,
-                   "driver completed an unknown or finished message (token %llx): ignored",
-                   (unsigned long long)token);
-}
-
-/* Only called from inside publish_batch, so the slot is still AWAITING. */
-static void on_refuse(void *arg, uint64_t token, int native_code, const char *detail)
-{
-    worker *w = arg;
-    pthread_mutex_lock(&w->lock);
-    slot *s = find_slot(w, token, SLOT_AWAITING);
-    if (s) {
-        s->native_code = native_code;
-        text_copy(s->detail, sizeof s->detail, detail);
-    }
-    pthread_mutex_unlock(&w->lock);
-}
-
 /* ---- claim ---- */
 
 static int claim(worker *w)
@@ -131,9 +60,12 @@ static int claim(worker *w)
     snprintf(max_payload, sizeof max_payload, "%d", w->cfg->max_payload_bytes);
     snprintf(run, sizeof run, "%d", w->run_length);
     const char *params[CLAIM_PARAMS] = {
-        [CLAIM_OWNER] = w->owner,         [CLAIM_BATCH] = batch,
-        [CLAIM_LEASE] = lease,            [CLAIM_MAX_PAYLOAD] = max_payload,
-        [CLAIM_AFTER_TYPE] = w->after_type, [CLAIM_AFTER_ID] = w->after_id,
+        [CLAIM_OWNER] = w->owner,
+        [CLAIM_BATCH] = batch,
+        [CLAIM_LEASE] = lease,
+        [CLAIM_MAX_PAYLOAD] = max_payload,
+        [CLAIM_AFTER_TYPE] = w->after_type,
+        [CLAIM_AFTER_ID] = w->after_id,
         [CLAIM_RUN] = run,
     };
     int n = w->cfg->ordering == ORDERING_AGGREGATE ? CLAIM_PARAMS : CLAIM_PARAMS_UNORDERED;
@@ -143,7 +75,8 @@ static int claim(worker *w)
     w->claimed_at = now_ms();
     batch_take(&w->b, res);
     atomic_fetch_add(&w->st->stats.claimed, w->b.count);
-    /* the next walk starts after the last aggregate this one reached; from the first after an empty one */
+    /* the next walk starts after the last aggregate this one reached; from the first after an empty
+     * one */
     const batch_row *last = batch_last_walked(&w->b);
     free(w->after_type);
     free(w->after_id);
@@ -154,141 +87,54 @@ static int claim(worker *w)
 
 /* ---- publish ---- */
 
-static void set_slot(slot *s, slot_state state, obx_status status, const char *detail)
+/* Turns rows into messages and offers each output its own; rows that cannot
+ * be a message are settled at once. */
+static void publish(worker *w)
 {
-    s->state = state;
-    s->status = status;
-    text_copy(s->detail, sizeof s->detail, detail);
-}
-
-/* Turns rows into messages; rows that cannot be one, or whose output may not
- * be sent to now, are settled at once. */
-static void build_messages(worker *w)
-{
+    uint32_t seq = flight_begin(&w->flight, w->b.count);
     for (int i = 0; i < w->b.count; i++) {
-        slot *s = &w->slots[i];
+        slot *s = &w->flight.slots[i];
         const batch_row *r = &w->b.rows[i];
         char err[256];
-        memset(s, 0, sizeof *s);
         if (r->payload_bytes > w->cfg->max_payload_bytes) {
             snprintf(err, sizeof err, "payload of %lld bytes exceeds max_payload_bytes (%d)",
                      r->payload_bytes, w->cfg->max_payload_bytes);
-            set_slot(s, SLOT_BAD, OBX_PERMANENT, err);
+            flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
         } else if (message_build(w->cfg, w->st->payload, w->b.res, r->res_row, &w->arena,
                                  &w->msgs[i], &s->output, err, sizeof err) < 0) {
-            set_slot(s, SLOT_BAD, OBX_PERMANENT, err);
+            flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
         } else {
-            w->msgs[i].token = ((uint64_t)w->seq << 32) | (uint32_t)i;
+            w->msgs[i].token = ((uint64_t)seq << 32) | (uint32_t)i;
             s->state = SLOT_AWAITING;
         }
     }
-}
-
-/* Offers one output its messages, in id order; settles refusals. */
-static void publish_output(worker *w, size_t out)
-{
-    int may_send = outputs_may_send(&w->outs, out);
-    size_t n = 0;
-    for (int i = 0; i < w->b.count; i++) {
-        slot *s = &w->slots[i];
-        if (s->state != SLOT_AWAITING || s->output != out)
-            continue;
-        if (!may_send) {
-            set_slot(s, SLOT_NOT_SENT, OBX_UNAVAILABLE, "its output is paused");
-            continue;
-        }
-        w->scratch[n] = w->msgs[i];
-        w->scratch_index[n++] = i;
-    }
-    if (n == 0)
-        return;
-    output_instance *oi = &w->outs.out[out];
-    pthread_mutex_lock(&w->lock);
-    w->awaiting += (int)n; /* completions may arrive inside publish_batch */
-    pthread_mutex_unlock(&w->lock);
-    for (size_t k = 0; k < n; k++)
-        w->accept[k] = OBX_RETRIABLE;
-    obx_status rc = oi->host.driver->def.publish_batch(oi->inst, w->scratch, n, w->accept);
-    if (rc == OBX_FATAL)
-        atomic_store(&oi->broken, 1);
-    pthread_mutex_lock(&w->lock);
-    for (size_t k = 0; k < n; k++) {
-        slot *s = &w->slots[w->scratch_index[k]];
-        if (w->accept[k] == OBX_OK || s->state != SLOT_AWAITING)
-            continue;
-        s->state = SLOT_REFUSED;
-        s->status = rc == OBX_FATAL ? OBX_FATAL : w->accept[k];
-        if (!s->detail[0])
-            text_copy(s->detail, sizeof s->detail,
-                      rc == OBX_FATAL ? "driver instance failed" : "refused by the driver");
-        w->awaiting--;
-    }
-    pthread_mutex_unlock(&w->lock);
-}
-
-static void publish(worker *w)
-{
-    pthread_mutex_lock(&w->lock);
-    w->seq++;
-    w->awaiting = 0;
-    pthread_mutex_unlock(&w->lock);
-    build_messages(w);
     for (size_t out = 0; out < w->outs.count; out++)
-        publish_output(w, out);
+        flight_publish(&w->flight, out, w->msgs, outputs_may_send(&w->outs, out));
 }
 
 /* ---- waiting for completions ---- */
 
+typedef struct renewal {
+    const batch *b;
+    pgarray ids;
+} renewal;
+
+static void add_id(void *arg, int index)
+{
+    renewal *r = arg;
+    pgarray_add(&r->ids, r->b->rows[index].id_text, 0);
+}
+
 static void renew_lease(worker *w)
 {
-    pgarray ids;
-    pgarray_init(&ids);
-    pthread_mutex_lock(&w->lock);
-    for (int i = 0; i < w->b.count; i++)
-        if (w->slots[i].state == SLOT_AWAITING)
-            pgarray_add(&ids, w->b.rows[i].id_text, 0);
-    pthread_mutex_unlock(&w->lock);
+    renewal r = {.b = &w->b};
+    pgarray_init(&r.ids);
+    flight_each_awaiting(&w->flight, add_id, &r);
     char lease[16];
     snprintf(lease, sizeof lease, "%d", w->cfg->lease_ms);
-    const char *params[] = {pgarray_text(&ids), w->owner, lease};
+    const char *params[] = {pgarray_text(&r.ids), w->owner, lease};
     PQclear(session_run(&w->db, SESSION_OTHER, "renew", 3, params, PGRES_COMMAND_OK));
-    pgarray_free(&ids);
-}
-
-/* Closes every instance still owing completions (close completes them as
- * aborted); with release, those rows go back without counting an attempt. */
-static void abort_in_flight(worker *w, int release)
-{
-    char *was_awaiting = calloc(w->b.count ? w->b.count : 1, 1);
-    pthread_mutex_lock(&w->lock);
-    for (int i = 0; i < w->b.count; i++)
-        was_awaiting[i] = w->slots[i].state == SLOT_AWAITING;
-    pthread_mutex_unlock(&w->lock);
-    outputs_close_all(&w->outs);
-    pthread_mutex_lock(&w->lock);
-    for (int i = 0; i < w->b.count; i++) {
-        slot *s = &w->slots[i];
-        if (s->state == SLOT_AWAITING) /* a driver that broke the contract */
-            set_slot(s, SLOT_DONE, OBX_RETRIABLE, "no completion from the driver");
-        if (release && was_awaiting[i] && s->status != OBX_OK)
-            s->state = SLOT_ABORTED;
-    }
-    w->awaiting = 0;
-    pthread_mutex_unlock(&w->lock);
-    free(was_awaiting);
-}
-
-static void wait_done(worker *w, int ms)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += ms * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&w->lock);
-    if (w->awaiting > 0)
-        pthread_cond_timedwait(&w->done, &w->lock, &until);
-    pthread_mutex_unlock(&w->lock);
+    pgarray_free(&r.ids);
 }
 
 /* Waits for every completion, renewing the lease; a stop bounds the wait. */
@@ -297,23 +143,21 @@ static void await_completions(worker *w)
     long long renewed = w->claimed_at;
     const long long stuck_after = 5LL * w->cfg->lease_ms;
     for (;;) {
-        pthread_mutex_lock(&w->lock);
-        int left = w->awaiting;
-        pthread_mutex_unlock(&w->lock);
+        int left = flight_left(&w->flight);
         if (left == 0)
             return;
         long long now = now_ms();
         if (stopping(w) && now >= atomic_load(&w->st->stop_at_ms) + w->cfg->shutdown_timeout_ms) {
             log_scoped(OBX_LOG_WARN, w->scope,
                        "shutdown deadline: %d messages still in flight are released", left);
-            abort_in_flight(w, 1);
+            flight_abort(&w->flight, 1);
             return;
         }
         if (now - w->claimed_at > stuck_after) {
             log_scoped(OBX_LOG_ERROR, w->scope,
-                       "driver gave no completion for %d messages in %lld ms: re-creating it",
-                       left, stuck_after);
-            abort_in_flight(w, 0);
+                       "driver gave no completion for %d messages in %lld ms: re-creating it", left,
+                       stuck_after);
+            flight_abort(&w->flight, 0);
             outputs_mark_all_broken(&w->outs);
             return;
         }
@@ -323,7 +167,7 @@ static void await_completions(worker *w)
             renewed = now;
         }
         if (!outputs_poll(&w->outs, 20))
-            wait_done(w, 20);
+            flight_wait(&w->flight, 20);
     }
 }
 
@@ -343,7 +187,7 @@ static verdict verdict_of(const slot *s)
 static void update_health(worker *w)
 {
     for (int i = 0; i < w->b.count; i++) {
-        const slot *s = &w->slots[i];
+        const slot *s = &w->flight.slots[i];
         if (s->state == SLOT_DONE && s->status == OBX_OK)
             outputs_succeeded(&w->outs, s->output);
         else if ((s->state == SLOT_DONE || s->state == SLOT_REFUSED) &&
@@ -354,17 +198,17 @@ static void update_health(worker *w)
 
 static void decide(worker *w)
 {
-    retry_policy policy = {w->cfg->max_attempts, w->cfg->backoff_initial_ms,
-                           w->cfg->backoff_max_ms, w->cfg->backoff_multiplier,
-                           w->cfg->backoff_jitter};
+    retry_policy policy = {w->cfg->max_attempts, w->cfg->backoff_initial_ms, w->cfg->backoff_max_ms,
+                           w->cfg->backoff_multiplier, w->cfg->backoff_jitter};
     for (int i = 0; i < w->b.count; i++)
-        w->published[i] = w->slots[i].state == SLOT_DONE && w->slots[i].status == OBX_OK;
+        w->published[i] =
+            w->flight.slots[i].state == SLOT_DONE && w->flight.slots[i].status == OBX_OK;
     if (w->cfg->ordering == ORDERING_AGGREGATE)
         batch_after_failure(&w->b, w->published, w->after_failure);
     else
         memset(w->after_failure, 0, w->b.count * sizeof *w->after_failure);
     for (int i = 0; i < w->b.count; i++) {
-        const slot *s = &w->slots[i];
+        const slot *s = &w->flight.slots[i];
         verdict v = verdict_of(s);
         long long pause = health_wait_ms(&w->st->health[s->output]);
         double r = (double)rand_r(&w->rand_state) / ((double)RAND_MAX + 1.0);
@@ -497,21 +341,16 @@ worker *worker_new(relay_state *st, int index, const char *payload_type)
     snprintf(w->scope, sizeof w->scope, "worker %d", index);
     snprintf(w->owner, sizeof w->owner, "%s:w%d", st->owner_prefix, index);
     session_init(&w->db, st, w->scope, payload_type);
-    outputs_init(&w->outs, st, index, on_complete, on_refuse, w);
+    outputs_init(&w->outs, st, index, flight_on_complete, flight_on_refuse, &w->flight);
     w->run_length = run_length(st);
     size_t n = (size_t)w->cfg->batch_size;
     batch_init(&w->b, (int)n);
+    flight_init(&w->flight, (int)n, &w->outs, w->scope);
     w->msgs = calloc(n, sizeof *w->msgs);
-    w->slots = calloc(n, sizeof *w->slots);
-    w->scratch = calloc(n, sizeof *w->scratch);
-    w->scratch_index = calloc(n, sizeof *w->scratch_index);
-    w->accept = calloc(n, sizeof *w->accept);
     w->published = calloc(n, sizeof *w->published);
     w->after_failure = calloc(n, sizeof *w->after_failure);
     w->decisions = calloc(n, sizeof *w->decisions);
     w->rand_state = (unsigned)(getpid() * 7919 + index * 104729 + now_ms());
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->done, NULL);
     return w;
 }
 
@@ -525,15 +364,10 @@ void worker_free(worker *w)
     arena_free(&w->arena);
     free(w->after_type);
     free(w->after_id);
+    flight_free(&w->flight);
     free(w->msgs);
-    free(w->slots);
-    free(w->scratch);
-    free(w->scratch_index);
-    free(w->accept);
     free(w->published);
     free(w->after_failure);
     free(w->decisions);
-    pthread_mutex_destroy(&w->lock);
-    pthread_cond_destroy(&w->done);
     free(w);
 }
