@@ -49,7 +49,6 @@ void batch_take(batch *b, PGresult *res)
         r->payload_bytes = PQgetisnull(res, i, ROW_PAYLOAD_BYTES)
                                ? -1
                                : strtoll(PQgetvalue(res, i, ROW_PAYLOAD_BYTES), NULL, 10);
-        r->walk = strtoll(PQgetvalue(res, i, ROW_WALK_POSITION), NULL, 10);
     }
     qsort(b->rows, b->count, sizeof *b->rows, by_id);
 }
@@ -86,11 +85,9 @@ void batch_after_failure(batch *b, const int *published, int *after)
     }
 }
 
-const batch_row *batch_last_walked(const batch *b)
+void batch_walk_end(const batch *b, const char **aggregate_type, const char **aggregate_id)
 {
-    const batch_row *last = NULL;
-    for (int i = 0; i < b->count; i++)
-        if (b->rows[i].walk > 0 && (!last || b->rows[i].walk > last->walk))
-            last = &b->rows[i];
-    return last;
+    int known = b->count > 0 && !PQgetisnull(b->res, 0, ROW_AFTER_TYPE);
+    *aggregate_type = known ? PQgetvalue(b->res, 0, ROW_AFTER_TYPE) : NULL;
+    *aggregate_id = known ? PQgetvalue(b->res, 0, ROW_AFTER_ID) : NULL;
 }

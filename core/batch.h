@@ -11,7 +11,6 @@ typedef struct batch_row {
     const char *id_text, *event_id, *aggregate_type, *aggregate_id;
     unsigned attempt;        /* this attempt, from 1 */
     long long payload_bytes; /* -1 when the claim did not measure it (small) */
-    long long walk;          /* ordered claims: its aggregate's place in the walk */
 } batch_row;
 
 typedef struct batch {
@@ -34,7 +33,8 @@ void batch_clear(batch *b);
  */
 void batch_after_failure(batch *b, const int *published, int *after);
 
-/* The aggregate of the row furthest along the claim's walk, or NULL. */
-const batch_row *batch_last_walked(const batch *b);
+/* Where the next ordered claim's walk starts: the last aggregate this one
+ * claimed. NULL (both) after an empty or unordered claim. */
+void batch_walk_end(const batch *b, const char **aggregate_type, const char **aggregate_id);
 
 #endif

@@ -43,7 +43,7 @@ static const char claim_unordered[] =
     "WITH picked AS (SELECT o.{c.id} FROM {table} o WHERE " CLAIMABLE("o")
     " ORDER BY o.{c.id} LIMIT $2 FOR UPDATE SKIP LOCKED)"
     " UPDATE {table} t SET {c.lease_owner} = $1, {c.lease_until} = " LEASE_UNTIL
-    " FROM picked WHERE t.{c.id} = picked.{c.id}" CLAIM_RETURNING ", 0";
+    " FROM picked WHERE t.{c.id} = picked.{c.id}" CLAIM_RETURNING ", NULL, NULL";
 
 /* A row of the aggregate scan: pending and not dead. */
 #define LIVE(o) o ".{c.published_at} IS NULL AND " o ".{c.dead_at} IS NULL"
@@ -66,8 +66,8 @@ static const char claim_unordered[] =
  * $1 owner, $2 batch size, $3 lease ms, $4 max payload bytes, $5/$6 the
  * aggregate to start after (NULL: from the first), $7 the longest run per
  * aggregate (1 unless every driver keeps order within an instance).
- * Returns the claimed rows and each row's place in the walk (for the next
- * start). Claimability is tested again where rows are locked, so a row
+ * Returns the claimed rows, each with the last aggregate claimed in the walk
+ * (where the next claim starts). Claimability is tested again where rows are locked, so a row
  * another worker claimed since this statement's snapshot is skipped.
  */
 static const char claim_ordered[] =
@@ -100,17 +100,24 @@ static const char claim_ordered[] =
     "   SELECT b.{c.id} AS id, b.{c.available_at} <= now() AND b.{c.available_at} < 'infinity'"
     "   AND (b.{c.lease_until} IS NULL OR b.{c.lease_until} < now()) AS ok"
     "   FROM {table} b WHERE b.{c.aggregate_type} = h.t AND b.{c.aggregate_id} = h.a"
-    "   AND " LIVE("b") " AND b.{c.id} >= h.id ORDER BY b.{c.id} LIMIT $7) q"
+    "   AND " LIVE("b") " AND b.{c.id} >= h.id ORDER BY b.{c.id}"
+    /* the batch shared among the heads found: a hot aggregate alone gets it all */
+    "   LIMIT least($7, (SELECT ceil($2::numeric / count(*)) FROM heads))) q"
     "  WINDOW w AS (ORDER BY q.id)) r WHERE r.prefix_ok),"
     " locked AS (SELECT o.{c.id} AS id FROM {table} o WHERE o.{c.id} IN (SELECT id FROM cand)"
     "  AND " CLAIMABLE("o") " FOR UPDATE SKIP LOCKED),"
-    /* a run is kept up to its first row another worker holds */
-    " picked AS (SELECT k.id, k.n FROM (SELECT c.id, c.n, c.pos,"
-    "  row_number() OVER (PARTITION BY c.n ORDER BY c.pos) AS rn"
-    "  FROM cand c JOIN locked l ON l.id = c.id) k"
-    "  WHERE k.rn = k.pos ORDER BY k.pos, k.n LIMIT $2)"
+    /* a run is kept up to its first row another worker holds (its gap) */
+    " gaps AS (SELECT c.n, min(c.pos) AS pos FROM cand c"
+    "  WHERE c.id NOT IN (SELECT id FROM locked) GROUP BY c.n),"
+    " picked AS (SELECT c.id, c.n FROM cand c LEFT JOIN gaps g ON g.n = c.n"
+    "  WHERE c.id IN (SELECT id FROM locked) AND (g.pos IS NULL OR c.pos < g.pos)"
+    "  ORDER BY c.pos, c.n LIMIT $2)"
+    /* by the id array, not a join: the planner cannot estimate picked, and a
+     * hash join over the whole table is what it then chose */
     " UPDATE {table} t SET {c.lease_owner} = $1, {c.lease_until} = " LEASE_UNTIL
-    " FROM picked WHERE t.{c.id} = picked.id" CLAIM_RETURNING ", picked.n";
+    " WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM picked))" CLAIM_RETURNING ","
+    " (SELECT h.t FROM heads h WHERE h.n = (SELECT max(n) FROM picked)),"
+    " (SELECT h.a FROM heads h WHERE h.n = (SELECT max(n) FROM picked))";
 
 /* on_dead = "block": a dead event holds back every later one of its aggregate. */
 static const char no_dead_before[] =

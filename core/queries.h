@@ -20,7 +20,8 @@ enum {
     ROW_CREATED_US,
     ROW_ATTEMPTS,
     ROW_PAYLOAD_BYTES, /* NULL when small; the payload is NULL when over the limit */
-    ROW_WALK_POSITION  /* ordered claims: the aggregate's place in the walk */
+    ROW_AFTER_TYPE,    /* ordered claims: where the next walk starts (NULL: the first) */
+    ROW_AFTER_ID
 };
 
 /* Parameters of the claim statements. */

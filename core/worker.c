@@ -77,15 +77,31 @@ static int claim(worker *w)
     atomic_fetch_add(&w->st->stats.claimed, w->b.count);
     /* the next walk starts after the last aggregate this one reached; from the first after an empty
      * one */
-    const batch_row *last = batch_last_walked(&w->b);
+    const char *type, *id;
+    batch_walk_end(&w->b, &type, &id);
     free(w->after_type);
     free(w->after_id);
-    w->after_type = last ? strdup(last->aggregate_type) : NULL;
-    w->after_id = last ? strdup(last->aggregate_id) : NULL;
+    w->after_type = type ? strdup(type) : NULL;
+    w->after_id = id ? strdup(id) : NULL;
     return w->b.count;
 }
 
 /* ---- publish ---- */
+
+/* A run's events behind a row that cannot be a message are not offered:
+ * they go back, unattempted, to wait for it. */
+static void hold_behind_bad_rows(worker *w)
+{
+    if (w->run_length == 1)
+        return;
+    for (int i = 0; i < w->b.count; i++)
+        w->published[i] = w->flight.slots[i].state != SLOT_BAD;
+    batch_after_failure(&w->b, w->published, w->after_failure);
+    for (int i = 0; i < w->b.count; i++)
+        if (w->after_failure[i] && w->flight.slots[i].state == SLOT_AWAITING)
+            flight_settle(&w->flight.slots[i], SLOT_ABORTED, OBX_RETRIABLE,
+                          "behind an event of its aggregate that failed");
+}
 
 /* Turns rows into messages and offers each output its own; rows that cannot
  * be a message are settled at once. */
@@ -108,6 +124,7 @@ static void publish(worker *w)
             s->state = SLOT_AWAITING;
         }
     }
+    hold_behind_bad_rows(w);
     for (size_t out = 0; out < w->outs.count; out++)
         flight_publish(&w->flight, out, w->msgs, outputs_may_send(&w->outs, out));
 }
@@ -323,12 +340,13 @@ void worker_cancel(worker *w, int claims_only)
     session_cancel(&w->db, claims_only ? SESSION_CLAIM : SESSION_OTHER);
 }
 
-/* Runs of one aggregate are sent only where every output keeps order. */
+/* Runs of one aggregate are claimed only with ordering on and one output
+ * that keeps order: across outputs, a batch's order is not kept. */
 static int run_length(const relay_state *st)
 {
-    for (size_t i = 0; i < st->cfg->output_count; i++)
-        if (!(st->drivers[i]->def.flags & OBX_DRIVER_IN_ORDER))
-            return 1;
+    if (st->cfg->ordering != ORDERING_AGGREGATE || st->cfg->output_count != 1 ||
+        !(st->drivers[0]->def.flags & OBX_DRIVER_IN_ORDER))
+        return 1;
     return st->cfg->batch_size;
 }
 
