@@ -1,9 +1,11 @@
 #!/bin/bash
 # A head backing off does not delay other aggregates (issue 11). Aggregate
 # A's head fails retriable on every attempt (memory driver
-# retriable_event_type) with a 60 s backoff; 200 more events of A are behind
-# it, and 1,000 events of 100 other aggregates were committed after all of A.
-# The relay runs until the other aggregates are all published; then A's head
+# retriable_event_type) with a 60 s backoff. Once it is backing off, A keeps
+# receiving events: 200 at once, then 20 transactions of 5 events of A and
+# 50 events of 100 other aggregates each (so rows of A that are due, behind
+# the waiting head, always come before the others by id). The relay runs
+# until the other aggregates' 1,000 events are all published; then A's head
 # has still been attempted only once and its retry is still in the future
 # (so they were published while it waited), and nothing else of A was tried.
 ENG_TEST=fair_backoff
@@ -17,12 +19,21 @@ init_db "$WORK/relay.cfg"
 sql "SELECT outbox_enqueue('Order', 'A', 'order.flaky', '{}')" >/dev/null
 sql "SELECT count(outbox_enqueue('Order', 'A', 'order.created', jsonb_build_object('n', g)))
      FROM generate_series(1, 200) g" >/dev/null
-sql "SELECT count(outbox_enqueue('Order', 'o-' || (g % 100), 'order.created', jsonb_build_object('n', g)))
-     FROM generate_series(1, 1000) g" >/dev/null
 sql "ANALYZE outbox"
 
 start_relay "$WORK/relay.cfg" "$WORK/relay.log"
 PID=$RELAY_PID
+wait_sql "SELECT attempts FROM outbox WHERE event_type = 'order.flaky'" 1 60
+sql "SELECT count(outbox_enqueue('Order', 'A', 'order.created', jsonb_build_object('late', g)))
+     FROM generate_series(1, 200) g" >/dev/null
+for round in $(seq 1 20); do
+    sql "BEGIN;
+         SELECT count(outbox_enqueue('Order', 'A', 'order.created', jsonb_build_object('round', $round, 'n', g)))
+         FROM generate_series(1, 5) g;
+         SELECT count(outbox_enqueue('Order', 'o-' || (g % 100), 'order.created', jsonb_build_object('round', $round, 'n', g)))
+         FROM generate_series(1, 50) g;
+         COMMIT" >/dev/null
+done
 wait_sql "SELECT count(*) FROM outbox WHERE aggregate_id <> 'A' AND published_at IS NOT NULL" 1000 120
 HEAD=$(sql "SELECT attempts || '/' || (available_at > now()) || '/' || (dead_at IS NULL AND published_at IS NULL)
             FROM outbox WHERE aggregate_id = 'A' ORDER BY id LIMIT 1")
