@@ -32,6 +32,9 @@ expect_eq "bad row: dead" "$(sql "SELECT dead_at IS NOT NULL AND published_at IS
 expect_eq "bad row: last_error names the failure and the event type" \
     "$(sql "SELECT last_error LIKE 'no route matches event_type \"é€é€é€é€é€é€é€é€é€é€%' $BAD")" t
 printf '%s' "$LAST_ERROR" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1 || fail "last_error is not valid UTF-8"
+# X's second event must not reach the broker in the claim where its head failed
+expect_eq "ok lines of X's second event (behind the dead row, in the same claim)" \
+    "$(sql "SELECT count(*) FROM r JOIN outbox o USING (event_id) WHERE o.aggregate_id = 'X' AND r.status = 'ok'")" 1
 expect_eq "other rows: published, once each, one attempt" \
     "$(sql "SELECT count(*) FROM outbox o WHERE event_type = 'order.created' AND published_at IS NOT NULL
             AND attempts = 1 AND (SELECT count(*) FROM r WHERE r.event_id = o.event_id AND r.status = 'ok') = 1")" 9
