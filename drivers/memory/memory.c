@@ -1,7 +1,8 @@
 /*
  * memory: a fault-injecting driver with no broker. The engine's tests run
  * against it: it can fail the first attempts of every event, fail at
- * random, reject one event type permanently, go fatal after N messages,
+ * random, reject one event type permanently, fail another always as
+ * retriable, go fatal after N messages,
  * complete late, complete from its own thread, refuse when full, refuse
  * one event type with a reason, and play an unreachable broker.
  *
@@ -37,6 +38,8 @@ static const obx_option mem_options[] = {
     {"seed", OBX_OPT_INT, 0, "random seed; each instance adds its own counter (default: time^pid)"},
     {"permanent_event_type", OBX_OPT_STRING, 0,
      "events of this event_type complete as permanent (\"rejected by memory driver\")"},
+    {"retriable_event_type", OBX_OPT_STRING, 0,
+     "events of this event_type always complete as retriable (\"injected failure\")"},
     {"fatal_after", OBX_OPT_INT, 0,
      "after N accepted messages publish_batch returns fatal (default 0: never)"},
     {"delay_ms", OBX_OPT_INT, 0, "complete this many milliseconds after publish (default 0)"},
@@ -67,6 +70,7 @@ struct obx_instance {
     int64_t fail_attempts;
     double retriable_rate;
     const char *permanent_event_type;
+    const char *retriable_event_type;
     const char *unavailable_file;
     const char *refuse_event_type;
     int64_t fatal_after;
@@ -303,6 +307,7 @@ static obx_instance *mem_create(const obx_host *host, char *errstr, size_t errst
     host->get_int(ctx, "fail_attempts", &inst->fail_attempts);
     host->get_double(ctx, "retriable_rate", &inst->retriable_rate);
     host->get_string(ctx, "permanent_event_type", &inst->permanent_event_type);
+    host->get_string(ctx, "retriable_event_type", &inst->retriable_event_type);
     host->get_string(ctx, "unavailable_file", &inst->unavailable_file);
     host->get_string(ctx, "refuse_event_type", &inst->refuse_event_type);
     host->get_int(ctx, "fatal_after", &inst->fatal_after);
@@ -371,6 +376,9 @@ static obx_status mem_decide(obx_instance *inst, const obx_message *m)
     if (inst->permanent_event_type && m->event_type &&
         strcmp(inst->permanent_event_type, m->event_type) == 0)
         return OBX_PERMANENT;
+    if (inst->retriable_event_type && m->event_type &&
+        strcmp(inst->retriable_event_type, m->event_type) == 0)
+        return OBX_RETRIABLE;
     if ((int64_t)m->attempt <= inst->fail_attempts)
         return OBX_RETRIABLE;
     if (inst->retriable_rate > 0.0 &&

@@ -177,3 +177,35 @@ wait_blocked() {
     wait_sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1'
               AND datname = '$TEST_DB' AND wait_event_type = 'Lock'" 1 30
 }
+
+# relay_stat LOG NAME: a total from the relay's exit line ("relay stopped:
+# claimed N, published N, ..."), e.g. relay_stat "$WORK/a.log" claimed.
+relay_stat() {
+    local v
+    v=$(sed -n "s/.*relay stopped:.*[ ,]$2 \([0-9][0-9]*\).*/\1/p" "$1" | tail -1)
+    [ -n "$v" ] || fail "no \"$2\" in an exit line of $1"
+    echo "$v"
+}
+
+# wait_log FILE PATTERN SECONDS: until FILE has a line matching PATTERN (grep -E).
+wait_log() {
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -qE -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "waited $3 s for /$2/ in $1"
+}
+
+# record_lines: lines in the broker log so far.
+record_lines() { if [ -f "$REC" ]; then wc -l <"$REC"; else echo 0; fi; }
+
+# stop_relay PID SECONDS: SIGTERM, wait; must exit 0.
+stop_relay() {
+    kill -TERM "$1"
+    wait_exit "$1" "$2"
+    [ "$EXIT_RC" -eq 0 ] || fail "relay exited $EXIT_RC after SIGTERM"
+}
+
+# peak_rss_kb PID: the process's peak resident set (VmHWM) in kB.
+peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }

@@ -7,6 +7,7 @@
  * Listens on a free 127.0.0.1 port (written to PORT_FILE once ready) and
  * answers every POST by its X-Event-Type:
  *   *fail.400*  400 always
+ *   *fail.latin1* 400 always, the body in Latin-1 (not valid UTF-8)
  *   *fail.500*  500 to the first two requests of an event id, then 200
  *   *fail.429*  429 with Retry-After: 1 to the first request, then 200
  *   *fail.slow* 200 after 8 s to the first request, then 200 at once
@@ -133,6 +134,11 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         status = 405, text = "POST only\n";
     } else if (secret && !sig_ok) {
         status = 401, text = "bad signature\n";
+    } else if (strstr(f[1], "fail.latin1")) {
+        /* "réponse refusée: «café crème»" in Latin-1 */
+        status = 400, text = "r\xe9ponse refus\xe9"
+                             "e: \xab"
+                             "caf\xe9 cr\xe8me\xbb\n";
     } else if (strstr(f[1], "fail.400")) {
         status = 400, text = "bad event: \"fail.400\"\tis refused\n";
     } else if (strstr(f[1], "fail.500") && nth <= 2) {
