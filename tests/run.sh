@@ -2,8 +2,9 @@
 # The test suite on a fresh Debian 12 machine, as root: installs packages,
 # starts the real servers (PostgreSQL, RabbitMQ, Mosquitto, the Kafka mock
 # cluster), builds with AddressSanitizer and UndefinedBehaviorSanitizer and
-# runs every test with ctest, then the valgrind leak checks on a plain build.
-# Extra arguments go to the first ctest (e.g. -R kafka) and skip valgrind.
+# runs every test with ctest, then the valgrind leak checks on a plain build
+# and the threaded tests under ThreadSanitizer.
+# Extra arguments go to the first ctest (e.g. -R kafka) and skip the last two.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export SVC_DIR=${SVC_DIR:-/tmp/ci-services}
@@ -22,4 +23,12 @@ if [ $# -eq 0 ]; then
     cmake -S "$root" -B "$build-valgrind" -DCMAKE_BUILD_TYPE=Debug >/dev/null
     cmake --build "$build-valgrind" -j"$(nproc)"
     ctest --test-dir "$build-valgrind" --output-on-failure --timeout 900 -R valgrind
+    # ThreadSanitizer (excludes ASan, so its own build): the memory driver
+    # completing from its threads, and the engine with 2 + 2 workers in two
+    # processes; only what these tests need is built. Any report fails the run.
+    cmake -S "$root" -B "$build-tsan" -DOBX_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+    cmake --build "$build-tsan" -j"$(nproc)" --target outbox-relay sdk-check-driver obx_driver_memory
+    TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+        ctest --test-dir "$build-tsan" --output-on-failure --timeout 900 \
+        -R '^(sdk_conformance_memory_threaded|sdk_conformance_memory_threaded_late|engine_ordering)$'
 fi

@@ -1,0 +1,405 @@
+/*
+ * config_load on small files: the defaults, every setting read, environment
+ * expansion, and each error naming FILE:LINE without printing a secret.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "obx/driver.h"
+
+static char dir[256];
+static char path[512];
+static char err[1024];
+
+static int make_dir(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/obx-unit-config-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+    (void)state;
+    unlink(path);
+    return rmdir(dir);
+}
+
+/* Writes text to the test's file and loads it. */
+static relay_config *load(const char *text)
+{
+    snprintf(path, sizeof path, "%s/relay.conf", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    err[0] = '\0';
+    return config_load(path, err, sizeof err);
+}
+
+static relay_config *load_ok(const char *text)
+{
+    relay_config *cfg = load(text);
+    if (!cfg)
+        fail_msg("refused: %s", err);
+    return cfg;
+}
+
+/* Loading text fails with "PATH:LINE: " followed by text containing want. */
+static void expect_error(const char *text, int line, const char *want)
+{
+    relay_config *cfg = load(text);
+    if (cfg) {
+        config_free(cfg);
+        fail_msg("loaded, expected an error at line %d about \"%s\"", line, want);
+    }
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "%s:%d: ", path, line);
+    if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err + strlen(prefix), want))
+        fail_msg("error \"%s\", want \"%s...%s...\"", err, prefix, want);
+}
+
+#define MINIMAL                                                                                    \
+    "database = { conninfo = \"dbname=app\"; };\n"                                                 \
+    "outputs = ( { name = \"out\"; driver = \"memory\"; } );\n"
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    relay_config *cfg = load_ok(MINIMAL);
+    assert_string_equal(cfg->path, path);
+    assert_string_equal(cfg->conninfo, "dbname=app");
+    assert_string_equal(cfg->schema, "public");
+    assert_string_equal(cfg->table, "outbox");
+    assert_string_equal(cfg->col.id, "id");
+    assert_string_equal(cfg->col.payload, "payload");
+    assert_string_equal(cfg->col.last_error, "last_error");
+    assert_int_equal(cfg->workers, 1);
+    assert_int_equal(cfg->batch_size, 500);
+    assert_int_equal(cfg->lease_ms, 30000);
+    assert_int_equal(cfg->poll_interval_ms, 1000);
+    assert_int_equal(cfg->shutdown_timeout_ms, 10000);
+    assert_int_equal(cfg->ordering, ORDERING_AGGREGATE);
+    assert_int_equal(cfg->on_dead, DEAD_SKIP);
+    assert_int_equal(cfg->max_attempts, 10);
+    assert_int_equal(cfg->backoff_initial_ms, 500);
+    assert_int_equal(cfg->backoff_max_ms, 300000);
+    assert_true(cfg->backoff_multiplier == 2.0);
+    assert_true(cfg->backoff_jitter == 0.2);
+    assert_int_equal(cfg->retention, RETAIN_MARK);
+    assert_int_equal(cfg->retention_hours, 168);
+    assert_int_equal(cfg->max_payload_bytes, 1 << 20);
+    assert_null(cfg->drivers_dir);
+    assert_int_equal(cfg->log_level, OBX_LOG_INFO);
+    assert_int_equal(cfg->log_format, LOG_FORMAT_TEXT);
+    assert_null(cfg->metrics_listen);
+    assert_int_equal(cfg->output_count, 1);
+    assert_string_equal(cfg->outputs[0].name, "out");
+    assert_string_equal(cfg->outputs[0].driver, "memory");
+    assert_int_equal(cfg->outputs[0].line, 2);
+    assert_int_equal(cfg->outputs[0].option_count, 0);
+    /* no routes: everything to the first output */
+    assert_int_equal(cfg->route_count, 1);
+    assert_string_equal(cfg->routes[0].event_type, "*");
+    assert_string_equal(cfg->routes[0].aggregate_type, "*");
+    assert_int_equal(cfg->routes[0].output_index, 0);
+    assert_string_equal(cfg->routes[0].destination, "outbox.${aggregate_type}");
+    config_free(cfg);
+}
+
+static void test_every_setting_read(void **state)
+{
+    (void)state;
+    relay_config *cfg = load_ok(
+        "database = { conninfo = \"host=db\"; schema = \"app\"; table = \"events\";\n"
+        "  columns = { payload = \"body\"; event_type = \"kind\"; }; };\n"
+        "relay = { workers = 4; batch_size = 50; lease_seconds = 7; poll_interval_ms = 20;\n"
+        "  shutdown_timeout_ms = 0; ordering = \"none\"; on_dead = \"block\"; max_attempts = 3;\n"
+        "  retention = \"delete\"; retention_hours = 0; max_payload_bytes = 4096;\n"
+        "  drivers_dir = \"/opt/drivers\";\n"
+        "  backoff = { initial_ms = 10; max_ms = 10; multiplier = 1.5; jitter = 0; }; };\n"
+        "log = { level = \"debug\"; format = \"json\"; };\n"
+        "metrics = { listen = \"127.0.0.1:9100\"; };\n"
+        "outputs = ( { name = \"a\"; driver = \"kafka\"; }, { name = \"b\"; driver = \"mqtt\"; } "
+        ");\n");
+    assert_string_equal(cfg->schema, "app");
+    assert_string_equal(cfg->table, "events");
+    assert_string_equal(cfg->col.payload, "body");
+    assert_string_equal(cfg->col.event_type, "kind");
+    assert_string_equal(cfg->col.headers, "headers");
+    assert_int_equal(cfg->workers, 4);
+    assert_int_equal(cfg->batch_size, 50);
+    assert_int_equal(cfg->lease_ms, 7000);
+    assert_int_equal(cfg->poll_interval_ms, 20);
+    assert_int_equal(cfg->shutdown_timeout_ms, 0);
+    assert_int_equal(cfg->ordering, ORDERING_NONE);
+    assert_int_equal(cfg->on_dead, DEAD_BLOCK);
+    assert_int_equal(cfg->max_attempts, 3);
+    assert_int_equal(cfg->retention, RETAIN_DELETE);
+    assert_int_equal(cfg->retention_hours, 0);
+    assert_int_equal(cfg->max_payload_bytes, 4096);
+    assert_string_equal(cfg->drivers_dir, "/opt/drivers");
+    assert_int_equal(cfg->backoff_initial_ms, 10);
+    assert_int_equal(cfg->backoff_max_ms, 10);
+    assert_true(cfg->backoff_multiplier == 1.5);
+    assert_true(cfg->backoff_jitter == 0.0); /* an integer where a number goes */
+    assert_int_equal(cfg->log_level, OBX_LOG_DEBUG);
+    assert_int_equal(cfg->log_format, LOG_FORMAT_JSON);
+    assert_string_equal(cfg->metrics_listen, "127.0.0.1:9100");
+    assert_int_equal(cfg->output_count, 2);
+    assert_string_equal(cfg->outputs[1].driver, "mqtt");
+    config_free(cfg);
+}
+
+static void test_output_options_and_properties(void **state)
+{
+    (void)state;
+    relay_config *cfg = load_ok("database = { conninfo = \"x\"; };\n"
+                                "outputs = ( { name = \"k\"; driver = \"kafka\";\n"
+                                "  options = {\n"
+                                "    brokers = \"b:9092\";\n"
+                                "    max_in_flight = 8;\n"
+                                "    ratio = 0.5;\n"
+                                "    idempotent = true;\n"
+                                "    big = 10000000000L;\n"
+                                "  };\n"
+                                "  properties = ( [\"linger.ms\", \"5\"], [\"acks\", \"all\"] );\n"
+                                "} );\n");
+    const cfg_output *o = &cfg->outputs[0];
+    assert_int_equal(o->option_count, 5);
+    const cfg_value *v = config_output_option(o, "brokers");
+    assert_non_null(v);
+    assert_int_equal(v->type, OBX_OPT_STRING);
+    assert_string_equal(v->s, "b:9092");
+    assert_int_equal(v->line, 4);
+    v = config_output_option(o, "max_in_flight");
+    assert_int_equal(v->type, OBX_OPT_INT);
+    assert_int_equal(v->i, 8);
+    v = config_output_option(o, "ratio");
+    assert_int_equal(v->type, OBX_OPT_DOUBLE);
+    assert_true(v->d == 0.5);
+    v = config_output_option(o, "idempotent");
+    assert_int_equal(v->type, OBX_OPT_BOOL);
+    assert_int_equal(v->b, 1);
+    v = config_output_option(o, "big");
+    assert_int_equal(v->type, OBX_OPT_INT);
+    assert_true(v->i == 10000000000LL);
+    assert_int_equal(v->line, 8);
+    assert_null(config_output_option(o, "absent"));
+    assert_int_equal(o->property_count, 2);
+    assert_string_equal(o->properties[0].key, "linger.ms");
+    assert_string_equal(o->properties[0].value, "5");
+    assert_string_equal(o->properties[1].key, "acks");
+    assert_string_equal(o->properties[1].value, "all");
+    config_free(cfg);
+}
+
+static void test_routes(void **state)
+{
+    (void)state;
+    relay_config *cfg =
+        load_ok("database = { conninfo = \"x\"; };\n"
+                "outputs = ( { name = \"a\"; driver = \"memory\"; },\n"
+                "            { name = \"b\"; driver = \"memory\"; } );\n"
+                "routes = (\n"
+                "  { event_type = \"order.*\"; output = \"b\";\n"
+                "    destination = \"orders.${aggregate_id}.${event_type}.${event_id}\"; },\n"
+                "  { aggregate_type = \"User\"; output = \"a\"; destination = \"users\"; },\n"
+                "  { output = \"a\"; }\n"
+                ");\n");
+    assert_int_equal(cfg->route_count, 3);
+    const cfg_route *r = cfg->routes;
+    assert_string_equal(r[0].event_type, "order.*");
+    assert_string_equal(r[0].aggregate_type, "*");
+    assert_int_equal(r[0].output_index, 1);
+    assert_string_equal(r[0].destination, "orders.${aggregate_id}.${event_type}.${event_id}");
+    assert_int_equal(r[0].line, 5);
+    assert_string_equal(r[1].event_type, "*");
+    assert_string_equal(r[1].aggregate_type, "User");
+    assert_int_equal(r[1].output_index, 0);
+    assert_string_equal(r[2].destination, "outbox.${aggregate_type}");
+    config_free(cfg);
+}
+
+/* With one output, a route may leave it out. */
+static void test_route_defaults_to_the_only_output(void **state)
+{
+    (void)state;
+    relay_config *cfg = load_ok(MINIMAL "routes = ( { destination = \"all\"; } );\n");
+    assert_string_equal(cfg->routes[0].output, "out");
+    assert_int_equal(cfg->routes[0].output_index, 0);
+    config_free(cfg);
+}
+
+static void test_environment_expansion(void **state)
+{
+    (void)state;
+    setenv("OBX_UNIT_HOST", "db.internal", 1);
+    setenv("OBX_UNIT_EMPTY", "", 1);
+    unsetenv("OBX_UNIT_UNSET");
+    relay_config *cfg = load_ok(
+        "database = { conninfo = \"host=${OBX_UNIT_HOST} port=${OBX_UNIT_UNSET:-5432}\";\n"
+        "  table = \"${OBX_UNIT_EMPTY:-outbox2}\"; schema = \"${OBX_UNIT_HOST:-unused}\"; };\n"
+        "outputs = ( { name = \"o\"; driver = \"memory\";\n"
+        "  options = { url = \"amqp://${OBX_UNIT_HOST}\"; blank = \"${OBX_UNIT_UNSET:-}\"; };\n"
+        "  properties = ( [\"bootstrap\", \"${OBX_UNIT_HOST}:9092\"] ); } );\n"
+        "routes = ( { destination = \"${OBX_UNIT_HOST}.${aggregate_type}\"; } );\n");
+    assert_string_equal(cfg->conninfo, "host=db.internal port=5432");
+    assert_string_equal(cfg->table, "outbox2"); /* empty counts as unset */
+    assert_string_equal(cfg->schema, "db.internal");
+    assert_string_equal(config_output_option(&cfg->outputs[0], "url")->s, "amqp://db.internal");
+    assert_string_equal(config_output_option(&cfg->outputs[0], "blank")->s, "");
+    assert_string_equal(cfg->outputs[0].properties[0].value, "db.internal:9092");
+    /* row fields in a destination are left for the router */
+    assert_string_equal(cfg->routes[0].destination, "db.internal.${aggregate_type}");
+    config_free(cfg);
+}
+
+static void test_environment_errors(void **state)
+{
+    (void)state;
+    unsetenv("OBX_UNIT_UNSET");
+    expect_error("database = {\n conninfo = \"host=${OBX_UNIT_UNSET}\"; };\n", 2,
+                 "setting \"conninfo\": environment variable OBX_UNIT_UNSET is not set");
+    expect_error("database = { conninfo = \"x\"; };\n"
+                 "outputs = ( { name = \"o\"; driver = \"memory\";\n"
+                 "  options = {\n"
+                 "    url = \"${OBX_UNIT_UNSET\"; }; } );\n",
+                 4, "unterminated ${");
+}
+
+/* Errors name the file and line; a secret in the config is never echoed. */
+static void test_errors_name_file_and_line(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int line;
+        const char *want;
+    } cases[] = {
+        {"database = { conninfo = \"x\"; ;\n", 1, "syntax error"},
+        {MINIMAL "\n\nbogus = 1;\n", 5, "unknown setting \"bogus\" in the top level"},
+        {"database = {\n};\n"
+         "outputs = ( { name = \"o\"; driver = \"m\"; } );\n",
+         1, "database.conninfo is required"},
+        {MINIMAL "relay = {\n workers = 0; };\n", 4, "\"workers\" must be between 1 and 256"},
+        {MINIMAL "relay = {\n workers = \"2\"; };\n", 4, "\"workers\" must be an integer"},
+        {MINIMAL "relay = { batch_size = 100001; };\n", 3, "must be between 1 and 100000"},
+        {MINIMAL "relay = { polling = 1; };\n", 3, "unknown setting \"polling\" in relay"},
+        {MINIMAL "relay = {\n ordering = \"random\"; };\n", 4,
+         "\"ordering\" is \"random\"; expected one of \"aggregate\", \"none\""},
+        {MINIMAL "relay = { backoff = {\n jitter = 1.5; }; };\n", 4,
+         "\"jitter\" must be between 0 and 1"},
+        {MINIMAL "relay = { backoff = {\n multiplier = \"2\"; }; };\n", 4, "must be a number"},
+        {MINIMAL "relay = { backoff = {\n initial_ms = 500; max_ms = 100; }; };\n", 3,
+         "max_ms is below initial_ms"},
+        {MINIMAL "relay = { backoff = { factor = 2; }; };\n", 3,
+         "unknown setting \"factor\" in relay.backoff"},
+        {MINIMAL "log = { level = \"trace\"; };\n", 3, "expected one of \"error\", \"warn\""},
+        {MINIMAL "metrics = { port = 1; };\n", 3, "unknown setting \"port\" in metrics"},
+        {"database = { conninfo = \"x\";\n table = \"\"; };\n", 2,
+         "database.table must be 1 to 63 characters"},
+        {"database = { conninfo = \"x\";\n schema = "
+         "\"a234567890123456789012345678901234567890123456789012345678901234\"; };\n",
+         2, "database.schema must be 1 to 63 characters"},
+        {"database = { conninfo = \"x\";\n table = \"a\\nb\"; };\n", 2,
+         "contains a control character"},
+        {"database = { conninfo = \"x\";\n columns = \"id\"; };\n", 2,
+         "database.columns must be a group"},
+        {"database = { conninfo = \"x\"; columns = {\n ident = \"x\"; }; };\n", 2,
+         "unknown setting \"ident\" in database.columns"},
+        {"database = { conninfo = \"x\"; columns = {\n payload = \"\"; }; };\n", 2,
+         "column name must be 1 to 63 characters"},
+        {"database = { conninfo = \"x\"; };\noutputs = ( );\n", 2,
+         "outputs must be a non-empty list"},
+        {"database = { conninfo = \"x\"; };\noutputs = (\n { name = \"o\"; } );\n", 3,
+         "output needs both name and driver"},
+        {"database = { conninfo = \"x\"; };\noutputs = (\n \"o\" );\n", 3,
+         "each output must be a group"},
+        {"database = { conninfo = \"x\"; };\n"
+         "outputs = ( { name = \"o\"; driver = \"m\"; },\n"
+         " {\n name = \"o\"; driver = \"m\"; } );\n",
+         4, "output name \"o\" is used twice"},
+        {"database = { conninfo = \"x\"; };\n"
+         "outputs = ( { name = \"o\"; driver = \"m\";\n topic = \"t\"; } );\n",
+         3, "unknown setting \"topic\" in output"},
+        {"database = { conninfo = \"x\"; };\n"
+         "outputs = ( { name = \"o\"; driver = \"m\";\n options = ( 1 ); } );\n",
+         3, "options must be a group"},
+        {"database = { conninfo = \"x\"; };\n"
+         "outputs = ( { name = \"o\"; driver = \"m\"; options = {\n hosts = [ \"a\" ]; }; } );\n",
+         3, "option \"hosts\" must be a string, number or boolean"},
+        {"database = { conninfo = \"x\"; };\n"
+         "outputs = ( { name = \"o\"; driver = \"m\";\n properties = \"acks=all\"; } );\n",
+         3, "properties must be a list"},
+        {"database = { conninfo = \"x\"; };\n"
+         "outputs = ( { name = \"o\"; driver = \"m\"; properties = (\n [\"acks\"] ); } );\n",
+         3, "each property must be a [\"key\", \"value\"] pair of strings"},
+        {MINIMAL "routes = ( );\n", 3, "routes must be a non-empty list"},
+        {MINIMAL "routes = (\n { output = \"nowhere\"; } );\n", 4,
+         "route names output \"nowhere\", which is not defined"},
+        /* not a row field, so read as an environment variable */
+        {MINIMAL "routes = ( {\n destination = \"t.${payload}\"; } );\n", 4,
+         "setting \"destination\": environment variable payload"},
+        {MINIMAL "routes = ( {\n output = \"out\"; to = \"x\"; } );\n", 4,
+         "unknown setting \"to\" in route"},
+        {"database = { conninfo = \"x\"; };\n"
+         "outputs = ( { name = \"a\"; driver = \"m\"; }, { name = \"b\"; driver = \"m\"; } );\n"
+         "routes = (\n { destination = \"d\"; } );\n",
+         4, "route needs an output (there are several)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_error(cases[i].text, cases[i].line, cases[i].want);
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/absent.conf", dir);
+    assert_null(config_load(missing, err, sizeof err));
+    char want[700];
+    snprintf(want, sizeof want, "%s: cannot read config file", missing);
+    assert_string_equal(err, want);
+}
+
+static void test_secrets_not_in_errors(void **state)
+{
+    (void)state;
+    expect_error("database = { conninfo = \"password=hunter2\";\n schema = \"\"; };\n", 2,
+                 "database.schema");
+    assert_null(strstr(err, "hunter2"));
+    expect_error("database = {\n conninfo = 5; };\n", 2, "\"conninfo\" must be a string");
+    setenv("OBX_UNIT_SECRET", "hunter2", 1);
+    expect_error("database = { conninfo = \"password=${OBX_UNIT_SECRET}\"; };\n"
+                 "relay = {\n workers = -1; };\n"
+                 "outputs = ( { name = \"o\"; driver = \"m\"; } );\n",
+                 3, "workers");
+    assert_null(strstr(err, "hunter2"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_every_setting_read),
+        cmocka_unit_test(test_output_options_and_properties),
+        cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_route_defaults_to_the_only_output),
+        cmocka_unit_test(test_environment_expansion),
+        cmocka_unit_test(test_environment_errors),
+        cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_secrets_not_in_errors),
+    };
+    return cmocka_run_group_tests(tests, make_dir, remove_dir);
+}

@@ -1,0 +1,348 @@
+/*
+ * Claimed rows into messages: destination templates, the first matching
+ * route, the destination override, the headers object, and the rows that
+ * cannot become a message (each with a readable reason).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "claim_result.h"
+#include "message.h"
+
+static arena scratch;
+static char err[512];
+static PGresult *built; /* the last built message points into it */
+
+static int free_scratch(void **state)
+{
+    (void)state;
+    arena_free(&scratch);
+    PQclear(built);
+    return 0;
+}
+
+/* ---- destination templates ---- */
+
+static const obx_message order = {.event_id = "ev-1",
+                                  .event_type = "order.paid",
+                                  .aggregate_type = "Order",
+                                  .aggregate_id = "42"};
+
+static void expect_render(const char *tmpl, const char *want)
+{
+    const char *out = NULL;
+    if (message_render(tmpl, &order, &scratch, &out, err, sizeof err) != 0)
+        fail_msg("\"%s\" refused: %s", tmpl, err);
+    assert_string_equal(out, want);
+}
+
+static void test_render_fields(void **state)
+{
+    (void)state;
+    expect_render("${event_type}", "order.paid");
+    expect_render("outbox.${aggregate_type}", "outbox.Order");
+    expect_render("${aggregate_type}/${aggregate_id}/${event_id}", "Order/42/ev-1");
+    expect_render("${aggregate_id}${aggregate_id}", "4242");
+}
+
+/* Text that is no field reference is copied as written. */
+static void test_render_literal_text(void **state)
+{
+    (void)state;
+    expect_render("", "");
+    expect_render("$x {event_type} $ {}", "$x {event_type} $ {}");
+    expect_render("open ${event_type", "open ${event_type");
+    expect_render("a$${event_type}", "a$order.paid");
+}
+
+/* Without a reference the template itself is the destination. */
+static void test_render_constant_is_not_copied(void **state)
+{
+    (void)state;
+    const char *tmpl = "orders", *out = NULL;
+    assert_int_equal(message_render(tmpl, &order, &scratch, &out, err, sizeof err), 0);
+    assert_ptr_equal(out, tmpl);
+}
+
+/* A value longer than the first buffer. */
+static void test_render_long_value(void **state)
+{
+    (void)state;
+    char id[2001];
+    memset(id, 'x', 2000);
+    id[2000] = '\0';
+    obx_message m = order;
+    m.aggregate_id = id;
+    const char *out = NULL;
+    assert_int_equal(
+        message_render("a.${aggregate_id}.${aggregate_id}", &m, &scratch, &out, err, sizeof err),
+        0);
+    assert_int_equal(strlen(out), 2 + 2000 + 1 + 2000);
+    assert_memory_equal(out + 2, id, 2000);
+}
+
+static void test_render_refusals(void **state)
+{
+    (void)state;
+    const char *out = NULL;
+    assert_int_equal(message_render("t.${payload}", &order, &scratch, &out, err, sizeof err), -1);
+    assert_string_equal(err, "destination template \"t.${payload}\" names payload, which is NULL "
+                             "or unknown");
+    obx_message m = order;
+    m.aggregate_id = "";
+    assert_int_equal(message_render("t.${aggregate_id}", &m, &scratch, &out, err, sizeof err), -1);
+    assert_non_null(strstr(err, "names aggregate_id, which is empty"));
+}
+
+/* ---- building from a claimed row ---- */
+
+/* Two outputs; orders to output 1 by aggregate id, users by name, the rest to 0. */
+static cfg_route routes[] = {
+    {"order.*", "Order", "b", 1, "orders.${aggregate_id}", 10},
+    {"*", "User", "a", 0, "users", 11},
+    {"*", "*", "a", 0, "${event_type}", 12},
+};
+
+static relay_config config(void)
+{
+    relay_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.path = "relay.conf";
+    cfg.max_payload_bytes = 16;
+    cfg.routes = routes;
+    cfg.route_count = 3;
+    return cfg;
+}
+
+/* Builds a message from row; returns message_build's result. */
+static int build(claim_row row, payload_kind kind, obx_message *msg, size_t *output)
+{
+    relay_config cfg = config();
+    PQclear(built);
+    built = claim_result(&row, 1);
+    *output = 99;
+    err[0] = '\0';
+    return message_build(&cfg, kind, built, 0, &scratch, msg, output, err, sizeof err);
+}
+
+static void test_build_fields(void **state)
+{
+    (void)state;
+    claim_row row = claim_row_of("7", "Order", "42", "order.paid");
+    row.v[ROW_EVENT_ID] = "0b6f1c9e";
+    row.v[ROW_PAYLOAD] = "{\"total\":5}";
+    row.v[ROW_CREATED_US] = "1700000000123456";
+    row.v[ROW_ATTEMPTS] = "2";
+    obx_message m;
+    size_t output;
+    assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+    assert_int_equal(output, 1);
+    assert_string_equal(m.event_id, "0b6f1c9e");
+    assert_string_equal(m.event_type, "order.paid");
+    assert_string_equal(m.aggregate_type, "Order");
+    assert_string_equal(m.aggregate_id, "42");
+    assert_string_equal(m.destination, "orders.42");
+    assert_int_equal(m.payload_len, 11);
+    assert_memory_equal(m.payload, "{\"total\":5}", 11);
+    assert_string_equal(m.content_type, "application/json");
+    assert_true(m.created_at_us == 1700000000123456LL);
+    assert_int_equal(m.attempt, 3);
+    assert_int_equal(m.header_count, 0);
+    assert_null(m.headers);
+}
+
+/* The first route whose globs match both types wins. */
+static void test_build_routes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *aggregate_type, *event_type, *destination;
+        size_t output;
+    } cases[] = {
+        {"Order", "order.created", "orders.1", 1},
+        {"Order", "shipment.sent", "shipment.sent", 0}, /* event type not order.* */
+        {"User", "order.created", "users", 0},          /* aggregate type not Order */
+        {"Invoice", "invoice.sent", "invoice.sent", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        obx_message m;
+        size_t output;
+        claim_row row = claim_row_of("1", cases[i].aggregate_type, "1", cases[i].event_type);
+        assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+        assert_string_equal(m.destination, cases[i].destination);
+        assert_int_equal(output, cases[i].output);
+    }
+}
+
+/* A destination column wins over the route's template, and is not a template. */
+static void test_build_destination_override(void **state)
+{
+    (void)state;
+    obx_message m;
+    size_t output;
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    row.v[ROW_DESTINATION] = "special.${event_type}";
+    assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+    assert_string_equal(m.destination, "special.${event_type}");
+    assert_int_equal(output, 1); /* the route still picks the output */
+    row.v[ROW_DESTINATION] = ""; /* empty: as NULL */
+    assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+    assert_string_equal(m.destination, "orders.1");
+}
+
+static const char *header(const obx_message *m, const char *key)
+{
+    for (size_t i = 0; i < m->header_count; i++)
+        if (strcmp(m->headers[i].key, key) == 0)
+            return m->headers[i].value;
+    return NULL;
+}
+
+static void test_build_headers(void **state)
+{
+    (void)state;
+    obx_message m;
+    size_t output;
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    row.v[ROW_HEADERS] = "{\"traceparent\": \"00-ab\", \"n\": 5, \"x\": 1.5, \"ok\": true, "
+                         "\"empty\": \"\", \"caf\xC3\xA9\": \"\xE2\x82\xAC\"}";
+    assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+    assert_int_equal(m.header_count, 6);
+    assert_string_equal(header(&m, "traceparent"), "00-ab");
+    assert_string_equal(header(&m, "n"), "5");
+    assert_string_equal(header(&m, "x"), "1.5");
+    assert_string_equal(header(&m, "ok"), "true");
+    assert_string_equal(header(&m, "empty"), "");
+    assert_string_equal(header(&m, "caf\xC3\xA9"), "\xE2\x82\xAC");
+    row.v[ROW_HEADERS] = "{}";
+    assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+    assert_int_equal(m.header_count, 0);
+}
+
+/* Rows that cannot become a message, each with its reason. */
+static void test_build_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        int column;
+        const char *value, *want;
+    } cases[] = {
+        {ROW_EVENT_ID, NULL, "must not be NULL"},
+        {ROW_AGGREGATE_ID, NULL, "must not be NULL"},
+        {ROW_PAYLOAD, NULL, "payload is NULL"}, /* how the claim returns an oversize one */
+        {ROW_PAYLOAD, "{\"a\":\"0123456789\"}",
+         "payload of 18 bytes exceeds max_payload_bytes "
+         "(16)"},
+        {ROW_HEADERS, "[1, 2]", "headers must be a JSON object of strings"},
+        {ROW_HEADERS, "{bad", "headers must be a JSON object of strings: "},
+        {ROW_HEADERS, "{\"a\": {\"b\": 1}}", "header \"a\" must be a string, number or boolean"},
+        {ROW_HEADERS, "{\"a\": null}", "header \"a\" must be a string, number or boolean"},
+        {ROW_EVENT_TYPE, "nothing.routes.me", "no route matches event_type \"nothing.routes.me\""},
+        {ROW_AGGREGATE_ID, "", "names aggregate_id, which is empty"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        claim_row row = claim_row_of("1", "Order", "1", "order.created");
+        row.v[cases[i].column] = cases[i].value;
+        obx_message m;
+        size_t output;
+        relay_config cfg = config();
+        cfg_route catch_none = {"order.*", "Order", "b", 1, "orders.${aggregate_id}", 10};
+        if (cases[i].column == ROW_EVENT_TYPE) {
+            cfg.routes = &catch_none;
+            cfg.route_count = 1;
+        }
+        PGresult *res = claim_result(&row, 1);
+        int rc = message_build(&cfg, PAYLOAD_JSON, res, 0, &scratch, &m, &output, err, sizeof err);
+        PQclear(res);
+        if (rc != -1 || !strstr(err, cases[i].want))
+            fail_msg("case %zu: rc %d, \"%s\"; want -1 and \"%s\"", i, rc, err, cases[i].want);
+    }
+}
+
+/* The limit is inclusive. */
+static void test_build_payload_at_limit(void **state)
+{
+    (void)state;
+    obx_message m;
+    size_t output;
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    row.v[ROW_PAYLOAD] = "{\"a\":\"01234567\"}"; /* 16 bytes */
+    assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+    assert_int_equal(m.payload_len, 16);
+}
+
+/* A route that renders to nothing names where it is. */
+static void test_build_empty_destination(void **state)
+{
+    (void)state;
+    cfg_route blank = {"*", "*", "a", 0, "", 12};
+    relay_config cfg = config();
+    cfg.routes = &blank;
+    cfg.route_count = 1;
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    PGresult *res = claim_result(&row, 1);
+    obx_message m;
+    size_t output;
+    assert_int_equal(
+        message_build(&cfg, PAYLOAD_JSON, res, 0, &scratch, &m, &output, err, sizeof err), -1);
+    PQclear(res);
+    assert_string_equal(err, "destination is empty (route at relay.conf:12)");
+}
+
+/* bytea arrives as \x hex text and leaves as the bytes it encodes. */
+static void test_build_bytea_payload(void **state)
+{
+    (void)state;
+    obx_message m;
+    size_t output;
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    row.v[ROW_PAYLOAD] = "\\x00ff41";
+    assert_int_equal(build(row, PAYLOAD_BYTES, &m, &output), 0);
+    assert_int_equal(m.payload_len, 3);
+    assert_memory_equal(m.payload, "\x00\xff\x41", 3);
+    assert_string_equal(m.content_type, "application/octet-stream");
+    row.v[ROW_PAYLOAD] = "\\x";
+    assert_int_equal(build(row, PAYLOAD_BYTES, &m, &output), 0);
+    assert_int_equal(m.payload_len, 0);
+}
+
+/* A text payload column is checked to hold JSON. */
+static void test_build_text_payload(void **state)
+{
+    (void)state;
+    obx_message m;
+    size_t output;
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    row.v[ROW_PAYLOAD] = "\"a string\"";
+    assert_int_equal(build(row, PAYLOAD_TEXT, &m, &output), 0);
+    assert_string_equal(m.content_type, "application/json");
+    row.v[ROW_PAYLOAD] = "{not json";
+    assert_int_equal(build(row, PAYLOAD_TEXT, &m, &output), -1);
+    assert_non_null(strstr(err, "payload is not valid JSON"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_render_fields),
+        cmocka_unit_test(test_render_literal_text),
+        cmocka_unit_test(test_render_constant_is_not_copied),
+        cmocka_unit_test(test_render_long_value),
+        cmocka_unit_test(test_render_refusals),
+        cmocka_unit_test(test_build_fields),
+        cmocka_unit_test(test_build_routes),
+        cmocka_unit_test(test_build_destination_override),
+        cmocka_unit_test(test_build_headers),
+        cmocka_unit_test(test_build_refusals),
+        cmocka_unit_test(test_build_payload_at_limit),
+        cmocka_unit_test(test_build_empty_destination),
+        cmocka_unit_test(test_build_bytea_payload),
+        cmocka_unit_test(test_build_text_payload),
+    };
+    return cmocka_run_group_tests(tests, NULL, free_scratch);
+}
