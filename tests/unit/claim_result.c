@@ -20,7 +20,8 @@ static const char *const column_names[CLAIM_COLUMNS] = {
     [ROW_CREATED_US] = "created_us",
     [ROW_ATTEMPTS] = "attempts",
     [ROW_PAYLOAD_BYTES] = "payload_bytes",
-    [ROW_WALK_POSITION] = "walk_position",
+    [ROW_AFTER_TYPE] = "after_type",
+    [ROW_AFTER_ID] = "after_id",
 };
 
 claim_row claim_row_of(const char *id, const char *type, const char *agg_id, const char *event_type)
@@ -34,7 +35,6 @@ claim_row claim_row_of(const char *id, const char *type, const char *agg_id, con
     r.v[ROW_PAYLOAD] = "{}";
     r.v[ROW_CREATED_US] = "1700000000000000";
     r.v[ROW_ATTEMPTS] = "0";
-    r.v[ROW_WALK_POSITION] = "0";
     return r;
 }
 

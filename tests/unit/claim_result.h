@@ -7,7 +7,7 @@
 
 #include "queries.h"
 
-#define CLAIM_COLUMNS (ROW_WALK_POSITION + 1)
+#define CLAIM_COLUMNS (ROW_AFTER_ID + 1)
 
 /* One claimed row, indexed by ROW_*; a NULL field is SQL NULL. */
 typedef struct claim_row {
@@ -15,7 +15,7 @@ typedef struct claim_row {
 } claim_row;
 
 /* A valid row of aggregate TYPE/ID: event_id = id, payload "{}", first
- * attempt, no headers, destination or walk position. */
+ * attempt, no headers, destination or walk end. */
 claim_row claim_row_of(const char *id, const char *type, const char *agg_id,
                        const char *event_type);
 

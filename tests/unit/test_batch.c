@@ -39,7 +39,6 @@ static void test_rows_sorted_by_id_and_parsed(void **state)
                          claim_row_of("200", "Order", "2", "paid")};
     rows[0].v[ROW_ATTEMPTS] = "2";
     rows[0].v[ROW_PAYLOAD_BYTES] = "2000000";
-    rows[0].v[ROW_WALK_POSITION] = "5";
     batch b;
     take(&b, rows, 3);
     assert_int_equal(b.rows[0].id, 4);
@@ -53,7 +52,6 @@ static void test_rows_sorted_by_id_and_parsed(void **state)
     assert_string_equal(r->aggregate_id, "1");
     assert_int_equal(r->attempt, 3); /* attempts so far + this one */
     assert_int_equal(r->payload_bytes, 2000000);
-    assert_int_equal(r->walk, 5);
     assert_int_equal(b.rows[0].attempt, 1);
     assert_int_equal(b.rows[0].payload_bytes, -1); /* NULL: not measured */
     batch_free(&b);
@@ -123,23 +121,26 @@ static void test_aggregate_is_type_and_id(void **state)
     batch_free(&b);
 }
 
-static void test_last_walked(void **state)
+static void test_walk_end(void **state)
 {
     (void)state;
-    claim_row rows[] = {claim_row_of("1", "A", "1", "e"), claim_row_of("2", "A", "2", "e"),
-                        claim_row_of("3", "A", "3", "e")};
+    claim_row rows[] = {claim_row_of("1", "A", "1", "e"), claim_row_of("2", "A", "2", "e")};
     batch b;
-    take(&b, rows, 3); /* an unordered claim: no walk */
-    assert_null(batch_last_walked(&b));
+    const char *type, *id;
+    take(&b, rows, 2); /* an unordered claim: no walk */
+    batch_walk_end(&b, &type, &id);
+    assert_null(type);
+    assert_null(id);
     batch_free(&b);
 
-    rows[0].v[ROW_WALK_POSITION] = "2";
-    rows[1].v[ROW_WALK_POSITION] = "7";
-    rows[2].v[ROW_WALK_POSITION] = "3";
-    take(&b, rows, 3);
-    const batch_row *last = batch_last_walked(&b);
-    assert_non_null(last);
-    assert_string_equal(last->aggregate_id, "2");
+    for (int i = 0; i < 2; i++) { /* every row carries where the walk ended */
+        rows[i].v[ROW_AFTER_TYPE] = "A";
+        rows[i].v[ROW_AFTER_ID] = "2";
+    }
+    take(&b, rows, 2);
+    batch_walk_end(&b, &type, &id);
+    assert_string_equal(type, "A");
+    assert_string_equal(id, "2");
     batch_free(&b);
 }
 
@@ -150,7 +151,9 @@ static void test_empty_claim(void **state)
     batch_init(&b, 4);
     batch_take(&b, claim_result(NULL, 0));
     assert_int_equal(b.count, 0);
-    assert_null(batch_last_walked(&b));
+    const char *type, *id;
+    batch_walk_end(&b, &type, &id);
+    assert_null(type);
     batch_after_failure(&b, NULL, NULL);
     batch_free(&b);
 }
@@ -162,7 +165,7 @@ int main(void)
         cmocka_unit_test(test_after_failure_per_aggregate),
         cmocka_unit_test(test_after_failure_holds_the_rest),
         cmocka_unit_test(test_aggregate_is_type_and_id),
-        cmocka_unit_test(test_last_walked),
+        cmocka_unit_test(test_walk_end),
         cmocka_unit_test(test_empty_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
