@@ -21,6 +21,9 @@ relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; };
 outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; }; } );
 EOF
 
+# the schema registry exists (a first, plain outbox), so a statement
+# smuggled after the schema check's SELECT would run
+OBX_TEST_TABLE=outbox "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db of public.outbox"
 n=0
 for name in "v\\'; DROP TABLE public.victim; --" \
     "v\\'); DROP TABLE public.victim; --" \
@@ -51,5 +54,6 @@ EOF
     victim_ok "name $n: status and requeue"
 done
 expect_eq "outbox tables made" "$(sql "SELECT count(*) FROM pg_class WHERE relname LIKE '%DROP TABLE%' AND relkind = 'r'")" "$n"
+expect_eq "registry rows" "$(sql "SELECT count(*) FROM public.outbox_relay_schema")" "$((n + 1))"
 check_logs_clean
 echo "PASS sql_injection"
