@@ -88,8 +88,11 @@ static void buf_put(text_buf *b, const char *s, size_t n)
  * from the environment; a default may itself hold ${...}. With keep_fields,
  * ${field} naming a row field is left for the router. */
 static int expand_into(loader_state *st, const config_setting_t *s, const char *in, size_t in_len,
-                       int keep_fields, text_buf *out)
+                       int keep_fields, text_buf *out, int depth)
 {
+    if (depth > 8)
+        return fail_at(st, s, "setting \"%s\": ${...:-...} defaults nested too deep",
+                       config_setting_name(s));
     const char *stop = in + in_len;
     for (const char *p = in; p < stop;) {
         if (!(p[0] == '$' && p + 1 < stop && p[1] == '{')) {
@@ -120,7 +123,7 @@ static int expand_into(loader_state *st, const config_setting_t *s, const char *
         if (env && *env) {
             buf_put(out, env, strlen(env));
         } else if (dflt) {
-            if (expand_into(st, s, dflt + 2, end - (dflt + 2), keep_fields, out) < 0)
+            if (expand_into(st, s, dflt + 2, end - (dflt + 2), keep_fields, out, depth + 1) < 0)
                 return -1;
         } else if (keep_fields) {
             return fail_at(st, s,
@@ -142,7 +145,7 @@ static char *expand_env(loader_state *st, const config_setting_t *s, const char 
 {
     text_buf out = {NULL, 0, 0};
     buf_put(&out, "", 0);
-    if (expand_into(st, s, in, strlen(in), keep_fields, &out) < 0) {
+    if (expand_into(st, s, in, strlen(in), keep_fields, &out, 0) < 0) {
         free(out.s);
         return NULL;
     }

@@ -152,13 +152,18 @@ PQconninfoOption *db_conninfo_parse(const char *conninfo)
 }
 
 /*
- * Session settings. Defaults the conninfo's own options may change come
- * first; what keeps the relay's SQL safe comes last, so it always wins:
- * literals read the same whatever the server's default, and no object in
- * a user schema can shadow a built-in function or operator.
+ * Session settings. The defaults come first, so the conninfo's own options
+ * may change them; what keeps the relay's SQL safe comes last and always
+ * wins: string literals read the same whatever the server's default. The
+ * search_path is fixed too, not taken from role or database settings:
+ * pg_catalog first, so no user object shadows a built-in of the same
+ * signature, then public, where triggers a user adds to the outbox may
+ * expect their tables (every name of the relay's own is qualified).
  */
-#define SESSION_DEFAULTS "-c client_min_messages=warning -c plan_cache_mode=force_custom_plan"
-#define SESSION_PINNED "-c standard_conforming_strings=on -c search_path=pg_catalog,pg_temp"
+#define SESSION_DEFAULTS                                                                           \
+    "-c client_min_messages=warning -c plan_cache_mode=force_custom_plan"                          \
+    " -c search_path=pg_catalog,public,pg_temp"
+#define SESSION_PINNED "-c standard_conforming_strings=on"
 
 PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size)
 {
@@ -187,7 +192,8 @@ PGconn *db_connect(const relay_config *cfg, const char *application, char *err, 
         else
             keys[k] = o->keyword, values[k++] = o->val; /* later keys win */
     }
-    size_t options_size = strlen(user_options) + sizeof SESSION_DEFAULTS + sizeof SESSION_PINNED;
+    size_t options_size =
+        strlen(user_options) + sizeof SESSION_DEFAULTS + sizeof SESSION_PINNED + 2;
     char *options = malloc(options_size);
     snprintf(options, options_size, "%s %s %s", SESSION_DEFAULTS, user_options, SESSION_PINNED);
     keys[k] = "options", values[k++] = options;

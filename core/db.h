@@ -6,8 +6,9 @@
 
 #include "config.h"
 
-/* Connects with cfg->conninfo, with standard_conforming_strings on and
- * search_path pg_catalog whatever the server or conninfo say. Returns NULL
+/* Connects with cfg->conninfo, with standard_conforming_strings on
+ * whatever the server or conninfo say, and a fixed search_path
+ * (pg_catalog, public) unless the conninfo's options set one. Returns NULL
  * and writes a one-line, redacted reason to err. */
 PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size);
 
