@@ -1,5 +1,6 @@
 #include "sql.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,17 +93,24 @@ void sql_channel_name(const relay_config *cfg, char *out, size_t cap)
 
 static const char *column(const relay_config *cfg, const char *name, size_t len)
 {
-    const cfg_columns *c = &cfg->col;
 #define COL(f)                                                                                     \
-    if (len == strlen(#f) && strncmp(name, #f, len) == 0)                                          \
-        return c->f;
-    COL(id)
-    COL(event_id)
-    COL(aggregate_type) COL(aggregate_id) COL(event_type) COL(payload) COL(headers) COL(destination)
-        COL(created_at) COL(available_at) COL(attempts) COL(lease_owner) COL(lease_until)
-            COL(published_at) COL(dead_at) COL(last_error)
+    {                                                                                              \
+#f, offsetof(cfg_columns, f)                                                               \
+    }
+    static const struct {
+        const char *name;
+        size_t offset;
+    } columns[] = {
+        COL(id),          COL(event_id),     COL(aggregate_type), COL(aggregate_id),
+        COL(event_type),  COL(payload),      COL(headers),        COL(destination),
+        COL(created_at),  COL(available_at), COL(attempts),       COL(lease_owner),
+        COL(lease_until), COL(published_at), COL(dead_at),        COL(last_error),
+    };
 #undef COL
-                fprintf(stderr, "sql_render: unknown column %.*s\n", (int)len, name); /* a bug */
+    for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++)
+        if (strlen(columns[i].name) == len && strncmp(name, columns[i].name, len) == 0)
+            return *(char *const *)((const char *)&cfg->col + columns[i].offset);
+    fprintf(stderr, "sql_render: unknown column %.*s\n", (int)len, name); /* a bug */
     abort();
 }
 
