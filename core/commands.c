@@ -31,7 +31,15 @@ int command_init_db(const relay_config *cfg)
         fprintf(stderr, "outbox-relay: %s\n", err);
         return 1;
     }
-    printf("schema version %d ready on %s.%s\n", SCHEMA_VERSION, cfg->schema, cfg->table);
+    /* long names are shortened with a hash: say what the application calls */
+    char schema[2 * SQL_NAME_MAX + 3], fn[SQL_NAME_MAX + 1], fn_quoted[2 * SQL_NAME_MAX + 3],
+        channel[SQL_NAME_MAX + 1];
+    sql_quote_ident(schema, sizeof schema, cfg->schema);
+    sql_derived_name(cfg, "_enqueue", fn, sizeof fn);
+    sql_quote_ident(fn_quoted, sizeof fn_quoted, fn);
+    sql_channel_name(cfg, channel, sizeof channel);
+    printf("schema version %d ready on %s.%s (enqueue with %s.%s, notify channel %s)\n",
+           SCHEMA_VERSION, cfg->schema, cfg->table, schema, fn_quoted, channel);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db.h"
 #include "obx/driver.h"
 
 /* Loading state: the first error wins and stops the load. */
@@ -25,14 +26,18 @@ static int fail_at(loader_state *st, const config_setting_t *s, const char *fmt,
     if (st->failed)
         return -1;
     st->failed = 1;
-    int n = snprintf(st->err, st->err_size, "%s:%d: ", st->cfg->path,
-                     s ? config_setting_source_line(s) : 0);
-    if (n < 0 || (size_t)n >= st->err_size)
-        return -1;
+    char what[1024], shown[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(st->err + n, st->err_size - n, fmt, ap);
+    vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
+    /* a value from the environment may hold a newline: one line, always */
+    log_escape_text(shown, sizeof shown, what);
+    int line = s ? config_setting_source_line(s) : 0;
+    if (line > 0)
+        snprintf(st->err, st->err_size, "%s:%d: %s", st->cfg->path, line, shown);
+    else /* something missing has no line of its own */
+        snprintf(st->err, st->err_size, "%s: %s", st->cfg->path, shown);
     return -1;
 }
 
@@ -48,65 +53,116 @@ static int is_template_field(const char *name, size_t len)
     return 0;
 }
 
-/* Expands ${NAME} and ${NAME:-default} from the environment. With
- * keep_fields, ${field} naming a row field is left for the router. */
+/* The '}' closing the "${" whose inside starts at p, nesting counted. */
+static const char *closing_brace(const char *p)
+{
+    int depth = 0;
+    for (; *p; p++) {
+        if (p[0] == '$' && p[1] == '{') {
+            depth++;
+            p++;
+        } else if (*p == '}' && depth-- == 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+typedef struct text_buf {
+    char *s;
+    size_t len, cap;
+} text_buf;
+
+static void buf_put(text_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->s = realloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+/* Appends in[0..in_len) to out with ${NAME} and ${NAME:-default} expanded
+ * from the environment; a default may itself hold ${...}. With keep_fields,
+ * ${field} naming a row field is left for the router. */
+static int expand_into(loader_state *st, const config_setting_t *s, const char *in, size_t in_len,
+                       int keep_fields, text_buf *out, int depth)
+{
+    if (depth > 8)
+        return fail_at(st, s, "setting \"%s\": ${...:-...} defaults nested too deep",
+                       config_setting_name(s));
+    const char *stop = in + in_len;
+    for (const char *p = in; p < stop;) {
+        if (!(p[0] == '$' && p + 1 < stop && p[1] == '{')) {
+            buf_put(out, p, 1);
+            p++;
+            continue;
+        }
+        const char *name = p + 2, *end = closing_brace(name);
+        if (!end || end >= stop)
+            return fail_at(st, s, "setting \"%s\": unterminated ${ in value",
+                           config_setting_name(s));
+        const char *dflt = NULL;
+        for (const char *q = name; q + 1 < end && !dflt; q++)
+            if (q[0] == ':' && q[1] == '-')
+                dflt = q;
+        size_t name_len = (dflt ? dflt : end) - name;
+        if (memchr(name, '$', name_len) || memchr(name, '{', name_len))
+            return fail_at(st, s, "setting \"%s\": a variable name cannot hold \"${\"",
+                           config_setting_name(s));
+        if (keep_fields && is_template_field(name, name_len)) {
+            buf_put(out, p, end + 1 - p);
+            p = end + 1;
+            continue;
+        }
+        char var[256];
+        snprintf(var, sizeof var, "%.*s", (int)name_len, name);
+        const char *env = getenv(var);
+        if (env && *env) {
+            buf_put(out, env, strlen(env));
+        } else if (dflt) {
+            if (expand_into(st, s, dflt + 2, end - (dflt + 2), keep_fields, out, depth + 1) < 0)
+                return -1;
+        } else if (keep_fields) {
+            return fail_at(st, s,
+                           "setting \"%s\": ${%s} is neither a row field (${event_type}, "
+                           "${aggregate_type}, ${aggregate_id}, ${event_id}) nor a set "
+                           "environment variable",
+                           config_setting_name(s), var);
+        } else {
+            return fail_at(st, s, "setting \"%s\": environment variable %s is not set",
+                           config_setting_name(s), var);
+        }
+        p = end + 1;
+    }
+    return 0;
+}
+
 static char *expand_env(loader_state *st, const config_setting_t *s, const char *in,
                         int keep_fields)
 {
-    size_t cap = strlen(in) + 64, len = 0;
-    char *out = malloc(cap);
-    for (const char *p = in; *p;) {
-        const char *piece = p; /* what to copy: the text itself or its expansion */
-        size_t piece_len = 1, advance = 1;
-        if (p[0] == '$' && p[1] == '{') {
-            const char *end = strchr(p + 2, '}');
-            if (!end) {
-                fail_at(st, s, "setting \"%s\": unterminated ${ in value", config_setting_name(s));
-                free(out);
-                return NULL;
-            }
-            const char *name = p + 2, *dflt = strstr(name, ":-");
-            if (dflt && dflt > end)
-                dflt = NULL;
-            size_t name_len = (dflt ? dflt : end) - name;
-            piece_len = advance = end + 1 - p;
-            if (!(keep_fields && is_template_field(name, name_len))) {
-                char var[256];
-                snprintf(var, sizeof var, "%.*s", (int)name_len, name);
-                const char *env = getenv(var);
-                if (env && *env) {
-                    piece = env;
-                    piece_len = strlen(env);
-                } else if (dflt) {
-                    piece = dflt + 2;
-                    piece_len = end - piece;
-                } else {
-                    fail_at(st, s, "setting \"%s\": environment variable %s is not set",
-                            config_setting_name(s), var);
-                    free(out);
-                    return NULL;
-                }
-            }
-        }
-        if (len + piece_len + 1 > cap) {
-            cap = (len + piece_len + 1) * 2;
-            out = realloc(out, cap);
-        }
-        memcpy(out + len, piece, piece_len);
-        len += piece_len;
-        p += advance;
+    text_buf out = {NULL, 0, 0};
+    buf_put(&out, "", 0);
+    if (expand_into(st, s, in, strlen(in), keep_fields, &out, 0) < 0) {
+        free(out.s);
+        return NULL;
     }
-    out[len] = '\0';
-    return out;
+    return out.s;
 }
 
 /* Refuses members of group that are not in allowed (NULL-terminated). */
 static int check_keys(loader_state *st, const config_setting_t *group, const char *what,
                       const char *const *allowed)
 {
+    if (group && !config_setting_is_group(group))
+        return fail_at(st, group, "%s must be a group { key = value; ... }", what);
     for (int i = 0; group && i < config_setting_length(group); i++) {
         const config_setting_t *m = config_setting_get_elem(group, i);
         const char *name = config_setting_name(m);
+        if (!name)
+            return fail_at(st, m, "%s must be a group { key = value; ... }", what);
         const char *const *a = allowed;
         while (*a && strcmp(*a, name) != 0)
             a++;
@@ -229,12 +285,30 @@ static void load_database(loader_state *st, const config_setting_t *db)
 {
     static const char *const keys[] = {"conninfo", "schema", "table", "columns", NULL};
     relay_config *cfg = st->cfg;
+    if (!db) {
+        fail_at(st, NULL, "the database section is missing: database = { conninfo = \"...\"; };");
+        return;
+    }
     if (check_keys(st, db, "database", keys) < 0)
         return;
+    if (!member(db, "conninfo")) {
+        fail_at(st, db, "database.conninfo is required (a libpq connection string or URI)");
+        return;
+    }
     if (get_string(st, db, "conninfo", &cfg->conninfo, 0) < 0 ||
         get_string(st, db, "schema", &cfg->schema, 0) < 0 ||
         get_string(st, db, "table", &cfg->table, 0) < 0)
         return;
+    /* libpq's own message would quote the text, password included */
+    PQconninfoOption *parsed = db_conninfo_parse(cfg->conninfo);
+    if (!parsed) {
+        fail_at(st, member(db, "conninfo"),
+                "database.conninfo is not a valid libpq connection string or URI (check its "
+                "quoting and %%-escapes; libpq's message is not shown as it may hold the "
+                "password)");
+        return;
+    }
+    PQconninfoFree(parsed);
     if (check_identifier(st, member(db, "schema"), "database.schema", cfg->schema) < 0 ||
         check_identifier(st, member(db, "table"), "database.table", cfg->table) < 0)
         return;
@@ -553,8 +627,6 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
     const config_setting_t *root = config_root_setting(&lc);
     const config_setting_t *db = member(root, "database");
     if (check_keys(&st, root, "the top level", keys) == 0) {
-        if (!db || !member(db, "conninfo"))
-            fail_at(&st, db, "database.conninfo is required (a libpq connection string or URI)");
         load_database(&st, db);
         load_relay(&st, member(root, "relay"));
         load_log(&st, member(root, "log"), member(root, "metrics"));

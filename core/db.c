@@ -1,7 +1,10 @@
 #include "db.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 
@@ -20,6 +23,81 @@ static void one_line(char *s)
     *out = '\0';
 }
 
+#define MASK "***"
+
+/* Copies s to out with each "password = VALUE" (conninfo or URI query
+ * parameter) masked: VALUE ends at an unquoted space or '&'. */
+static void mask_password_keys(char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(len + 1 + sizeof MASK * (len / 8 + 1)), *o = out;
+    for (const char *p = s; *p;) {
+        if (strncasecmp(p, "password", 8) != 0) {
+            *o++ = *p++;
+            continue;
+        }
+        const char *q = p + 8;
+        while (*q == ' ')
+            q++;
+        if (*q != '=') {
+            *o++ = *p++;
+            continue;
+        }
+        memcpy(o, p, q + 1 - p);
+        o += q + 1 - p;
+        for (q++; *q == ' '; q++)
+            ;
+        if (*q == '\'') { /* a quoted value, with \' and \\ escapes */
+            for (q++; *q && *q != '\''; q++)
+                if (*q == '\\' && q[1])
+                    q++;
+            if (*q)
+                q++;
+        } else {
+            while (*q && !isspace((unsigned char)*q) && *q != '&')
+                q++;
+        }
+        memcpy(o, MASK, strlen(MASK));
+        o += strlen(MASK);
+        p = q;
+    }
+    *o = '\0';
+    strcpy(s, out); /* the caller's buffer has room for the masks */
+    free(out);
+}
+
+/* Masks the password of "scheme://user:password@host" in place. */
+static void mask_uri_userinfo(char *s)
+{
+    for (char *p = strstr(s, "://"); p; p = strstr(p, "://")) {
+        char *start = p + 3, *end = start + strcspn(start, "/?#\" \t\n");
+        char *at = NULL;
+        for (char *q = start; q < end; q++)
+            if (*q == '@')
+                at = q;
+        char *colon = at ? memchr(start, ':', at - start) : NULL;
+        if (colon) {
+            memmove(colon + 1 + strlen(MASK), at, strlen(at) + 1);
+            memcpy(colon + 1, MASK, strlen(MASK));
+            p = colon + 1 + strlen(MASK);
+        } else {
+            p = start;
+        }
+    }
+}
+
+void db_redact(char *text, size_t cap)
+{
+    /* masking can lengthen a very short secret: work on a roomy copy */
+    size_t len = strlen(text);
+    char *work = malloc(len * 4 + 64);
+    strcpy(work, text);
+    mask_password_keys(work);
+    mask_uri_userinfo(work);
+    snprintf(text, cap, "%s", work);
+    free(work);
+}
+
 void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
 {
     const char *msg = res ? PQresultErrorMessage(res) : NULL;
@@ -27,28 +105,104 @@ void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
         msg = PQerrorMessage(conn);
     snprintf(err, err_size, "%s", msg && *msg ? msg : "unknown database error");
     one_line(err);
+    db_redact(err, err_size);
 }
 
 /* Server notices go through the relay's log, so JSON logs stay JSON. */
 static void notice_to_log(void *arg, const char *message)
 {
     (void)arg;
-    log_warn("postgres: %s", message);
+    char text[1024];
+    snprintf(text, sizeof text, "%s", message);
+    one_line(text);
+    db_redact(text, sizeof text);
+    log_warn("postgres: %s", text);
 }
+
+/* libpq expands dbname when it holds '=' or starts like a URI; otherwise
+ * the whole conninfo is a database name. */
+static int is_connection_string(const char *conninfo)
+{
+    return strchr(conninfo, '=') || strncmp(conninfo, "postgresql://", 13) == 0 ||
+           strncmp(conninfo, "postgres://", 11) == 0;
+}
+
+PQconninfoOption *db_conninfo_parse(const char *conninfo)
+{
+    char *errmsg = NULL;
+    PQconninfoOption *opts;
+    if (is_connection_string(conninfo)) {
+        opts = PQconninfoParse(conninfo, &errmsg);
+    } else {
+        /* a bare database name, quoted for the conninfo syntax */
+        size_t len = strlen(conninfo);
+        char *quoted = malloc(2 * len + 16), *q = quoted;
+        q += sprintf(q, "dbname='");
+        for (const char *p = conninfo; *p; p++) {
+            if (*p == '\'' || *p == '\\')
+                *q++ = '\\';
+            *q++ = *p;
+        }
+        strcpy(q, "'");
+        opts = PQconninfoParse(quoted, &errmsg);
+        free(quoted);
+    }
+    PQfreemem(errmsg); /* it may quote the password: never shown */
+    return opts;
+}
+
+/*
+ * Session settings. The defaults come first, so the conninfo's own options
+ * may change them; what keeps the relay's SQL safe comes last and always
+ * wins: string literals read the same whatever the server's default. The
+ * search_path is fixed too, not taken from role or database settings:
+ * pg_catalog first, so no user object shadows a built-in of the same
+ * signature, then public, where triggers a user adds to the outbox may
+ * expect their tables (every name of the relay's own is qualified).
+ */
+#define SESSION_DEFAULTS                                                                           \
+    "-c client_min_messages=warning -c plan_cache_mode=force_custom_plan"                          \
+    " -c search_path=pg_catalog,public,pg_temp"
+#define SESSION_PINNED "-c standard_conforming_strings=on"
 
 PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size)
 {
-    /*
-     * dbname (the expanded conninfo) comes last so the user's settings win.
-     * Custom plans: a generic plan of the claim cannot see its LIMIT and
-     * joins the whole table (measured: 150 ms instead of 17 ms at batch 500).
-     */
-    const char *keys[] = {"application_name", "connect_timeout", "options", "dbname", NULL};
-    const char *values[] = {application, "10",
-                            "-c client_min_messages=warning -c plan_cache_mode=force_custom_plan",
-                            cfg->conninfo, NULL};
-    /* expand_dbname lets conninfo be a full connection string or URI */
-    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    PQconninfoOption *opts = db_conninfo_parse(cfg->conninfo);
+    if (!opts) { /* the config loader checked it: only a bug gets here */
+        snprintf(err, err_size,
+                 "cannot connect to the database: database.conninfo cannot be "
+                 "parsed");
+        return NULL;
+    }
+    size_t n = 0;
+    for (PQconninfoOption *o = opts; o->keyword; o++)
+        n++;
+    const char **keys = calloc(n + 4, sizeof *keys), **values = calloc(n + 4, sizeof *values);
+    size_t k = 0;
+    /* Custom plans: a generic plan of the claim cannot see its LIMIT and
+     * joins the whole table (measured: 150 ms instead of 17 ms at batch 500). */
+    keys[k] = "application_name", values[k++] = application;
+    keys[k] = "connect_timeout", values[k++] = "10";
+    const char *user_options = "";
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        if (!o->val)
+            continue;
+        if (strcmp(o->keyword, "options") == 0)
+            user_options = o->val;
+        else
+            keys[k] = o->keyword, values[k++] = o->val; /* later keys win */
+    }
+    size_t options_size =
+        strlen(user_options) + sizeof SESSION_DEFAULTS + sizeof SESSION_PINNED + 2;
+    char *options = malloc(options_size);
+    snprintf(options, options_size, "%s %s %s", SESSION_DEFAULTS, user_options, SESSION_PINNED);
+    keys[k] = "options", values[k++] = options;
+    keys[k] = NULL, values[k] = NULL;
+    PGconn *conn = PQconnectdbParams(keys, values, 0); /* parsed already: no expansion */
+    free(options);
+    free(keys);
+    free(values);
+    PQconninfoFree(opts);
     if (PQstatus(conn) != CONNECTION_OK) {
         char why[512];
         db_error(conn, NULL, why, sizeof why);

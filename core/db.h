@@ -6,15 +6,27 @@
 
 #include "config.h"
 
-/* Connects with cfg->conninfo. Returns NULL and writes a one-line reason
- * (libpq's, which never carries the password) to err. */
+/* Connects with cfg->conninfo, with standard_conforming_strings on
+ * whatever the server or conninfo say, and a fixed search_path
+ * (pg_catalog, public) unless the conninfo's options set one. Returns NULL
+ * and writes a one-line, redacted reason to err. */
 PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size);
 
 /* Runs sql with no parameters; returns 0, or -1 with the error in err. */
 int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size);
 
-/* Copies PQerrorMessage / the result's message to err as one line. */
+/* Copies PQerrorMessage / the result's message to err as one line,
+ * redacted (db_redact). Use it for every libpq text the relay prints. */
 void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size);
+
+/* Masks "password=VALUE" and the password of "scheme://user:pass@" in
+ * text (size cap), in place. */
+void db_redact(char *text, size_t cap);
+
+/* Parses a conninfo (key=value string, URI, or a bare database name) as
+ * libpq would; NULL when it cannot be parsed. libpq's parse message is
+ * dropped: it may quote the password. Free with PQconninfoFree. */
+PQconninfoOption *db_conninfo_parse(const char *conninfo);
 
 /* True when the connection is gone (as opposed to a failed statement). */
 int db_lost(PGconn *conn);

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -30,6 +31,38 @@ static void json_escape(FILE *out, const char *s)
     }
 }
 
+/* Writes s for a text log: control characters (a newline in row data would
+ * start a forged line) and the backslash become C-style escapes. */
+static void text_escape(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\\')
+            fputs("\\\\", out);
+        else if (c == '\n')
+            fputs("\\n", out);
+        else if (c == '\r')
+            fputs("\\r", out);
+        else if (c == '\t')
+            fputs("\\t", out);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\x%02x", c);
+        else
+            fputc(c, out);
+    }
+}
+
+void log_escape_text(char *out, size_t cap, const char *s)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    text_escape(f, s);
+    fclose(f);
+    snprintf(out, cap, "%s", text);
+    free(text);
+}
+
 void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list ap)
 {
     if (level > log_max)
@@ -48,22 +81,35 @@ void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list a
     size_t n = strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(stamp + n, sizeof stamp - n, ".%03ldZ", now.tv_nsec / 1000000);
 
-    pthread_mutex_lock(&log_lock);
+    /* the whole line is built first and written at once: stderr is
+     * unbuffered, and lines of threads and processes must not interleave */
+    char *line = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&line, &size);
     if (log_fmt == LOG_FORMAT_JSON) {
-        fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\"", stamp, level_names[level]);
+        fprintf(out, "{\"ts\":\"%s\",\"level\":\"%s\"", stamp, level_names[level]);
         if (scope) {
-            fputs(",\"scope\":\"", stderr);
-            json_escape(stderr, scope);
-            fputc('"', stderr);
+            fputs(",\"scope\":\"", out);
+            json_escape(out, scope);
+            fputc('"', out);
         }
-        fputs(",\"msg\":\"", stderr);
-        json_escape(stderr, text);
-        fputs("\"}\n", stderr);
+        fputs(",\"msg\":\"", out);
+        json_escape(out, text);
+        fputs("\"}\n", out);
     } else {
-        fprintf(stderr, "%s %-5s %s%s%s\n", stamp, level_names[level], scope ? scope : "",
-                scope ? ": " : "", text);
+        fprintf(out, "%s %-5s ", stamp, level_names[level]);
+        if (scope) {
+            text_escape(out, scope);
+            fputs(": ", out);
+        }
+        text_escape(out, text);
+        fputc('\n', out);
     }
+    fclose(out);
+    pthread_mutex_lock(&log_lock);
+    fwrite(line, 1, size, stderr);
     pthread_mutex_unlock(&log_lock);
+    free(line);
 }
 
 void log_msg(obx_log_level level, const char *fmt, ...)

@@ -3,6 +3,7 @@
 #define OBX_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #include "obx/driver.h"
 
@@ -14,6 +15,10 @@ void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list a
 /* A line with a scope ("worker 1"), as log_vmsg. */
 void log_scoped(obx_log_level level, const char *scope, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* s with control characters and backslashes escaped (\n, \x1b, \\), as the
+ * text log writes it; cut to fit cap. For text printed outside the log. */
+void log_escape_text(char *out, size_t cap, const char *s);
 
 #define log_error(...) log_msg(OBX_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(OBX_LOG_WARN, __VA_ARGS__)

@@ -5,15 +5,21 @@
 #include <string.h>
 
 #include "db.h"
+#include "pgarray.h"
 #include "sql.h"
+
+/* The objects init-db makes beside the table, by name suffix ({n.SUFFIX}). */
+static const char *const index_suffixes[] = {
+    "_event_id", "_pending", "_aggregate_live", "_aggregate_dead", "_published", "_dead", NULL};
+static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", NULL};
+/* each trigger calls the function of the same suffix */
+static const char *const trigger_suffixes[] = {"_order", "_notify", NULL};
 
 /* SQL text reads best as written. */
 /* clang-format off */
-/*
- * Version 2. Every step is idempotent, so an existing table (with mapped
- * column names) only gains the relay's state columns and indexes.
- */
-static const char *const schema_steps[] = {
+/* The table and its columns. Every step is idempotent, so an existing table
+ * (with mapped column names) only gains the relay's state columns. */
+static const char *const table_steps[] = {
     "SELECT pg_advisory_xact_lock(hashtext('outbox-relay init-db'))",
     "CREATE SCHEMA IF NOT EXISTS {schema}",
     "CREATE TABLE IF NOT EXISTS {schema}.outbox_relay_schema ("
@@ -42,6 +48,40 @@ static const char *const schema_steps[] = {
      * free room on each page lets the lease updates stay HOT */
     "ALTER TABLE {table} SET (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.01,"
     " autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01)",
+};
+
+/*
+ * Version 1 named objects "<table><suffix>", which PostgreSQL cut at 63
+ * bytes: long names collided. This finds, on the table and in its schema,
+ * objects under a version 1 name that is not a current name, as DROP
+ * statements (triggers before the functions they call). Casting to name
+ * cuts exactly as the server did when it created them.
+ * $1 schema, $2 table, $3 version 1 names, $4 current names.
+ */
+static const char old_objects_sql[] =
+    "WITH t AS (SELECT c.oid, c.relnamespace FROM pg_class c"
+    "   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2),"
+    " old AS (SELECT o::name AS name FROM unnest($3::text[]) o"
+    "   EXCEPT SELECT x::name FROM unnest($4::text[]) x)"
+    " SELECT s FROM ("
+    " SELECT 1, format('DROP TRIGGER %I ON %s', g.tgname, g.tgrelid::regclass) FROM pg_trigger g, t"
+    "   WHERE g.tgrelid = t.oid AND NOT g.tgisinternal AND g.tgname IN (SELECT name FROM old)"
+    " UNION ALL SELECT 2, format('DROP FUNCTION %s', p.oid::regprocedure) FROM pg_proc p, t"
+    "   WHERE p.pronamespace = t.relnamespace AND p.proname IN (SELECT name FROM old)"
+    "   AND (p.prorettype = 'trigger'::regtype AND p.pronargs = 0"
+    "     OR p.prorettype = 'uuid'::regtype AND p.pronargs = 6)"
+    " UNION ALL SELECT 3, format('DROP INDEX %s', i.indexrelid::regclass)"
+    "   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid, t"
+    "   WHERE i.indrelid = t.oid AND c.relname IN (SELECT name FROM old)"
+    " ) d(step, s) ORDER BY step";
+
+/*
+ * Indexes, functions and triggers, under names that cannot collide. The
+ * triggers get the id column and the channel as arguments, so no function
+ * body holds a configured name as a string literal, and they name the
+ * table by TG_TABLE_SCHEMA and TG_TABLE_NAME, quoted.
+ */
+static const char *const object_steps[] = {
     "CREATE UNIQUE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})",
     /* the claim scans only pending rows, so published history (and rows held
      * behind a dead head) cost nothing */
@@ -72,48 +112,153 @@ static const char *const schema_steps[] = {
     " p_aggregate_type text, p_aggregate_id text, p_event_type text,"
     " p_payload {table}.{c.payload}%TYPE,"
     " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL)"
-    " RETURNS uuid LANGUAGE sql AS $$"
+    " RETURNS uuid LANGUAGE sql AS {$}"
     " INSERT INTO {table} ({c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload},"
-    " {c.headers}, {c.destination}) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {c.event_id} $$",
+    " {c.headers}, {c.destination}) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {c.event_id} {$}",
     /*
      * Per-aggregate commit order: an insert takes a transaction-scoped lock on
      * its aggregate, then draws its id. A second transaction writing the same
      * aggregate waits for the first to end, so its ids are higher AND commit
      * later: a lower id of an aggregate can never still be uncommitted when a
-     * higher one is visible. Other aggregates never wait.
+     * higher one is visible. Other aggregates never wait. TG_ARGV[0]: the id
+     * column.
      */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql AS $$"
+    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql AS {$}"
     " BEGIN PERFORM pg_advisory_xact_lock(TG_RELID::int,"
     " hashtext(NEW.{c.aggregate_type} || '/' || NEW.{c.aggregate_id}));"
-    " NEW.{c.id} := nextval(pg_get_serial_sequence({lit.table}, {lit.c.id})); RETURN NEW; END $$",
+    " NEW.{c.id} := nextval(pg_get_serial_sequence("
+    "format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME), TG_ARGV[0])); RETURN NEW; END {$}",
     "DROP TRIGGER IF EXISTS {n._order} ON {table}",
     "CREATE TRIGGER {n._order} BEFORE INSERT ON {table}"
-    " FOR EACH ROW EXECUTE FUNCTION {schema}.{n._order}()",
+    " FOR EACH ROW EXECUTE FUNCTION {schema}.{n._order}({lit.c.id})",
     /* one notification per inserting statement; PostgreSQL folds equal
-     * notifications of one transaction into one */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._notify}() RETURNS trigger LANGUAGE plpgsql AS $$"
-    " BEGIN PERFORM pg_notify({lit.table}, ''); RETURN NULL; END $$",
+     * notifications of one transaction into one. TG_ARGV[0]: the channel. */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._notify}() RETURNS trigger LANGUAGE plpgsql AS {$}"
+    " BEGIN PERFORM pg_notify(TG_ARGV[0], ''); RETURN NULL; END {$}",
     "DROP TRIGGER IF EXISTS {n._notify} ON {table}",
     "CREATE TRIGGER {n._notify} AFTER INSERT ON {table}"
-    " FOR EACH STATEMENT EXECUTE FUNCTION {schema}.{n._notify}()",
-    "INSERT INTO {schema}.outbox_relay_schema (table_name, version) VALUES ({lit.table}, 2)"
-    " ON CONFLICT (table_name) DO UPDATE SET version = 2, updated_at = now()",
+    " FOR EACH STATEMENT EXECUTE FUNCTION {schema}.{n._notify}({lit.channel})",
+    "INSERT INTO {schema}.outbox_relay_schema (table_name, version)"
+    " VALUES ({lit.table}, " SCHEMA_VERSION_TEXT ")"
+    " ON CONFLICT (table_name) DO UPDATE SET version = EXCLUDED.version, updated_at = now()",
 };
+
+/*
+ * What init-db made, checked in the catalog: names that are missing, or a
+ * trigger that is disabled or calls another function. $1 schema, $2 table,
+ * $3 index names, $4 function names, $5 trigger names, $6 their functions.
+ */
+static const char missing_sql[] =
+    "WITH t AS (SELECT c.oid, c.relnamespace FROM pg_class c"
+    "   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2)"
+    " SELECT 'index ' || x FROM unnest($3::text[]) x WHERE NOT EXISTS (SELECT 1"
+    "   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid, t"
+    "   WHERE i.indrelid = t.oid AND c.relname = x)"
+    " UNION ALL SELECT 'function ' || x FROM unnest($4::text[]) x WHERE NOT EXISTS (SELECT 1"
+    "   FROM pg_proc p, t WHERE p.pronamespace = t.relnamespace AND p.proname = x)"
+    " UNION ALL SELECT 'trigger ' || x FROM unnest($5::text[], $6::text[]) u(x, f)"
+    "   WHERE NOT EXISTS (SELECT 1 FROM pg_trigger g JOIN pg_proc p ON p.oid = g.tgfoid, t"
+    "   WHERE g.tgrelid = t.oid AND g.tgname = x AND g.tgenabled <> 'D'"
+    "   AND p.proname = f AND p.pronamespace = t.relnamespace)"
+    " UNION ALL SELECT 'table ' || $2 WHERE NOT EXISTS (SELECT 1 FROM t)";
 /* clang-format on */
+
+static int run_steps(PGconn *conn, const relay_config *cfg, const char *const *steps, size_t n,
+                     char *why, size_t why_size)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *sql = sql_render(cfg, steps[i]);
+        int rc = db_exec(conn, sql, why, why_size);
+        free(sql);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Adds the derived name of each suffix to a; with v1, the old uncut name. */
+static void add_names(pgarray *a, const relay_config *cfg, const char *const *suffixes, int v1)
+{
+    char name[2 * SQL_NAME_MAX + 2];
+    for (const char *const *s = suffixes; *s; s++) {
+        if (v1)
+            snprintf(name, sizeof name, "%s%s", cfg->table, *s);
+        else
+            sql_derived_name(cfg, *s, name, sizeof name);
+        pgarray_add(a, name, 1);
+    }
+}
+
+/* Drops what version 1 left under names that are no longer used. */
+static int drop_v1_objects(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    pgarray old, now;
+    pgarray_init(&old);
+    pgarray_init(&now);
+    add_names(&old, cfg, index_suffixes, 1);
+    add_names(&old, cfg, function_suffixes, 1);
+    add_names(&now, cfg, index_suffixes, 0);
+    add_names(&now, cfg, function_suffixes, 0);
+    const char *params[] = {cfg->schema, cfg->table, pgarray_text(&old), pgarray_text(&now)};
+    PGresult *res = PQexecParams(conn, old_objects_sql, 4, NULL, params, NULL, NULL, 0);
+    int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
+    if (rc < 0)
+        db_error(conn, res, why, why_size);
+    for (int i = 0; rc == 0 && i < PQntuples(res); i++)
+        rc = db_exec(conn, PQgetvalue(res, i, 0), why, why_size);
+    PQclear(res);
+    pgarray_free(&old);
+    pgarray_free(&now);
+    return rc;
+}
+
+/* Checks every object the relay and the application rely on exists. */
+static int verify_objects(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    pgarray idx, fn, tg, tgfn;
+    pgarray_init(&idx);
+    pgarray_init(&fn);
+    pgarray_init(&tg);
+    pgarray_init(&tgfn);
+    add_names(&idx, cfg, index_suffixes, 0);
+    add_names(&fn, cfg, function_suffixes, 0);
+    add_names(&tg, cfg, trigger_suffixes, 0);
+    add_names(&tgfn, cfg, trigger_suffixes, 0);
+    const char *params[] = {cfg->schema,       cfg->table,        pgarray_text(&idx),
+                            pgarray_text(&fn), pgarray_text(&tg), pgarray_text(&tgfn)};
+    PGresult *res = PQexecParams(conn, missing_sql, 6, NULL, params, NULL, NULL, 0);
+    int rc = -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        db_error(conn, res, why, why_size);
+    } else if (PQntuples(res) > 0) {
+        int n = snprintf(why, why_size, "missing after install:");
+        for (int i = 0; i < PQntuples(res) && n > 0 && (size_t)n < why_size; i++)
+            n += snprintf(why + n, why_size - n, "%s %s", i ? "," : "", PQgetvalue(res, i, 0));
+    } else {
+        rc = 0;
+    }
+    PQclear(res);
+    pgarray_free(&idx);
+    pgarray_free(&fn);
+    pgarray_free(&tg);
+    pgarray_free(&tgfn);
+    return rc;
+}
 
 int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
     char why[1024];
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;
-    for (size_t i = 0; i < sizeof schema_steps / sizeof schema_steps[0]; i++) {
-        char *sql = sql_render(cfg, schema_steps[i]);
-        int rc = db_exec(conn, sql, why, sizeof why);
-        free(sql);
-        if (rc < 0) {
-            db_exec(conn, "ROLLBACK", err, err_size);
-            goto fail;
-        }
+    if (run_steps(conn, cfg, table_steps, sizeof table_steps / sizeof table_steps[0], why,
+                  sizeof why) < 0 ||
+        drop_v1_objects(conn, cfg, why, sizeof why) < 0 ||
+        run_steps(conn, cfg, object_steps, sizeof object_steps / sizeof object_steps[0], why,
+                  sizeof why) < 0 ||
+        verify_objects(conn, cfg, why, sizeof why) < 0) {
+        char ignored[256];
+        db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+        goto fail;
     }
     if (db_exec(conn, "COMMIT", why, sizeof why) == 0)
         return 0;
@@ -124,9 +269,13 @@ fail:
 
 int schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
+    /* the registry key is bound as a parameter, never spliced into the text */
     char *sql = sql_render(cfg, "SELECT version FROM {schema}.outbox_relay_schema"
-                                " WHERE table_name = {lit.table}");
-    PGresult *res = PQexec(conn, sql);
+                                " WHERE table_name = $1");
+    char key[2 * SQL_NAME_MAX + 2];
+    snprintf(key, sizeof key, "%s.%s", cfg->schema, cfg->table);
+    const char *params[] = {key};
+    PGresult *res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0);
     free(sql);
     int rc = -1;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) == 0)

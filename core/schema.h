@@ -6,10 +6,13 @@
 
 #include "config.h"
 
+/* 2: object names that cannot collide, quoted names in the triggers; the
+ * aggregate indexes of the fair ordered claim. */
 #define SCHEMA_VERSION 2
+#define SCHEMA_VERSION_TEXT "2"
 
-/* Creates or upgrades the table, indexes, enqueue function and notify
- * trigger, idempotently. Returns 0 or -1 with err. */
+/* Creates or upgrades the table, indexes, enqueue function and triggers,
+ * idempotently, then checks each of them exists. Returns 0 or -1 with err. */
 int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
 
 /* Checks the installed schema version matches; -1 with err otherwise. */

@@ -9,6 +9,7 @@
 #include "db.h"
 #include "log.h"
 #include "queries.h"
+#include "sql.h"
 
 void session_init(session *s, relay_state *st, const char *scope, const char *payload_type)
 {
@@ -40,7 +41,7 @@ static int setup(session *s, char *err, size_t err_size)
 {
     const relay_config *cfg = s->st->cfg;
     char channel[300], command[400], timeout[64];
-    snprintf(channel, sizeof channel, "%s.%s", cfg->schema, cfg->table);
+    sql_channel_name(cfg, channel, sizeof channel); /* as the notify trigger names it */
     char *quoted = PQescapeIdentifier(s->conn, channel, strlen(channel));
     snprintf(command, sizeof command, "LISTEN %s", quoted ? quoted : "\"\"");
     PQfreemem(quoted);

@@ -1,5 +1,7 @@
 #include "sql.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,21 @@ static void append_quoted(FILE *out, const char *s, char quote)
     fputc(quote, out);
 }
 
+/* A string literal read the same with standard_conforming_strings on or
+ * off: E'' syntax (backslashes doubled) whenever there is a backslash. */
+static void append_literal(FILE *out, const char *s)
+{
+    if (strchr(s, '\\'))
+        fputc('E', out);
+    fputc('\'', out);
+    for (; *s; s++) {
+        if (*s == '\'' || *s == '\\')
+            fputc(*s, out);
+        fputc(*s, out);
+    }
+    fputc('\'', out);
+}
+
 void sql_quote_ident(char *out, size_t cap, const char *s)
 {
     FILE *f = fmemopen(out, cap, "w");
@@ -22,22 +39,82 @@ void sql_quote_ident(char *out, size_t cap, const char *s)
     fclose(f);
 }
 
+/* FNV-1a: stable across versions and machines, as installed names must be. */
+static uint32_t name_hash(const char *a, const char *b)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = a; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    if (b) {
+        h = (h ^ 0u) * 16777619u; /* separator: ("ab","c") differs from ("a","bc") */
+        for (const char *p = b; *p; p++)
+            h = (h ^ (unsigned char)*p) * 16777619u;
+    }
+    return h;
+}
+
+/* At most max bytes of s, not cutting a UTF-8 sequence. */
+static size_t clip_utf8(const char *s, size_t max)
+{
+    size_t len = strlen(s);
+    if (len <= max)
+        return len;
+    while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+        max--;
+    return max;
+}
+
+void sql_derived_name(const relay_config *cfg, const char *suffix, char *out, size_t cap)
+{
+    size_t table_len = strlen(cfg->table), suffix_len = strlen(suffix);
+    if (table_len + suffix_len <= SQL_NAME_MAX) {
+        snprintf(out, cap, "%s%s", cfg->table, suffix);
+        return;
+    }
+    size_t keep = clip_utf8(cfg->table, SQL_NAME_MAX - 9 - suffix_len);
+    snprintf(out, cap, "%.*s_%08x%s", (int)keep, cfg->table, name_hash(cfg->table, NULL), suffix);
+}
+
+void sql_channel_name(const relay_config *cfg, char *out, size_t cap)
+{
+    size_t len = strlen(cfg->schema) + 1 + strlen(cfg->table);
+    if (len <= SQL_NAME_MAX && !strchr(cfg->schema, '.') && !strchr(cfg->table, '.')) {
+        snprintf(out, cap, "%s.%s", cfg->schema, cfg->table);
+        return;
+    }
+    char both[2 * SQL_NAME_MAX + 2];
+    snprintf(both, sizeof both, "%s_%s", cfg->schema, cfg->table);
+    for (char *p = both; *p; p++)
+        if (*p == '.')
+            *p = '_';
+    size_t keep = clip_utf8(both, SQL_NAME_MAX - 9);
+    snprintf(out, cap, "%.*s_%08x", (int)keep, both, name_hash(cfg->schema, cfg->table));
+}
+
 static const char *column(const relay_config *cfg, const char *name, size_t len)
 {
-    const cfg_columns *c = &cfg->col;
 #define COL(f)                                                                                     \
-    if (len == strlen(#f) && strncmp(name, #f, len) == 0)                                          \
-        return c->f;
-    COL(id)
-    COL(event_id) COL(aggregate_type) COL(aggregate_id) COL(event_type) COL(payload) COL(headers)
-        COL(destination) COL(created_at) COL(available_at) COL(attempts) COL(lease_owner)
-            COL(lease_until) COL(published_at) COL(dead_at) COL(last_error)
+    {                                                                                              \
+#f, offsetof(cfg_columns, f)                                                               \
+    }
+    static const struct {
+        const char *name;
+        size_t offset;
+    } columns[] = {
+        COL(id),          COL(event_id),     COL(aggregate_type), COL(aggregate_id),
+        COL(event_type),  COL(payload),      COL(headers),        COL(destination),
+        COL(created_at),  COL(available_at), COL(attempts),       COL(lease_owner),
+        COL(lease_until), COL(published_at), COL(dead_at),        COL(last_error),
+    };
 #undef COL
-                fprintf(stderr, "sql_render: unknown column %.*s\n", (int)len, name); /* a bug */
+    for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++)
+        if (strlen(columns[i].name) == len && strncmp(name, columns[i].name, len) == 0)
+            return *(char *const *)((const char *)&cfg->col + columns[i].offset);
+    fprintf(stderr, "sql_render: unknown column %.*s\n", (int)len, name); /* a bug */
     abort();
 }
 
-char *sql_render(const relay_config *cfg, const char *tmpl)
+static char *render_with_tag(const relay_config *cfg, const char *tmpl, const char *tag)
 {
     char *text = NULL;
     size_t size = 0;
@@ -50,24 +127,30 @@ char *sql_render(const relay_config *cfg, const char *tmpl)
         }
         const char *key = p + 1;
         size_t len = end - key;
+        char name[2 * SQL_NAME_MAX + 2];
         if (len == 5 && strncmp(key, "table", 5) == 0) {
             append_quoted(out, cfg->schema, '"');
             fputc('.', out);
             append_quoted(out, cfg->table, '"');
         } else if (len == 6 && strncmp(key, "schema", 6) == 0) {
             append_quoted(out, cfg->schema, '"');
+        } else if (len == 1 && key[0] == '$') {
+            fputs(tag, out);
         } else if (len == 9 && strncmp(key, "lit.table", 9) == 0) {
-            char both[300];
-            snprintf(both, sizeof both, "%s.%s", cfg->schema, cfg->table);
-            append_quoted(out, both, '\'');
+            snprintf(name, sizeof name, "%s.%s", cfg->schema, cfg->table);
+            append_literal(out, name);
+        } else if (len == 11 && strncmp(key, "lit.channel", 11) == 0) {
+            sql_channel_name(cfg, name, sizeof name);
+            append_literal(out, name);
         } else if (len > 6 && strncmp(key, "lit.c.", 6) == 0) {
-            append_quoted(out, column(cfg, key + 6, len - 6), '\'');
+            append_literal(out, column(cfg, key + 6, len - 6));
         } else if (len > 2 && strncmp(key, "c.", 2) == 0) {
             append_quoted(out, column(cfg, key + 2, len - 2), '"');
-        } else if (len > 2 && strncmp(key, "n.", 2) == 0) {
-            char derived[300];
-            snprintf(derived, sizeof derived, "%s%.*s", cfg->table, (int)(len - 2), key + 2);
-            append_quoted(out, derived, '"');
+        } else if (len > 2 && len < 40 && strncmp(key, "n.", 2) == 0) {
+            char suffix[40];
+            snprintf(suffix, sizeof suffix, "%.*s", (int)(len - 2), key + 2);
+            sql_derived_name(cfg, suffix, name, sizeof name);
+            append_quoted(out, name, '"');
         } else {
             fputc(*p, out); /* a literal brace, e.g. inside a JSON default */
             continue;
@@ -76,4 +159,26 @@ char *sql_render(const relay_config *cfg, const char *tmpl)
     }
     fclose(out);
     return text;
+}
+
+static size_t count(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+char *sql_render(const relay_config *cfg, const char *tmpl)
+{
+    /* a name may hold "$$": pick a tag no rendered name contains */
+    size_t tags = count(tmpl, "{$}");
+    char tag[32] = "$obx$";
+    for (int i = 1;; i++) {
+        char *text = render_with_tag(cfg, tmpl, tag);
+        if (tags == 0 || count(text, tag) == tags)
+            return text;
+        free(text);
+        snprintf(tag, sizeof tag, "$obx%d$", i);
+    }
 }

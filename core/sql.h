@@ -4,19 +4,42 @@
 
 #include "config.h"
 
+/* PostgreSQL's limit for identifiers and NOTIFY channels (NAMEDATALEN - 1). */
+#define SQL_NAME_MAX 63
+
 /*
  * Renders a SQL template for cfg. Placeholders:
  *   {table}     the schema-qualified table, quoted
  *   {schema}    the schema, quoted
  *   {c.NAME}    the mapped column NAME (see cfg_columns), quoted
- *   {n.SUFFIX}  an identifier derived from the table name: "<table>SUFFIX", quoted
- *   {lit.table} the "schema.table" text as a SQL string literal (e.g. a channel name)
+ *   {n.SUFFIX}  the object name derived from the table (sql_derived_name), quoted
+ *   {lit.table} the "schema.table" text as a SQL string literal (registry key)
+ *   {lit.channel} the NOTIFY channel (sql_channel_name) as a SQL string literal
  *   {lit.c.NAME} the mapped column name as a SQL string literal
+ *   {$}         a dollar-quote tag that occurs nowhere else in the text
+ * Literals are safe whatever standard_conforming_strings says.
  * Returns a malloc'd string; aborts on an unknown placeholder (a bug).
  */
 char *sql_render(const relay_config *cfg, const char *tmpl);
 
-/* Appends s as a quoted identifier / string literal to out (size cap). */
+/* Appends s as a quoted identifier to out (size cap). */
 void sql_quote_ident(char *out, size_t cap, const char *s);
+
+/*
+ * The name of an object belonging to the table (index, function, trigger):
+ * "<table><suffix>" when that fits in SQL_NAME_MAX bytes, otherwise a prefix
+ * of the table name, "_", 8 hex digits of a hash of the whole table name,
+ * and the suffix. Different tables or suffixes never share a name (up to a
+ * 32-bit hash collision between two long names with the same prefix).
+ */
+void sql_derived_name(const relay_config *cfg, const char *suffix, char *out, size_t cap);
+
+/*
+ * The NOTIFY channel the insert trigger signals and the relay LISTENs on:
+ * "schema.table" when it fits and neither part has a dot; otherwise a
+ * prefix without dots plus a hash of both names (so it never equals a
+ * plain one). Unquoted: pg_notify takes it as text, LISTEN needs it quoted.
+ */
+void sql_channel_name(const relay_config *cfg, char *out, size_t cap);
 
 #endif
