@@ -90,8 +90,11 @@ static metrics_server *start(engine *eng, unsigned flags, const struct sockaddr_
     if (!srv)
         return NULL;
     srv->eng = eng;
-    /* epoll, not select: the relay may hold descriptors above FD_SETSIZE */
-    flags |= MHD_USE_AUTO_INTERNAL_THREAD;
+    /* poll, not select: the relay may hold descriptors above FD_SETSIZE; and
+     * not epoll: at the connection limit, libmicrohttpd 0.9.75's epoll loop
+     * resumes accepting only when a timeout fires, so a backlog left by a
+     * flood of clients drained at about 16 per METRICS_TIMEOUT_S */
+    flags |= MHD_USE_POLL_INTERNAL_THREAD;
     uint16_t port = addr ? ntohs(addr->sin_port) : 0;
     srv->daemon =
         addr ? MHD_start_daemon(flags, port, NULL, NULL, serve, srv, MHD_OPTION_SOCK_ADDR, addr,
