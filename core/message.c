@@ -69,7 +69,8 @@ static const char *field(const obx_message *msg, const char *name, size_t len)
         return msg->f;
     FIELD(event_type)
     FIELD(aggregate_type)
-    FIELD(aggregate_id) FIELD(event_id)
+    FIELD(aggregate_id)
+    FIELD(event_id)
 #undef FIELD
         return NULL;
 }
@@ -195,8 +196,8 @@ static char *utf8_put(char *d, unsigned cp)
 }
 
 /* A string at s->p (on its quote). With a, *out receives the decoded text
- * (never longer than its escaped form), NUL-terminated; \u0000 is refused
- * because message texts are C strings. */
+ * (never longer than its escaped form), NUL-terminated, and \u0000 is
+ * refused because message texts are C strings; without, it is only checked. */
 static int js_string(jscan *s, arena *a, const char **out)
 {
     const char *q = ++s->p;
@@ -244,7 +245,7 @@ static int js_string(jscan *s, arena *a, const char **out)
                 return js_fail(s, "bad surrogate pair in a \\u escape");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         }
-        if (cp == 0)
+        if (cp == 0 && a)
             return js_fail(s, "\\u0000 (NUL) in a string");
         if (d)
             d = utf8_put(d, cp);
