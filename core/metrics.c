@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "log.h"
 
 struct metrics_server {

@@ -13,6 +13,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "metrics.h"
 
 static engine eng;

@@ -38,6 +38,7 @@ for c in "$SRC"/core/*.c; do
 done
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$SRC/tests/fuzz/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 JOBS=()
 [ "${FUZZ_JOBS:-1}" -le 1 ] || JOBS=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS")
