@@ -84,17 +84,13 @@ int command_status(const relay_config *cfg, int json)
 }
 
 /* clang-format off */
-/* Dead rows back to pending; rows held behind them (on_dead = block) too. */
+/* Dead rows back to pending (under on_dead = block, that releases the events
+ * behind them: the claim finds no dead event ahead of them any more). */
 static const char requeue_sql[] =
     "WITH r AS (UPDATE {table} SET {c.dead_at} = NULL, {c.attempts} = 0, {c.available_at} = now(),"
     " {c.lease_owner} = NULL, {c.lease_until} = NULL"
     " WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL"
-    " AND ($1 OR {c.event_id} = ANY($2::uuid[]))"
-    " RETURNING {c.id}, {c.aggregate_type}, {c.aggregate_id}),"
-    " held AS (UPDATE {table} s SET {c.available_at} = now() FROM r"
-    " WHERE s.{c.aggregate_type} = r.{c.aggregate_type} AND s.{c.aggregate_id} = r.{c.aggregate_id}"
-    " AND s.{c.id} > r.{c.id} AND s.{c.available_at} = 'infinity'"
-    " AND s.{c.published_at} IS NULL AND s.{c.dead_at} IS NULL)"
+    " AND ($1 OR {c.event_id} = ANY($2::uuid[])) RETURNING 1)"
     " SELECT count(*) FROM r";
 /* clang-format on */
 

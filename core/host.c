@@ -4,58 +4,68 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "options.h"
+
 static void host_log(void *arg, obx_log_level level, const char *fmt, ...)
 {
     host_ctx *ctx = arg;
+    if (!fmt)
+        return;
+    if ((unsigned)level > OBX_LOG_DEBUG) /* the log indexes its level names */
+        level = OBX_LOG_DEBUG;
     va_list ap;
     va_start(ap, fmt);
     log_vmsg(level, ctx->scope, fmt, ap);
     va_end(ap);
 }
 
-static const cfg_value *find(void *arg, const char *name, int type)
+/* The value a getter hands out: set, else the declared default (see options_value). */
+static int value(void *arg, const char *name, obx_option_type type, cfg_value *v)
 {
     host_ctx *ctx = arg;
-    const cfg_value *v = ctx->output ? config_output_option(ctx->output, name) : NULL;
-    return v && v->type == type ? v : NULL;
+    return name && options_value(&ctx->driver->def, ctx->output, name, type, v);
 }
 
 static int get_string(void *arg, const char *name, const char **out)
 {
-    const cfg_value *v = find(arg, name, OBX_OPT_STRING);
-    if (v)
-        *out = v->s;
-    return v != NULL;
+    cfg_value v;
+    int set = out && value(arg, name, OBX_OPT_STRING, &v);
+    if (set)
+        *out = v.s;
+    return set;
 }
 
 static int get_int(void *arg, const char *name, int64_t *out)
 {
-    const cfg_value *v = find(arg, name, OBX_OPT_INT);
-    if (v)
-        *out = v->i;
-    return v != NULL;
+    cfg_value v;
+    int set = out && value(arg, name, OBX_OPT_INT, &v);
+    if (set)
+        *out = v.i;
+    return set;
 }
 
 static int get_bool(void *arg, const char *name, int *out)
 {
-    const cfg_value *v = find(arg, name, OBX_OPT_BOOL);
-    if (v)
-        *out = v->b;
-    return v != NULL;
+    cfg_value v;
+    int set = out && value(arg, name, OBX_OPT_BOOL, &v);
+    if (set)
+        *out = v.b;
+    return set;
 }
 
 static int get_double(void *arg, const char *name, double *out)
 {
-    const cfg_value *v = find(arg, name, OBX_OPT_DOUBLE);
-    if (v)
-        *out = v->d;
-    return v != NULL;
+    cfg_value v;
+    int set = out && value(arg, name, OBX_OPT_DOUBLE, &v);
+    if (set)
+        *out = v.d;
+    return set;
 }
 
 static int get_property(void *arg, size_t index, const char **key, const char **value)
 {
     host_ctx *ctx = arg;
-    if (!ctx->output || index >= ctx->output->property_count)
+    if (!ctx->output || index >= ctx->output->property_count || !key || !value)
         return 0;
     *key = ctx->output->properties[index].key;
     *value = ctx->output->properties[index].value;
@@ -67,6 +77,13 @@ static void complete(void *arg, uint64_t token, obx_status status, int native_co
 {
     host_ctx *ctx = arg;
     ctx->on_complete(ctx->on_complete_arg, token, status, native_code, detail);
+}
+
+static void refuse(void *arg, uint64_t token, int native_code, const char *detail)
+{
+    host_ctx *ctx = arg;
+    if (ctx->on_refuse)
+        ctx->on_refuse(ctx->on_complete_arg, token, native_code, detail);
 }
 
 void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *output,
@@ -89,44 +106,22 @@ void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *out
         .get_double = get_double,
         .get_property = get_property,
         .complete = complete,
+        .refuse = refuse,
     };
 }
-
-static const char *const type_names[] = {"a string", "an integer", "a boolean", "a number"};
 
 int host_validate_options(const relay_config *cfg, const cfg_output *output,
                           const loaded_driver *driver, char *err, size_t err_size)
 {
-    const obx_option *decl = driver->def.options;
-    for (size_t i = 0; i < output->option_count; i++) {
-        const cfg_value *v = &output->options[i];
-        const obx_option *o = decl;
-        while (o && o->name && strcmp(o->name, v->name) != 0)
-            o++;
-        if (!o || !o->name) {
-            snprintf(err, err_size, "%s:%d: output \"%s\": driver \"%s\" has no option \"%s\"",
-                     cfg->path, v->line, output->name, driver->def.name, v->name);
-            return -1;
-        }
-        /* an integer literal is a fine value for a number option */
-        if (o->type == OBX_OPT_DOUBLE && v->type == OBX_OPT_INT) {
-            ((cfg_value *)v)->d = (double)v->i;
-            ((cfg_value *)v)->type = OBX_OPT_DOUBLE;
-        }
-        if ((int)o->type != v->type) {
-            snprintf(err, err_size, "%s:%d: output \"%s\": option \"%s\" must be %s", cfg->path,
-                     v->line, output->name, v->name, type_names[o->type]);
-            return -1;
-        }
+    char why[512];
+    if (options_check_specs(&driver->def, why, sizeof why) < 0) {
+        snprintf(err, err_size,
+                 "%s:%d: output \"%s\": driver \"%s\" (%s) is refused: its option specs are "
+                 "wrong (a bug in the driver): %s",
+                 cfg->path, output->line, output->name, driver->def.name, driver->path, why);
+        return -1;
     }
-    for (const obx_option *o = decl; o && o->name; o++) {
-        if ((o->flags & OBX_OPT_REQUIRED) && !config_output_option(output, o->name)) {
-            snprintf(err, err_size, "%s:%d: output \"%s\": driver \"%s\" requires option \"%s\"",
-                     cfg->path, output->line, output->name, driver->def.name, o->name);
-            return -1;
-        }
-    }
-    return 0;
+    return options_validate(cfg, output, &driver->def, err, err_size);
 }
 
 loaded_driver *host_load_output(const relay_config *cfg, const cfg_output *output, char *err,

@@ -9,22 +9,30 @@
 typedef void (*host_complete_fn)(void *arg, uint64_t token, obx_status status, int native_code,
                                  const char *detail);
 
+/* Receives the reason for a refusal made in publish_batch (host->refuse);
+ * called on the publishing thread. detail may be NULL. */
+typedef void (*host_refuse_fn)(void *arg, uint64_t token, int native_code, const char *detail);
+
 typedef struct host_ctx {
     obx_host host;            /* what the driver sees; host.host_ctx points here */
     const cfg_output *output; /* option values for the getters */
     const loaded_driver *driver;
     host_complete_fn on_complete;
-    void *on_complete_arg;
-    char scope[128]; /* log prefix: "output NAME (driver)" */
+    host_refuse_fn on_refuse; /* NULL: refusal reasons are dropped; set after host_init */
+    void *on_complete_arg;    /* the first argument of on_complete and on_refuse */
+    char scope[128];          /* log prefix: "output NAME (driver)" */
 } host_ctx;
 
-/* Fills ctx so &ctx->host can be passed to the driver's create. */
+/* Fills ctx so &ctx->host can be passed to the driver's create. The getters
+ * return the output's value, else the driver's declared default (ABI 1.1),
+ * else 0 as in ABI 1.0. */
 void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *output,
                host_complete_fn on_complete, void *arg);
 
-/* Checks an output's options against the driver's declared options:
- * unknown names, wrong types, missing required ones. Returns 0 or -1 with
- * "FILE:LINE: ..." in err. */
+/* Checks the driver's option specs (a bad one refuses the driver), then the
+ * output's options against the declarations: unknown names, types, ranges,
+ * choices, missing required ones; warns of old and deprecated names.
+ * Returns 0 or -1 with "FILE:LINE: ..." in err. */
 int host_validate_options(const relay_config *cfg, const cfg_output *output,
                           const loaded_driver *driver, char *err, size_t err_size);
 

@@ -73,3 +73,11 @@ void log_msg(obx_log_level level, const char *fmt, ...)
     log_vmsg(level, NULL, fmt, ap);
     va_end(ap);
 }
+
+void log_scoped(obx_log_level level, const char *scope, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vmsg(level, scope, fmt, ap);
+    va_end(ap);
+}

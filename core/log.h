@@ -11,6 +11,9 @@ typedef enum { LOG_FORMAT_TEXT, LOG_FORMAT_JSON } log_format;
 void log_setup(obx_log_level max_level, log_format format);
 void log_msg(obx_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list ap);
+/* A line with a scope ("worker 1"), as log_vmsg. */
+void log_scoped(obx_log_level level, const char *scope, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #define log_error(...) log_msg(OBX_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(OBX_LOG_WARN, __VA_ARGS__)

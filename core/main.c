@@ -12,6 +12,7 @@
 #include "host.h"
 #include "loader.h"
 #include "log.h"
+#include "options.h"
 
 static const char usage_text[] =
     "usage: outbox-relay COMMAND [options]\n"
@@ -139,11 +140,11 @@ static void print_driver(const loaded_driver *drv, int verbose)
     const obx_driver_def *d = &drv->def;
     printf("%-10s %-8s ABI %u.%u  %s\n    %s\n", d->name, d->version ? d->version : "-",
            d->abi_major, d->abi_minor, d->description ? d->description : "", drv->path);
-    static const char *const types[] = {"string", "int", "bool", "double"};
-    for (const obx_option *o = d->options; verbose && o && o->name; o++)
-        printf("    %-24s %-6s %s%s%s\n", o->name, types[o->type],
-               o->flags & OBX_OPT_REQUIRED ? "(required) " : "",
-               o->flags & OBX_OPT_SECRET ? "(secret) " : "", o->description ? o->description : "");
+    char bug[512];
+    if (options_check_specs(d, bug, sizeof bug) < 0)
+        printf("    refused by the host: its option specs are wrong: %s\n", bug);
+    if (verbose)
+        options_print_table(stdout, d);
 }
 
 static int list_drivers(const char *dir, int verbose)

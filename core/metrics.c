@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
 #include "log.h"
+#include "state.h"
 
 struct metrics_server {
     struct MHD_Daemon *daemon;
-    engine *eng;
+    relay_state *st;
 };
 
 static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *body)
@@ -39,21 +39,35 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
         return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET /metrics\n");
     if (strcmp(url, "/metrics") != 0)
         return answer(conn, MHD_HTTP_NOT_FOUND, "not found: GET /metrics\n");
-    const engine *e = srv->eng;
-    char body[2048];
-    snprintf(body, sizeof body,
-             "# HELP outbox_relay_claimed_total Rows claimed.\n"
-             "# TYPE outbox_relay_claimed_total counter\noutbox_relay_claimed_total %lld\n"
-             "# HELP outbox_relay_published_total Rows marked published after a broker ack.\n"
-             "# TYPE outbox_relay_published_total counter\noutbox_relay_published_total %lld\n"
-             "# HELP outbox_relay_retried_total Failed attempts scheduled for a retry.\n"
-             "# TYPE outbox_relay_retried_total counter\noutbox_relay_retried_total %lld\n"
-             "# HELP outbox_relay_dead_total Rows dead-lettered.\n"
-             "# TYPE outbox_relay_dead_total counter\noutbox_relay_dead_total %lld\n"
-             "# HELP outbox_relay_released_total Leases released unfinished at shutdown.\n"
-             "# TYPE outbox_relay_released_total counter\noutbox_relay_released_total %lld\n",
-             atomic_load(&e->claimed), atomic_load(&e->published), atomic_load(&e->retried),
-             atomic_load(&e->dead), atomic_load(&e->released));
+    relay_stats *e = &srv->st->stats;
+    char body[8192];
+    int len =
+        snprintf(body, sizeof body,
+                 "# HELP outbox_relay_claimed_total Rows claimed.\n"
+                 "# TYPE outbox_relay_claimed_total counter\noutbox_relay_claimed_total %lld\n"
+                 "# HELP outbox_relay_published_total Rows marked published after a broker ack.\n"
+                 "# TYPE outbox_relay_published_total counter\noutbox_relay_published_total %lld\n"
+                 "# HELP outbox_relay_retried_total Failed attempts scheduled for a retry.\n"
+                 "# TYPE outbox_relay_retried_total counter\noutbox_relay_retried_total %lld\n"
+                 "# HELP outbox_relay_dead_total Rows dead-lettered.\n"
+                 "# TYPE outbox_relay_dead_total counter\noutbox_relay_dead_total %lld\n"
+                 "# HELP outbox_relay_released_total Leases released unfinished at shutdown.\n"
+                 "# TYPE outbox_relay_released_total counter\noutbox_relay_released_total %lld\n"
+                 "# HELP outbox_relay_deferred_total Rows put back, no attempt counted, while "
+                 "their output was unavailable.\n"
+                 "# TYPE outbox_relay_deferred_total counter\noutbox_relay_deferred_total %lld\n"
+                 "# HELP outbox_relay_output_up 1 while the output takes messages, 0 while it is "
+                 "paused as unavailable.\n# TYPE outbox_relay_output_up gauge\n",
+                 atomic_load(&e->claimed), atomic_load(&e->published), atomic_load(&e->retried),
+                 atomic_load(&e->dead), atomic_load(&e->released), atomic_load(&e->deferred));
+    for (size_t i = 0; i < srv->st->cfg->output_count && len > 0 && (size_t)len < sizeof body;
+         i++) {
+        int up;
+        long long outages;
+        health_read(&srv->st->health[i], &up, &outages);
+        len += snprintf(body + len, sizeof body - len, "outbox_relay_output_up{output=\"%s\"} %d\n",
+                        srv->st->cfg->outputs[i].name, up);
+    }
     return answer(conn, MHD_HTTP_OK, body);
 }
 
@@ -85,12 +99,12 @@ int metrics_parse_listen(const char *listen, struct sockaddr_in *addr, char *err
     return a.sin_addr.s_addr == htonl(INADDR_ANY);
 }
 
-static metrics_server *start(engine *eng, unsigned flags, const struct sockaddr_in *addr)
+static metrics_server *start(relay_state *st, unsigned flags, const struct sockaddr_in *addr)
 {
     metrics_server *srv = calloc(1, sizeof *srv);
     if (!srv)
         return NULL;
-    srv->eng = eng;
+    srv->st = st;
     /* poll, not select: the relay may hold descriptors above FD_SETSIZE; and
      * not epoll: at the connection limit, libmicrohttpd 0.9.75's epoll loop
      * resumes accepting only when a timeout fires, so a backlog left by a
@@ -113,13 +127,13 @@ static metrics_server *start(engine *eng, unsigned flags, const struct sockaddr_
     return srv;
 }
 
-metrics_server *metrics_start(engine *eng, const char *listen, char *err, size_t err_size)
+metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size)
 {
     struct sockaddr_in addr;
     int all = metrics_parse_listen(listen, &addr, err, err_size);
     if (all < 0)
         return NULL;
-    metrics_server *srv = start(eng, 0, &addr);
+    metrics_server *srv = start(st, 0, &addr);
     if (!srv) {
         snprintf(err, err_size, "metrics.listen \"%s\": cannot listen (port in use?)", listen);
         return NULL;
@@ -132,9 +146,9 @@ metrics_server *metrics_start(engine *eng, const char *listen, char *err, size_t
     return srv;
 }
 
-metrics_server *metrics_start_detached(engine *eng, char *err, size_t err_size)
+metrics_server *metrics_start_detached(relay_state *st, char *err, size_t err_size)
 {
-    metrics_server *srv = start(eng, 0, NULL);
+    metrics_server *srv = start(st, 0, NULL);
     if (!srv)
         snprintf(err, err_size, "metrics: cannot start the HTTP server");
     return srv;

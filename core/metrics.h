@@ -5,7 +5,7 @@
 #include <netinet/in.h>
 #include <stddef.h>
 
-struct engine; /* engine.h; not included, so config.c can use the parser alone */
+struct relay_state; /* state.h; not included, so config.c can use the parser alone */
 typedef struct metrics_server metrics_server;
 
 /* Limits that keep idle or slow clients from taking the relay's descriptors:
@@ -19,12 +19,13 @@ typedef struct metrics_server metrics_server;
  * is wrong" in err. check-config calls it too. */
 int metrics_parse_listen(const char *listen, struct sockaddr_in *addr, char *err, size_t err_size);
 
-/* Starts serving eng's counters on LISTEN. NULL with err on failure. */
-metrics_server *metrics_start(struct engine *eng, const char *listen, char *err, size_t err_size);
+/* Starts serving the relay's counters on LISTEN. NULL with err on failure. */
+metrics_server *metrics_start(struct relay_state *st, const char *listen, char *err,
+                              size_t err_size);
 
 /* A server without a listening socket: connections come from
  * metrics_add_connection (the fuzz target hands it one end of a socketpair). */
-metrics_server *metrics_start_detached(struct engine *eng, char *err, size_t err_size);
+metrics_server *metrics_start_detached(struct relay_state *st, char *err, size_t err_size);
 /* Serves FD (now owned by the server). Returns 0, or -1 when refused. */
 int metrics_add_connection(metrics_server *srv, int fd);
 

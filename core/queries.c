@@ -5,78 +5,153 @@
 #include <string.h>
 
 #include "db.h"
+#include "outcome.h"
 #include "sql.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
 /*
  * Rows any worker may take now: pending, due, lease free or expired. It
- * states the pending index's whole predicate (held rows, 'infinity', are not
- * in it); the head subquery below does not, so it cannot pick that index.
+ * states the pending index's whole predicate, so the unordered claim uses it.
  */
 #define CLAIMABLE(o)                                                                          \
     o ".{c.published_at} IS NULL AND " o ".{c.dead_at} IS NULL AND " o                          \
     ".{c.available_at} < 'infinity' AND " o ".{c.available_at} <= now() AND (" o                \
     ".{c.lease_until} IS NULL OR " o ".{c.lease_until} < now())"
 
+/*
+ * The payload is not fetched when it is larger than max_payload_bytes ($4 in
+ * both claims): a backlog of huge rows must not fill the relay's memory. The
+ * size (@SIZE@, filled in per payload type) is read without the value where
+ * PostgreSQL can tell: text, json and bytea know their raw length; jsonb is
+ * measured as text only when even its stored (maybe compressed) form is not
+ * clearly small, and is NULL (small) otherwise.
+ */
 #define CLAIM_RETURNING                                                                       \
     " RETURNING t.{c.id}, t.{c.event_id}, t.{c.aggregate_type}, t.{c.aggregate_id},"          \
-    " t.{c.event_type}, t.{c.payload}, t.{c.headers}, t.{c.destination},"                      \
-    " (extract(epoch FROM t.{c.created_at}) * 1000000)::bigint, t.{c.attempts}"
+    " t.{c.event_type}, CASE WHEN coalesce(@SIZE@, 0) > $4 THEN NULL ELSE t.{c.payload} END,"   \
+    " t.{c.headers}, t.{c.destination},"                                                       \
+    " (extract(epoch FROM t.{c.created_at}) * 1000000)::bigint, t.{c.attempts}, @SIZE@"
 
-/* $1 owner, $2 batch size, $3 lease ms. The lease runs from when it is
- * written (clock_timestamp), not from the statement's start: a claim that
- * waited (a lock, a slow plan) must not write a lease already expired. */
+#define LEASE_UNTIL "clock_timestamp() + $3 * interval '1 millisecond'"
+
+/* $1 owner, $2 batch size, $3 lease ms, $4 max payload bytes. The lease runs
+ * from when it is written (clock_timestamp), not from the statement's start:
+ * a claim that waited (a lock, a slow plan) must not write a lease already
+ * expired. */
 static const char claim_unordered[] =
     "WITH picked AS (SELECT o.{c.id} FROM {table} o WHERE " CLAIMABLE("o")
     " ORDER BY o.{c.id} LIMIT $2 FOR UPDATE SKIP LOCKED)"
-    " UPDATE {table} t SET {c.lease_owner} = $1,"
-    " {c.lease_until} = clock_timestamp() + $3 * interval '1 millisecond'"
-    " FROM picked WHERE t.{c.id} = picked.{c.id}" CLAIM_RETURNING;
+    " UPDATE {table} t SET {c.lease_owner} = $1, {c.lease_until} = " LEASE_UNTIL
+    " FROM picked WHERE t.{c.id} = picked.{c.id}" CLAIM_RETURNING ", 0";
+
+/* A row of the aggregate scan: pending and not dead. */
+#define LIVE(o) o ".{c.published_at} IS NULL AND " o ".{c.dead_at} IS NULL"
+#define AGG(o) o ".{c.aggregate_type}, " o ".{c.aggregate_id}"
 
 /*
- * Per-aggregate order: only the head of an aggregate (no lower id of it is
- * still unpublished) is claimable, so at most one event per aggregate is in
- * flight anywhere. The schema's insert trigger makes ids of one aggregate
- * commit in order, so no lower id can appear later. The head test is a
- * correlated subquery, one index descent per row whatever the statistics
- * say (a fresh, unanalyzed outbox once got a whole-table anti-join). The
- * scan stops at the $4-th claimable row, so rows waiting behind heads in
- * flight cost little.
+ * Per-aggregate order, fair across aggregates. Only the head of an
+ * aggregate (its lowest pending id) and a run of the events right behind it
+ * are claimable, so nothing of an aggregate overtakes its head. The schema's
+ * insert trigger makes ids of one aggregate commit in order, so no lower id
+ * can appear later.
+ *
+ * Heads are found by walking the distinct aggregates with pending events in
+ * the live index (one index descent per aggregate, however many events wait
+ * behind a head), starting after the aggregate where this worker's previous
+ * claim stopped and wrapping around once: every aggregate whose head is due
+ * is reached, whatever a hot, held, backing-off or dead aggregate holds. A
+ * batch takes every head before any second event of a run.
+ *
+ * $1 owner, $2 batch size, $3 lease ms, $4 max payload bytes, $5/$6 the
+ * aggregate to start after (NULL: from the first), $7 the longest run per
+ * aggregate (1 unless every driver keeps order within an instance).
+ * Returns the claimed rows and each row's place in the walk (for the next
+ * start). Claimability is tested again where rows are locked, so a row
+ * another worker claimed since this statement's snapshot is skipped.
  */
 static const char claim_ordered[] =
-    "WITH picked AS (SELECT o.{c.id} FROM {table} o WHERE " CLAIMABLE("o")
-    " AND o.{c.id} <= (SELECT max(w.{c.id}) FROM (SELECT x.{c.id} FROM {table} x WHERE "
-    CLAIMABLE("x") " ORDER BY x.{c.id} LIMIT $4) w)"
-    " AND o.{c.id} = (SELECT p.{c.id} FROM {table} p"
-    " WHERE p.{c.aggregate_type} = o.{c.aggregate_type} AND p.{c.aggregate_id} = o.{c.aggregate_id}"
-    " AND p.{c.published_at} IS NULL %s ORDER BY p.{c.id} LIMIT 1)"
-    " ORDER BY o.{c.id} LIMIT $2 FOR UPDATE OF o SKIP LOCKED)"
-    " UPDATE {table} t SET {c.lease_owner} = $1,"
-    " {c.lease_until} = clock_timestamp() + $3 * interval '1 millisecond'"
-    " FROM picked WHERE t.{c.id} = picked.{c.id}" CLAIM_RETURNING;
+    "WITH RECURSIVE aggs(t, a, n, wrapped) AS ("
+    " (SELECT f.t, f.a, 1, f.w FROM ("
+    "  (SELECT " AGG("x") ", false FROM {table} x WHERE " LIVE("x")
+    "   AND ($5::text IS NULL OR (" AGG("x") ") > ($5::text, $6::text))"
+    "   ORDER BY " AGG("x") " LIMIT 1)"
+    "  UNION ALL"
+    "  (SELECT " AGG("x") ", true FROM {table} x WHERE " LIVE("x") " AND $5::text IS NOT NULL"
+    "   ORDER BY " AGG("x") " LIMIT 1)"
+    "  LIMIT 1) f(t, a, w))"
+    " UNION ALL"
+    " SELECT nx.t, nx.a, g.n + 1, nx.w FROM aggs g CROSS JOIN LATERAL ("
+    "  (SELECT " AGG("x") ", g.wrapped FROM {table} x WHERE " LIVE("x")
+    "   AND (" AGG("x") ") > (g.t, g.a) ORDER BY " AGG("x") " LIMIT 1)"
+    "  UNION ALL"
+    "  (SELECT " AGG("x") ", true FROM {table} x WHERE " LIVE("x") " AND NOT g.wrapped"
+    "   ORDER BY " AGG("x") " LIMIT 1)"
+    "  LIMIT 1) nx(t, a, w)"
+    " WHERE NOT (nx.w AND ($5::text IS NULL OR (nx.t, nx.a) > ($5::text, $6::text)))),"
+    " heads AS (SELECT g.t, g.a, g.n, h.id FROM aggs g CROSS JOIN LATERAL ("
+    "  SELECT p.{c.id} AS id, p.{c.available_at} AS due, p.{c.lease_until} AS lease"
+    "  FROM {table} p WHERE p.{c.aggregate_type} = g.t AND p.{c.aggregate_id} = g.a"
+    "  AND " LIVE("p") " ORDER BY p.{c.id} LIMIT 1) h"
+    "  WHERE h.due <= now() AND h.due < 'infinity' AND (h.lease IS NULL OR h.lease < now())"
+    "  @DEAD_BEFORE@ LIMIT $2),"
+    " cand AS (SELECT r.id, h.n, r.pos FROM heads h CROSS JOIN LATERAL ("
+    "  SELECT q.id, row_number() OVER w AS pos, bool_and(q.ok) OVER w AS prefix_ok FROM ("
+    "   SELECT b.{c.id} AS id, b.{c.available_at} <= now() AND b.{c.available_at} < 'infinity'"
+    "   AND (b.{c.lease_until} IS NULL OR b.{c.lease_until} < now()) AS ok"
+    "   FROM {table} b WHERE b.{c.aggregate_type} = h.t AND b.{c.aggregate_id} = h.a"
+    "   AND " LIVE("b") " AND b.{c.id} >= h.id ORDER BY b.{c.id} LIMIT $7) q"
+    "  WINDOW w AS (ORDER BY q.id)) r WHERE r.prefix_ok),"
+    " locked AS (SELECT o.{c.id} AS id FROM {table} o WHERE o.{c.id} IN (SELECT id FROM cand)"
+    "  AND " CLAIMABLE("o") " FOR UPDATE SKIP LOCKED),"
+    /* a run is kept up to its first row another worker holds */
+    " picked AS (SELECT k.id, k.n FROM (SELECT c.id, c.n, c.pos,"
+    "  row_number() OVER (PARTITION BY c.n ORDER BY c.pos) AS rn"
+    "  FROM cand c JOIN locked l ON l.id = c.id) k"
+    "  WHERE k.rn = k.pos ORDER BY k.pos, k.n LIMIT $2)"
+    " UPDATE {table} t SET {c.lease_owner} = $1, {c.lease_until} = " LEASE_UNTIL
+    " FROM picked WHERE t.{c.id} = picked.id" CLAIM_RETURNING ", picked.n";
+
+/* on_dead = "block": a dead event holds back every later one of its aggregate. */
+static const char no_dead_before[] =
+    "AND NOT EXISTS (SELECT 1 FROM {table} d WHERE d.{c.aggregate_type} = g.t"
+    " AND d.{c.aggregate_id} = g.a AND d.{c.dead_at} IS NOT NULL AND d.{c.published_at} IS NULL"
+    " AND d.{c.id} < h.id)";
+
+#define SIZE_JSONB                                                                            \
+    "(CASE WHEN pg_column_size(t.{c.payload})::bigint * 256 < $4 THEN NULL"                    \
+    " ELSE octet_length(t.{c.payload}::text) END)"
+#define SIZE_JSON "octet_length(t.{c.payload}::text)"
+#define SIZE_RAW "octet_length(t.{c.payload})"
 
 /*
  * One statement records a whole batch, fenced by the lease owner: a worker
- * whose lease was taken over changes nothing. $1 ids, $2 outcome codes,
- * $3 retry delays in ms, $4 errors, $5 owner, $6 delete published rows.
- * Returns (outcome, rows) for the rows actually recorded.
+ * whose lease was taken over changes nothing. $1 ids, $2 outcome codes
+ * (OUTCOME_*), $3 retry delays in ms, $4 errors, $5 owner, $6 delete
+ * published rows. Returns (outcome, rows) for the rows actually recorded.
  */
+#define O_PUBLISHED OUTCOME_SQL(OUTCOME_PUBLISHED)
+#define O_RETRY OUTCOME_SQL(OUTCOME_RETRY)
+#define O_DEAD OUTCOME_SQL(OUTCOME_DEAD)
+#define O_RELEASE OUTCOME_SQL(OUTCOME_RELEASE)
+#define O_DEFER OUTCOME_SQL(OUTCOME_DEFER)
 static const char record_sql[] =
     "WITH f AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[])"
     " AS f(id, outcome, delay_ms, error)),"
-    " gone AS (DELETE FROM {table} t USING f WHERE $6 AND f.outcome = 0"
+    " gone AS (DELETE FROM {table} t USING f WHERE $6 AND f.outcome = " O_PUBLISHED
     " AND t.{c.id} = f.id AND t.{c.lease_owner} = $5 RETURNING f.outcome),"
     " kept AS (UPDATE {table} t SET"
-    " {c.published_at} = CASE WHEN f.outcome = 0 THEN now() ELSE t.{c.published_at} END,"
-    " {c.dead_at} = CASE WHEN f.outcome = 2 THEN now() ELSE t.{c.dead_at} END,"
-    " {c.attempts} = t.{c.attempts} + CASE WHEN f.outcome IN (3, 4) THEN 0 ELSE 1 END,"
-    " {c.available_at} = CASE WHEN f.outcome IN (1, 4)"
+    " {c.published_at} = CASE WHEN f.outcome = " O_PUBLISHED " THEN now() ELSE t.{c.published_at} END,"
+    " {c.dead_at} = CASE WHEN f.outcome = " O_DEAD " THEN now() ELSE t.{c.dead_at} END,"
+    " {c.attempts} = t.{c.attempts} + CASE WHEN f.outcome IN (" O_RELEASE ", " O_DEFER ")"
+    "   THEN 0 ELSE 1 END,"
+    " {c.available_at} = CASE WHEN f.outcome IN (" O_RETRY ", " O_DEFER ")"
     "   THEN now() + f.delay_ms * interval '1 millisecond' ELSE t.{c.available_at} END,"
-    " {c.last_error} = CASE WHEN f.outcome IN (1, 2, 4) THEN f.error ELSE t.{c.last_error} END,"
+    " {c.last_error} = CASE WHEN f.outcome IN (" O_RETRY ", " O_DEAD ", " O_DEFER ")"
+    "   THEN f.error ELSE t.{c.last_error} END,"
     " {c.lease_owner} = NULL, {c.lease_until} = NULL"
     " FROM f WHERE t.{c.id} = f.id AND t.{c.lease_owner} = $5"
-    " AND NOT (f.outcome = 0 AND $6) RETURNING f.outcome)"
+    " AND NOT (f.outcome = " O_PUBLISHED " AND $6) RETURNING f.outcome)"
     " SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept) r"
     " GROUP BY outcome";
 
@@ -95,32 +170,50 @@ static const char renew_sql[] =
     "UPDATE {table} SET {c.lease_until} = clock_timestamp() + $3 * interval '1 millisecond'"
     " WHERE {c.id} = ANY($1::bigint[]) AND {c.lease_owner} = $2";
 
-/*
- * Keeps the rest of an aggregate out of the claim window while its head
- * waits: later events inherit the head's available_at ('infinity' for a
- * head dead under on_dead = block). $1 head ids.
- */
-static const char hold_sql[] =
-    "UPDATE {table} s SET {c.available_at} = CASE WHEN h.{c.dead_at} IS NOT NULL"
-    " THEN 'infinity' ELSE h.{c.available_at} END"
-    " FROM {table} h WHERE h.{c.id} = ANY($1::bigint[])"
-    " AND s.{c.aggregate_type} = h.{c.aggregate_type} AND s.{c.aggregate_id} = h.{c.aggregate_id}"
-    " AND s.{c.id} > h.{c.id} AND s.{c.published_at} IS NULL AND s.{c.dead_at} IS NULL";
-
-/* Is anything left to do? Under block, rows behind a dead head are not. */
+/* Is anything left to do? Under block, rows behind a dead event are not. */
 static const char pending_sql[] =
     "SELECT EXISTS (SELECT 1 FROM {table} o WHERE o.{c.published_at} IS NULL"
-    " AND o.{c.dead_at} IS NULL %s)";
+    " AND o.{c.dead_at} IS NULL @BEHIND_DEAD@)";
 static const char behind_dead[] =
     " AND NOT EXISTS (SELECT 1 FROM {table} p WHERE p.{c.aggregate_type} = o.{c.aggregate_type}"
     " AND p.{c.aggregate_id} = o.{c.aggregate_id} AND p.{c.id} < o.{c.id}"
     " AND p.{c.published_at} IS NULL AND p.{c.dead_at} IS NOT NULL)";
 /* clang-format on */
 
-static int prepare(PGconn *conn, const relay_config *cfg, const char *name, const char *tmpl,
-                   char *err, size_t err_size)
+/* Replaces every "@KEY@" in text by value (a fresh string). */
+static char *fill(char *text, const char *key, const char *value)
 {
-    char *sql = sql_render(cfg, tmpl);
+    size_t klen = strlen(key), vlen = strlen(value), n = 0;
+    for (const char *p = text; (p = strstr(p, key)); p += klen)
+        n++;
+    char *out = malloc(strlen(text) + n * vlen + 1), *o = out;
+    for (const char *p = text, *hit; ; p = hit + klen) {
+        hit = strstr(p, key);
+        size_t len = hit ? (size_t)(hit - p) : strlen(p);
+        memcpy(o, p, len);
+        o += len;
+        if (!hit)
+            break;
+        memcpy(o, value, vlen);
+        o += vlen;
+    }
+    *o = '\0';
+    free(text);
+    return out;
+}
+
+static int prepare(PGconn *conn, const relay_config *cfg, const char *name, const char *tmpl,
+                   const char *payload_type, char *err, size_t err_size)
+{
+    const char *size = strcmp(payload_type, "jsonb") == 0 ? SIZE_JSONB
+                       : strcmp(payload_type, "json") == 0 ? SIZE_JSON
+                                                           : SIZE_RAW;
+    int block = cfg->on_dead == DEAD_BLOCK;
+    char *text = fill(strdup(tmpl), "@SIZE@", size);
+    text = fill(text, "@DEAD_BEFORE@", block ? no_dead_before : "");
+    text = fill(text, "@BEHIND_DEAD@", block ? behind_dead : "");
+    char *sql = sql_render(cfg, text);
+    free(text);
     PGresult *res = PQprepare(conn, name, sql, 0, NULL);
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     if (!ok) {
@@ -133,20 +226,15 @@ static int prepare(PGconn *conn, const relay_config *cfg, const char *name, cons
     return ok ? 0 : -1;
 }
 
-int queries_prepare(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+int queries_prepare(PGconn *conn, const relay_config *cfg, const char *payload_type, char *err,
+                    size_t err_size)
 {
-    char claim[sizeof claim_ordered + 64], pending[sizeof pending_sql + sizeof behind_dead];
-    const char *skip_dead = cfg->on_dead == DEAD_SKIP ? "AND p.{c.dead_at} IS NULL" : "";
-    snprintf(claim, sizeof claim, claim_ordered, skip_dead);
-    snprintf(pending, sizeof pending, pending_sql, cfg->on_dead == DEAD_BLOCK ? behind_dead : "");
-    const char *claim_sql = cfg->ordering == ORDERING_AGGREGATE ? claim : claim_unordered;
-    if (prepare(conn, cfg, "claim", claim_sql, err, err_size) < 0 ||
-        prepare(conn, cfg, "record", record_sql, err, err_size) < 0 ||
-        prepare(conn, cfg, "mark", mark_sql, err, err_size) < 0 ||
-        prepare(conn, cfg, "renew", renew_sql, err, err_size) < 0 ||
-        prepare(conn, cfg, "hold", hold_sql, err, err_size) < 0 ||
-        prepare(conn, cfg, "pending", pending, err, err_size) < 0)
-        return -1;
+    const char *claim = cfg->ordering == ORDERING_AGGREGATE ? claim_ordered : claim_unordered;
+    const char *const names[] = {"claim", "record", "mark", "renew", "pending"};
+    const char *const texts[] = {claim, record_sql, mark_sql, renew_sql, pending_sql};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (prepare(conn, cfg, names[i], texts[i], payload_type, err, err_size) < 0)
+            return -1;
     return 0;
 }
 

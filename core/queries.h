@@ -18,16 +18,20 @@ enum {
     ROW_HEADERS,
     ROW_DESTINATION,
     ROW_CREATED_US,
-    ROW_ATTEMPTS
+    ROW_ATTEMPTS,
+    ROW_PAYLOAD_BYTES, /* NULL when small; the payload is NULL when over the limit */
+    ROW_WALK_POSITION  /* ordered claims: the aggregate's place in the walk */
 };
 
-/* Outcome codes the record statement understands. RELEASE and DEFER do not
- * count an attempt: the message never reached the broker. */
-enum { REC_PUBLISHED = 0, REC_RETRY = 1, REC_DEAD = 2, REC_RELEASE = 3, REC_DEFER = 4 };
+/* Parameters of the claim statements. */
+enum { CLAIM_OWNER, CLAIM_BATCH, CLAIM_LEASE, CLAIM_MAX_PAYLOAD, CLAIM_AFTER_TYPE, CLAIM_AFTER_ID,
+       CLAIM_RUN, CLAIM_PARAMS };
+#define CLAIM_PARAMS_UNORDERED (CLAIM_MAX_PAYLOAD + 1)
 
 /* Prepares every statement on conn ("claim", "record", "mark", "renew",
- * "hold", "pending"). Returns 0 or -1 with err. */
-int queries_prepare(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
+ * "pending") for the payload column's type. Returns 0 or -1 with err. */
+int queries_prepare(PGconn *conn, const relay_config *cfg, const char *payload_type, char *err,
+                    size_t err_size);
 
 /* Reads the payload column's type: "jsonb", "json", "bytea", "text"... into
  * out. Returns 0 or -1 with err. */

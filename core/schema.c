@@ -10,7 +10,7 @@
 /* SQL text reads best as written. */
 /* clang-format off */
 /*
- * Version 1. Every step is idempotent, so an existing table (with mapped
+ * Version 2. Every step is idempotent, so an existing table (with mapped
  * column names) only gains the relay's state columns and indexes.
  */
 static const char *const schema_steps[] = {
@@ -47,9 +47,24 @@ static const char *const schema_steps[] = {
      * behind a dead head) cost nothing */
     "CREATE INDEX IF NOT EXISTS {n._pending} ON {table} ({c.id})"
     " WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL AND {c.available_at} < 'infinity'",
-    /* per-aggregate predecessor lookups for ordering = aggregate */
-    "CREATE INDEX IF NOT EXISTS {n._aggregate_pending} ON {table}"
-    " ({c.aggregate_type}, {c.aggregate_id}, {c.id}) WHERE {c.published_at} IS NULL",
+    /*
+     * ordering = aggregate: the claim walks the distinct aggregates with live
+     * events and finds each one's head here; dead events are kept apart so
+     * that a pile of them costs the walk nothing (on_dead = block looks them
+     * up per head). Version 1 had one index over both.
+     */
+    "DROP INDEX IF EXISTS {schema}.{n._aggregate_pending}",
+    "CREATE INDEX IF NOT EXISTS {n._aggregate_live} ON {table}"
+    " ({c.aggregate_type}, {c.aggregate_id}, {c.id})"
+    " WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL",
+    "CREATE INDEX IF NOT EXISTS {n._aggregate_dead} ON {table}"
+    " ({c.aggregate_type}, {c.aggregate_id}, {c.id})"
+    " WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL",
+    /* version 1 held events behind a waiting head at 'infinity'; heads are
+     * found without that now */
+    "UPDATE {table} SET {c.available_at} = now() WHERE {c.available_at} = 'infinity'"
+    " AND {c.published_at} IS NULL AND {c.dead_at} IS NULL AND EXISTS (SELECT 1 FROM"
+    " {schema}.outbox_relay_schema v WHERE v.table_name = {lit.table} AND v.version < 2)",
     "CREATE INDEX IF NOT EXISTS {n._published} ON {table} ({c.published_at})"
     " WHERE {c.published_at} IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS {n._dead} ON {table} ({c.dead_at}) WHERE {c.dead_at} IS NOT NULL",
@@ -81,8 +96,8 @@ static const char *const schema_steps[] = {
     "DROP TRIGGER IF EXISTS {n._notify} ON {table}",
     "CREATE TRIGGER {n._notify} AFTER INSERT ON {table}"
     " FOR EACH STATEMENT EXECUTE FUNCTION {schema}.{n._notify}()",
-    "INSERT INTO {schema}.outbox_relay_schema (table_name, version) VALUES ({lit.table}, 1)"
-    " ON CONFLICT (table_name) DO UPDATE SET version = 1, updated_at = now()",
+    "INSERT INTO {schema}.outbox_relay_schema (table_name, version) VALUES ({lit.table}, 2)"
+    " ON CONFLICT (table_name) DO UPDATE SET version = 2, updated_at = now()",
 };
 /* clang-format on */
 

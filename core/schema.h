@@ -6,7 +6,7 @@
 
 #include "config.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 /* Creates or upgrades the table, indexes, enqueue function and notify
  * trigger, idempotently. Returns 0 or -1 with err. */

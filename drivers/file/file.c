@@ -9,6 +9,14 @@
  * differs exactly there: it keeps in-flight messages until the broker
  * acknowledges them, and completes them from poll or its own thread.
  *
+ * Who pays for a failure (include/obx/driver.h): a message it cannot encode
+ * is refused with a reason (host->refuse), PERMANENT when the message itself
+ * is bad, RETRIABLE when memory ran out: either counts an attempt, so it ends
+ * dead after max_attempts. A failed write is the output's state (disk full,
+ * I/O error), not the messages': they complete OBX_UNAVAILABLE, which counts
+ * nothing, and the host pauses the output and offers a batch again later
+ * (no probe: offering a batch is the file's probe).
+ *
  * Line format:
  *   {"event_id":..,"event_type":..,"aggregate_type":..,"aggregate_id":..,
  *    "destination":..,"created_at":"2024-01-02T03:04:05.123456Z","attempt":1,
@@ -27,9 +35,15 @@
 
 /* Declared options: the host rejects any other name and checks the types. */
 static const obx_option file_options[] = {
-    {"path", OBX_OPT_STRING, 0, "file to append JSON lines to; \"-\" is stdout (default)"},
-    {"fsync", OBX_OPT_BOOL, 0, "fsync after each batch before acknowledging (default false)"},
+    {"path", OBX_OPT_STRING, 0, "file to append JSON lines to; \"-\" is stdout"},
+    {"fsync", OBX_OPT_BOOL, 0, "fsync after each batch before acknowledging"},
     {NULL, 0, 0, NULL},
+};
+
+/* ABI 1.1, parallel to file_options: the host hands these defaults to the getters. */
+static const obx_option_spec file_specs[] = {
+    {.default_value = "-"},
+    {.default_value = "false"},
 };
 
 struct obx_instance {
@@ -43,9 +57,9 @@ struct obx_instance {
 
 static obx_instance *file_create(const obx_host *host, char *errstr, size_t errstr_size)
 {
-    const char *path = "-";
+    const char *path = "-"; /* a 1.1 host gives the declared default; a 1.0 host, nothing */
     int do_fsync = 0;
-    host->get_string(host->host_ctx, "path", &path); /* unset: keep the default */
+    host->get_string(host->host_ctx, "path", &path);
     host->get_bool(host->host_ctx, "fsync", &do_fsync);
 
     int fd = STDOUT_FILENO;
@@ -103,36 +117,85 @@ static char *file_base64(const unsigned char *in, size_t len)
     return out;
 }
 
-/* Builds the JSON object of one message; NULL when out of memory. */
-static json_t *file_to_json(const obx_message *m)
+/* Why a message cannot be encoded, for its refusal. */
+typedef struct file_refusal {
+    obx_status status;
+    const char *detail;
+} file_refusal;
+
+/* A JSON string of text, or NULL with why: jansson takes only valid UTF-8. */
+static json_t *file_string(const char *text, const char *what, file_refusal *why)
+{
+    json_t *s = json_string(text);
+    if (s)
+        return s;
+    /* the unchecked copy only fails for want of memory */
+    json_t *raw = json_stringn_nocheck(text, strlen(text));
+    *why =
+        raw ? (file_refusal){OBX_PERMANENT, what} : (file_refusal){OBX_RETRIABLE, "out of memory"};
+    json_decref(raw);
+    return NULL;
+}
+
+/* The payload: JSON as is; anything else (or JSON that does not parse) as base64. */
+static json_t *file_payload(const obx_message *m, int *base64)
+{
+    int json = m->content_type && strcmp(m->content_type, "application/json") == 0;
+    *base64 = 0;
+    if (!m->payload || (json && m->payload_len == 0))
+        return json_null(); /* the outbox payload column is nullable */
+    json_t *payload = json ? json_loadb(m->payload, m->payload_len, JSON_DECODE_ANY, NULL) : NULL;
+    if (payload)
+        return payload;
+    char *b64 = file_base64(m->payload, m->payload_len);
+    payload = b64 ? json_string(b64) : NULL;
+    free(b64);
+    *base64 = 1;
+    return payload;
+}
+
+/* Builds the JSON object of one message; NULL with why when it cannot. */
+static json_t *file_to_json(const obx_message *m, file_refusal *why)
 {
     char created[40];
     file_iso8601(m->created_at_us, created, sizeof created);
+    *why = (file_refusal){OBX_RETRIABLE, "out of memory"};
 
+    json_t *obj = json_object();
     json_t *headers = json_object();
-    for (size_t i = 0; i < m->header_count; i++)
-        json_object_set_new(headers, m->headers[i].key, json_string(m->headers[i].value));
-
-    json_t *payload = NULL;
-    int base64 = 0;
-    if (!m->payload) {
-        payload = json_null(); /* the outbox payload column is nullable */
-    } else if (m->content_type && strcmp(m->content_type, "application/json") == 0) {
-        payload = json_loadb(m->payload, m->payload_len, JSON_DECODE_ANY, NULL);
+    int base64;
+    json_t *payload = file_payload(m, &base64);
+    json_t *fields[] = {
+        file_string(m->event_id, "event_id is not valid UTF-8", why),
+        file_string(m->event_type, "event_type is not valid UTF-8", why),
+        file_string(m->aggregate_type, "aggregate_type is not valid UTF-8", why),
+        file_string(m->aggregate_id, "aggregate_id is not valid UTF-8", why),
+        file_string(m->destination, "destination is not valid UTF-8", why),
+        json_string(created),
+        json_integer((json_int_t)m->attempt),
+    };
+    static const char *const names[] = {"event_id",     "event_type",  "aggregate_type",
+                                        "aggregate_id", "destination", "created_at",
+                                        "attempt"};
+    int ok = obj && headers && payload;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        ok &= json_object_set_new(obj, names[i], fields[i]) == 0; /* steals even on failure */
+    for (size_t i = 0; ok && i < m->header_count; i++) {
+        json_t *key = file_string(m->headers[i].key, "a header key is not valid UTF-8", why);
+        json_t *value = file_string(m->headers[i].value, "a header value is not valid UTF-8", why);
+        ok = key && value && json_object_set_new_nocheck(headers, m->headers[i].key, value) == 0;
+        if (!key)
+            json_decref(value);
+        json_decref(key); /* it only checked the key's UTF-8 */
     }
-    if (!payload) { /* binary, or JSON that does not parse: keep the exact bytes */
-        char *b64 = file_base64(m->payload, m->payload_len);
-        payload = json_string(b64 ? b64 : "");
-        free(b64);
-        base64 = 1;
+    ok &= json_object_set_new(obj, "headers", headers) == 0;
+    ok &= json_object_set_new(obj, "payload", payload) == 0;
+    if (ok && base64)
+        ok = json_object_set_new(obj, "payload_encoding", json_string("base64")) == 0;
+    if (!ok) {
+        json_decref(obj);
+        return NULL;
     }
-    json_t *obj =
-        json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:o, s:o}", "event_id", m->event_id,
-                  "event_type", m->event_type, "aggregate_type", m->aggregate_type, "aggregate_id",
-                  m->aggregate_id, "destination", m->destination, "created_at", created, "attempt",
-                  (json_int_t)m->attempt, "headers", headers, "payload", payload);
-    if (obj && base64)
-        json_object_set_new(obj, "payload_encoding", json_string("base64"));
     return obj;
 }
 
@@ -174,26 +237,35 @@ static int file_write_all(obx_instance *inst)
 static obx_status file_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
                                      obx_status *accept)
 {
+    const obx_host *host = inst->host;
     inst->len = 0;
     for (size_t i = 0; i < count; i++) {
-        json_t *obj = file_to_json(&msgs[i]);
+        file_refusal why;
+        json_t *obj = file_to_json(&msgs[i], &why);
         char *line = obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        /* a message we cannot even format is refused now: no completion follows */
-        accept[i] = line && file_append(inst, line, strlen(line)) == 0 ? OBX_OK : OBX_RETRIABLE;
+        if (line && file_append(inst, line, strlen(line)) != 0) {
+            free(line);
+            line = NULL;
+        }
+        if (obj && !line)
+            why = (file_refusal){OBX_RETRIABLE, "out of memory"};
+        /* a message we cannot encode is refused now, with a reason: no completion follows */
+        accept[i] = line ? OBX_OK : why.status;
+        if (!line && OBX_HOST_HAS(host, refuse))
+            host->refuse(host->host_ctx, msgs[i].token, 0, why.detail);
         free(line);
         json_decref(obj);
     }
     /* The "broker" acknowledges when the bytes are written (and synced):
-     * only then is a completion OK. A failed write is worth retrying. */
+     * only then is a completion OK. */
     int err = file_write_all(inst);
     for (size_t i = 0; i < count; i++) {
         if (accept[i] != OBX_OK)
             continue;
         if (err == 0)
-            inst->host->complete(inst->host->host_ctx, msgs[i].token, OBX_OK, 0, NULL);
+            host->complete(host->host_ctx, msgs[i].token, OBX_OK, 0, NULL);
         else
-            inst->host->complete(inst->host->host_ctx, msgs[i].token, OBX_RETRIABLE, err,
-                                 strerror(err));
+            host->complete(host->host_ctx, msgs[i].token, OBX_UNAVAILABLE, err, strerror(err));
     }
     return OBX_OK;
 }
@@ -223,7 +295,7 @@ static void file_destroy(obx_instance *inst)
 static const obx_driver_def file_def = {
     OBX_DRIVER_DEF_HEAD,
     .name = "file",
-    .version = "1.0.0",
+    .version = "1.1.0",
     .description = "writes each message as a JSON line to a file or stdout (reference driver)",
     .options = file_options,
     .create = file_create,
@@ -232,6 +304,7 @@ static const obx_driver_def file_def = {
     .flush = file_flush,
     .close = file_close,
     .destroy = file_destroy,
+    .option_specs = file_specs,
 };
 
 /* The only exported symbol: everything else is hidden by the build. */

@@ -2,7 +2,13 @@
  * memory: a fault-injecting driver with no broker. The engine's tests run
  * against it: it can fail the first attempts of every event, fail at
  * random, reject one event type permanently, go fatal after N messages,
- * complete late, complete from its own thread, and refuse when full.
+ * complete late, complete from its own thread, refuse when full, refuse
+ * one event type with a reason, and play an unreachable broker.
+ *
+ * It keeps order within an instance (OBX_DRIVER_IN_ORDER): once an event of
+ * an aggregate fails in a batch, every later one of it in that batch fails
+ * too, without reaching the broker's log, as a connection that stops at the
+ * first failure would.
  *
  * With record_file set it plays the broker's log: one JSON line per decided
  * outcome, written with a single write(2) on an O_APPEND descriptor so that
@@ -37,7 +43,11 @@ static const obx_option mem_options[] = {
     {"threaded", OBX_OPT_BOOL, 0,
      "complete from a background thread instead of poll (default false)"},
     {"max_in_flight", OBX_OPT_INT, 0,
-     "refuse messages as retriable beyond this many in flight (default 100000)"},
+     "refuse messages as unavailable beyond this many in flight (default 100000)"},
+    {"unavailable_file", OBX_OPT_STRING, 0,
+     "while this file exists the output is unavailable: messages are refused as such"},
+    {"refuse_event_type", OBX_OPT_STRING, 0,
+     "refuse events of this event_type at publish as retriable, with a reason"},
     {NULL, 0, 0, NULL},
 };
 
@@ -57,6 +67,8 @@ struct obx_instance {
     int64_t fail_attempts;
     double retriable_rate;
     const char *permanent_event_type;
+    const char *unavailable_file;
+    const char *refuse_event_type;
     int64_t fatal_after;
     int64_t delay_ms;
     int threaded;
@@ -291,6 +303,8 @@ static obx_instance *mem_create(const obx_host *host, char *errstr, size_t errst
     host->get_int(ctx, "fail_attempts", &inst->fail_attempts);
     host->get_double(ctx, "retriable_rate", &inst->retriable_rate);
     host->get_string(ctx, "permanent_event_type", &inst->permanent_event_type);
+    host->get_string(ctx, "unavailable_file", &inst->unavailable_file);
+    host->get_string(ctx, "refuse_event_type", &inst->refuse_event_type);
     host->get_int(ctx, "fatal_after", &inst->fatal_after);
     host->get_int(ctx, "delay_ms", &inst->delay_ms);
     host->get_bool(ctx, "threaded", &inst->threaded);
@@ -365,20 +379,47 @@ static obx_status mem_decide(obx_instance *inst, const obx_message *m)
     return OBX_OK;
 }
 
-/* Queues one message; returns its accept status. Caller holds the lock. */
-static obx_status mem_accept(obx_instance *inst, const obx_message *m, int64_t now_us)
+static void mem_refuse(obx_instance *inst, const obx_message *m, const char *why)
 {
-    if ((int64_t)inst->in_flight >= inst->max_in_flight)
+    if (OBX_HOST_HAS(inst->host, refuse))
+        inst->host->refuse(inst->host->host_ctx, m->token, 0, why);
+}
+
+/* Did an earlier message of m's aggregate in this batch fail? */
+static int mem_after_failure(const obx_message *msgs, const obx_status *outcome, size_t i)
+{
+    for (size_t k = 0; k < i; k++)
+        if (outcome[k] != OBX_OK && strcmp(msgs[k].aggregate_type, msgs[i].aggregate_type) == 0 &&
+            strcmp(msgs[k].aggregate_id, msgs[i].aggregate_id) == 0)
+            return 1;
+    return 0;
+}
+
+/* Queues one message; returns its accept status and, through *decided, how
+ * it will complete. Caller holds the lock. */
+static obx_status mem_accept(obx_instance *inst, const obx_message *m, int after_failure,
+                             int64_t now_us, obx_status *decided)
+{
+    *decided = OBX_RETRIABLE;
+    if ((int64_t)inst->in_flight >= inst->max_in_flight) {
+        mem_refuse(inst, m, "max_in_flight reached");
+        return OBX_UNAVAILABLE;
+    }
+    if (inst->refuse_event_type && strcmp(inst->refuse_event_type, m->event_type) == 0) {
+        mem_refuse(inst, m, "refuse_event_type: this event type is refused");
         return OBX_RETRIABLE;
+    }
     if (inst->count == inst->ring_cap && mem_grow(inst) != 0)
         return OBX_RETRIABLE;
+    *decided = after_failure ? OBX_RETRIABLE : mem_decide(inst, m);
     mem_pending p = {
         .token = m->token,
         .due_us = now_us + inst->delay_ms * 1000,
-        .status = mem_decide(inst, m),
+        .status = *decided,
         .attempt = m->attempt,
     };
-    if (inst->record_fd >= 0 && !(p.record = mem_record_prefix(m)))
+    /* a message behind a failed one never reaches the broker's log */
+    if (inst->record_fd >= 0 && !after_failure && !(p.record = mem_record_prefix(m)))
         return OBX_RETRIABLE;
     inst->ring[(inst->head + inst->count) % inst->ring_cap] = p;
     inst->count++;
@@ -392,17 +433,28 @@ static obx_status mem_publish_batch(obx_instance *inst, const obx_message *msgs,
 {
     obx_status rc = OBX_OK;
     int64_t now_us = mem_now_us(CLOCK_MONOTONIC);
+    int unavailable = inst->unavailable_file && access(inst->unavailable_file, F_OK) == 0;
+    obx_status *outcome = calloc(count ? count : 1, sizeof *outcome);
     pthread_mutex_lock(&inst->lock);
     for (size_t i = 0; i < count; i++) {
         if (inst->closed || inst->fatal ||
             (inst->fatal_after > 0 && inst->accepted >= inst->fatal_after)) {
             inst->fatal = 1;
-            accept[i] = OBX_FATAL;
+            accept[i] = outcome[i] = OBX_FATAL;
             rc = OBX_FATAL;
             continue;
         }
-        accept[i] = mem_accept(inst, &msgs[i], now_us);
+        if (unavailable) {
+            mem_refuse(inst, &msgs[i], "unavailable_file exists");
+            accept[i] = outcome[i] = OBX_UNAVAILABLE;
+            continue;
+        }
+        int after = outcome ? mem_after_failure(msgs, outcome, i) : 0;
+        accept[i] = mem_accept(inst, &msgs[i], after, now_us, &outcome[i]);
+        if (accept[i] != OBX_OK)
+            outcome[i] = accept[i];
     }
+    free(outcome);
     if (inst->threaded)
         pthread_cond_broadcast(&inst->changed);
     pthread_mutex_unlock(&inst->lock);
@@ -498,6 +550,13 @@ static void mem_destroy(obx_instance *inst)
     mem_free(inst);
 }
 
+static obx_status mem_probe(obx_instance *inst, int timeout_ms)
+{
+    (void)timeout_ms;
+    return inst->unavailable_file && access(inst->unavailable_file, F_OK) == 0 ? OBX_UNAVAILABLE
+                                                                               : OBX_OK;
+}
+
 static const obx_driver_def mem_def = {
     OBX_DRIVER_DEF_HEAD,
     .name = "memory",
@@ -510,6 +569,8 @@ static const obx_driver_def mem_def = {
     .flush = mem_flush,
     .close = mem_close,
     .destroy = mem_destroy,
+    .flags = OBX_DRIVER_IN_ORDER,
+    .probe = mem_probe,
 };
 
 OBX_DRIVER_EXPORT const obx_driver_def *obx_driver_entry(void)

@@ -16,13 +16,37 @@
 
 /*
  * The options your driver accepts. The host rejects unknown names and wrong
- * types before create, so create only checks values. Mark credentials
- * OBX_OPT_SECRET: the host never prints them.
+ * types before create. Mark credentials OBX_OPT_SECRET: the host never
+ * prints them. Durations are integers in milliseconds named *_ms.
  */
 static const obx_option tpl_options[] = {
     {"url", OBX_OPT_STRING, 0, "where the broker is (unused by the template)"},
+    {"max_message_bytes", OBX_OPT_INT, 0,
+     "a larger message is refused, permanent, with a reason (shows host->refuse)"},
+    {"compression", OBX_OPT_STRING, 0, "passed to the client library (unused by the template)"},
+    {"connect_timeout_ms", OBX_OPT_INT, 0, "how long a connection attempt may take"},
+    {"connect_timeout_s", OBX_OPT_INT, OBX_OPT_DEPRECATED,
+     "deprecated: use connect_timeout_ms (this one is in seconds)"},
     {"fail_create", OBX_OPT_BOOL, 0, "refuse to create, to show how errors are reported"},
     {NULL, 0, 0, NULL},
+};
+
+/*
+ * ABI 1.1: what the host enforces, index by index with tpl_options. The host
+ * refuses a value out of range or not among the choices (with the config's
+ * file and line) and hands the default to the getters, so create reads
+ * checked values and keeps no defaults of its own. renamed_from keeps an old
+ * name working (with a warning); where the unit changed, keep the old option
+ * declared OBX_OPT_DEPRECATED and convert it, as connect_timeout_s here.
+ */
+static const char *const tpl_compressions[] = {"none", "gzip", "lz4", NULL};
+static const obx_option_spec tpl_specs[] = {
+    {.default_value = "nowhere://"},
+    {.default_value = "1048576", .min = 1, .max = 1073741824},
+    {.default_value = "none", .choices = tpl_compressions},
+    {.default_value = "5000", .min = 1, .max = 600000, .renamed_from = "connect_timeout"},
+    {.min = 1, .max = 600},
+    {.default_value = "false"},
 };
 
 /*
@@ -31,6 +55,7 @@ static const obx_option tpl_options[] = {
  */
 struct obx_instance {
     const obx_host *host; /* valid until destroy returns */
+    int64_t max_message_bytes;
     int closed;
     /* BROKER: your client handle, in-flight bookkeeping, ... */
 };
@@ -41,9 +66,17 @@ struct obx_instance {
  */
 static obx_instance *tpl_create(const obx_host *host, char *errstr, size_t errstr_size)
 {
-    const char *url = "nowhere://";
+    /* A 1.1 host hands out the declared defaults; the initial values here
+     * only matter under a 1.0 host, whose getters return 0 when unset. */
+    const char *url = "nowhere://", *compression = "none";
+    int64_t max_message_bytes = 1048576, connect_timeout_ms = 5000, connect_timeout_s;
     int fail_create = 0;
-    host->get_string(host->host_ctx, "url", &url); /* returns 0 and leaves url when unset */
+    host->get_string(host->host_ctx, "url", &url);
+    host->get_int(host->host_ctx, "max_message_bytes", &max_message_bytes);
+    host->get_string(host->host_ctx, "compression", &compression);
+    host->get_int(host->host_ctx, "connect_timeout_ms", &connect_timeout_ms);
+    if (host->get_int(host->host_ctx, "connect_timeout_s", &connect_timeout_s))
+        connect_timeout_ms = connect_timeout_s * 1000; /* the deprecated option, converted */
     host->get_bool(host->host_ctx, "fail_create", &fail_create);
     if (fail_create) {
         snprintf(errstr, errstr_size, "fail_create is set: refusing to create");
@@ -55,7 +88,11 @@ static obx_instance *tpl_create(const obx_host *host, char *errstr, size_t errst
         return NULL;
     }
     inst->host = host;
-    host->log(host->host_ctx, OBX_LOG_DEBUG, "template instance for %s", url);
+    inst->max_message_bytes = max_message_bytes;
+    /* BROKER: create the client with url, compression and connect_timeout_ms */
+    host->log(host->host_ctx, OBX_LOG_DEBUG,
+              "instance for %s: max_message_bytes %lld, compression %s, connect_timeout_ms %lld",
+              url, (long long)max_message_bytes, compression, (long long)connect_timeout_ms);
     return inst;
 }
 
@@ -63,7 +100,10 @@ static obx_instance *tpl_create(const obx_host *host, char *errstr, size_t errst
  * publish_batch: hand every message to the broker WITHOUT waiting for
  * acknowledgements, and write accept[i] for each: OBX_OK promises exactly
  * one completion later; any other status refuses the message now (no
- * completion). Message memory dies when this returns: copy what you keep.
+ * completion). Refuse with RETRIABLE or PERMANENT for a reason of this
+ * message (it counts an attempt) and say why with host->refuse; refuse with
+ * OBX_UNAVAILABLE when the broker cannot be reached (it counts nothing).
+ * Message memory dies when this returns: copy what you keep.
  *
  * BROKER: a real driver sends here, remembers msgs[i].token with the
  * broker's sequence number, and calls host->complete when the broker's
@@ -72,10 +112,18 @@ static obx_instance *tpl_create(const obx_host *host, char *errstr, size_t errst
 static obx_status tpl_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
                                     obx_status *accept)
 {
+    const obx_host *host = inst->host;
     for (size_t i = 0; i < count; i++) {
+        if ((int64_t)msgs[i].payload_len > inst->max_message_bytes) {
+            accept[i] = OBX_PERMANENT;
+            if (OBX_HOST_HAS(host, refuse)) /* a 1.0 host has no refuse */
+                host->refuse(host->host_ctx, msgs[i].token, 0,
+                             "payload larger than max_message_bytes");
+            continue;
+        }
         accept[i] = OBX_OK;
         /* the /dev/null broker "acknowledges" immediately */
-        inst->host->complete(inst->host->host_ctx, msgs[i].token, OBX_OK, 0, NULL);
+        host->complete(host->host_ctx, msgs[i].token, OBX_OK, 0, NULL);
     }
     return OBX_OK;
 }
@@ -111,6 +159,18 @@ static void tpl_close(obx_instance *inst)
     /* BROKER: stop your threads, complete what is left, disconnect */
 }
 
+/*
+ * probe (optional, ABI 1.1): while the output is paused after an
+ * OBX_UNAVAILABLE, the host calls this instead of sending messages. Try to
+ * reach the broker for up to timeout_ms; OBX_OK once it can take messages.
+ */
+static obx_status tpl_probe(obx_instance *inst, int timeout_ms)
+{
+    (void)inst;
+    (void)timeout_ms; /* BROKER: e.g. a metadata request or a connection attempt */
+    return OBX_OK;
+}
+
 /* destroy: close if needed, then free everything. */
 static void tpl_destroy(obx_instance *inst)
 {
@@ -130,6 +190,11 @@ static const obx_driver_def tpl_def = {
     .flush = tpl_flush,
     .close = tpl_close,
     .destroy = tpl_destroy,
+    /* ABI 1.1. flags: OBX_DRIVER_IN_ORDER only when your broker keeps order
+     * within an instance and stops at the first failure (see driver.h). */
+    .flags = 0,
+    .option_specs = tpl_specs,
+    .probe = tpl_probe,
 };
 
 /* The one exported symbol (build with -fvisibility=hidden). */

@@ -29,9 +29,13 @@
  *  - host->complete may be called from any thread, including from inside
  *    publish_batch or poll, and from the driver's own threads.
  *
- * The completion contract (what the conformance runner checks):
+ * The completion contract (what the conformance runner, `outbox-relay
+ * check-driver`, checks):
  *  - Every message whose accept status is OBX_OK gets exactly one
  *    completion, eventually; messages refused at publish time get none.
+ *    A refusal's reason goes through host->refuse, inside publish_batch.
+ *  - Every status written or reported is an obx_status (at most
+ *    OBX_STATUS_MAX).
  *  - No completion after close returns.
  *  - OBX_OK in a completion means the broker acknowledged the message
  *    durably (Kafka delivery report PERSISTED with acks=all, RabbitMQ
@@ -65,7 +69,13 @@ typedef enum obx_status {
     OBX_OK = 0,        /**< accepted (publish) or durably acknowledged (completion) */
     OBX_RETRIABLE = 1, /**< this message failed, may succeed later: retried with backoff */
     OBX_PERMANENT = 2, /**< this message can never succeed: dead-lettered */
-    OBX_FATAL = 3,     /**< the instance is unusable: the host closes and re-creates it */
+    /**
+     * The instance is unusable (fatal client error, bad credentials): the
+     * host closes and re-creates it. It is about the instance, never a
+     * verdict on a message: returned by publish_batch, written to accept[i]
+     * or given in a completion, the message counts no attempt.
+     */
+    OBX_FATAL = 3,
     /**
      * Since 1.1. The output cannot be reached (connection refused, every
      * broker down, the connection lost before the acknowledgement): not the
@@ -75,7 +85,8 @@ typedef enum obx_status {
     OBX_UNAVAILABLE = 4
 } obx_status;
 
-#define OBX_STATUS_MAX OBX_UNAVAILABLE /* the host treats larger values as RETRIABLE */
+/* Larger values break the contract; the host treats them as RETRIABLE. */
+#define OBX_STATUS_MAX OBX_UNAVAILABLE
 
 typedef enum obx_log_level {
     OBX_LOG_ERROR = 0,
@@ -94,7 +105,9 @@ typedef enum obx_option_type {
 
 #define OBX_OPT_REQUIRED 0x1u /* create is refused by the host when missing */
 #define OBX_OPT_SECRET 0x2u   /* the host never prints the value */
-#define OBX_OPT_DEPRECATED 0x4u /* since 1.1: an old name kept working; the host warns when it is set */
+/* since 1.1: an old name kept working (its description says "deprecated: use
+ * NEW"); the host warns "FILE:LINE: ... option X is deprecated: ..." when set */
+#define OBX_OPT_DEPRECATED 0x4u
 
 /**
  * One option a driver accepts; arrays end with an entry whose name is NULL.
@@ -109,16 +122,21 @@ typedef struct obx_option {
 
 /**
  * Since 1.1: what the host enforces for an option, in an array parallel to
- * obx_driver_def.options (same index, same length). The host refuses a value
- * out of range or not among the choices with the config file and line, and
- * hands the default to the getters when the option is not set, so a driver
- * reads a value that was checked. Frozen like obx_option.
+ * obx_driver_def.options (same index, same length; no terminator needed).
+ * The host refuses a value out of range or not among the choices with the
+ * config file and line, and hands the default to the getters when the option
+ * is not set, so a driver reads a value that was checked. The specs
+ * themselves are checked at load: a range on a string or boolean, choices on
+ * a non-string, min > max, a renamed_from that is declared, or a default
+ * that does not parse as its type or is not allowed, refuses the driver.
+ * Frozen like obx_option.
  */
 typedef struct obx_option_spec {
     const char *default_value;  /* as it would be written in the config; NULL: none */
-    double min, max;            /* INT and DOUBLE: the allowed range when min < max */
+    double min, max;            /* INT and DOUBLE: the allowed range, inclusive, when min < max */
     const char *const *choices; /* STRING: NULL-terminated allowed values, or NULL */
-    const char *renamed_from;   /* an older name still accepted, with a warning; or NULL */
+    const char *renamed_from;   /* an older name still accepted, with a warning (both set: an
+                                   error); getters answer to the new name; or NULL */
 } obx_option_spec;
 
 /** A header (key/value pair) carried with a message. Frozen. */
@@ -161,7 +179,9 @@ typedef struct obx_instance obx_instance; /* a driver's own, opaque to the host 
 /**
  * Services the host gives each instance. The table and host_ctx stay valid
  * until destroy returns. Getters return 1 and set *out when the option is
- * set, 0 when it is not (the host has already checked the type).
+ * set or, since 1.1, has a declared default; otherwise they return 0 and
+ * leave *out alone (the host has already checked the type, range and
+ * choices). A getter of another type than the option's returns 0.
  */
 typedef struct obx_host {
     uint32_t struct_size; /* sizeof(obx_host) as the host knows it */
@@ -195,9 +215,10 @@ typedef struct obx_host {
 
     /**
      * Say why a message was refused in publish_batch (accept[i] != OBX_OK):
-     * called from inside publish_batch, at most once per refused message,
-     * before it returns. A refusal without a reason reads "refused by the
-     * driver". The host copies detail.
+     * called from inside publish_batch, on its thread, at most once per
+     * refused message, never for an accepted one. A refusal without a reason
+     * reads "refused by the driver". native_code as in complete; the host
+     * copies detail.
      */
     void (*refuse)(void *host_ctx, uint64_t token, int native_code, const char *detail);
 } obx_host;
@@ -245,9 +266,10 @@ typedef struct obx_driver_def {
      * Hand a batch to the broker without waiting for acknowledgements.
      * Writes accept[i] for every message: OBX_OK means a completion will
      * follow; any other status refuses the message now (no completion):
-     * RETRIABLE or PERMANENT for a reason of this message (counts an attempt;
-     * give the reason with host->refuse), UNAVAILABLE while the output cannot
-     * be reached (counts nothing).
+     * RETRIABLE or PERMANENT for a reason of this message (counts an attempt,
+     * so a message refused every time ends dead; give the reason with
+     * host->refuse), UNAVAILABLE while the output cannot be reached (counts
+     * nothing).
      * Returns OBX_OK, or OBX_FATAL when the instance is unusable (accepted
      * messages still get their completions, at the latest from close).
      * Required.

@@ -4,7 +4,12 @@
  * double_completion, after_close (completes from a thread after close
  * returned), blocking_publish (publish_batch waits 5.5 s on big batches),
  * shared_state (a global pending list shared by instances), drop_on_close
- * (close forgets in-flight messages).
+ * (close forgets in-flight messages), refuse_outside (host->refuse from poll),
+ * refuse_accepted (a reason for an accepted message), refuse_twice (two
+ * reasons for one refusal), bad_status (an accept status past
+ * OBX_STATUS_MAX). And refusing: a correct driver (must pass) that refuses
+ * some messages with a reason, some as OBX_UNAVAILABLE, and completes some
+ * as OBX_UNAVAILABLE.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,7 +18,24 @@
 
 #include "obx/driver.h"
 
-enum { DEF_NONE, DEF_DOUBLE, DEF_AFTER_CLOSE, DEF_BLOCKING, DEF_SHARED, DEF_DROP };
+enum {
+    DEF_NONE,
+    DEF_DOUBLE,
+    DEF_AFTER_CLOSE,
+    DEF_BLOCKING,
+    DEF_SHARED,
+    DEF_DROP,
+    DEF_REFUSE_OUTSIDE,
+    DEF_REFUSE_ACCEPTED,
+    DEF_REFUSE_TWICE,
+    DEF_BAD_STATUS,
+    DEF_REFUSING,
+    DEF_COUNT
+};
+static const char *const brk_defects[DEF_COUNT] = {
+    "none",         "double_completion", "after_close",    "blocking_publish",
+    "shared_state", "drop_on_close",     "refuse_outside", "refuse_accepted",
+    "refuse_twice", "bad_status",        "refusing"};
 
 typedef struct brk_list {
     pthread_mutex_t lock;
@@ -35,22 +57,19 @@ struct obx_instance {
 
 static const obx_option brk_options[] = {
     {"defect", OBX_OPT_STRING, 0,
-     "none, double_completion, after_close, blocking_publish, "
-     "shared_state or drop_on_close"},
+     "none, double_completion, after_close, blocking_publish, shared_state, drop_on_close, "
+     "refuse_outside, refuse_accepted, refuse_twice, bad_status or refusing"},
     {NULL, 0, 0, NULL},
 };
 
 static obx_instance *brk_create(const obx_host *host, char *errstr, size_t errstr_size)
 {
-    static const char *const names[] = {"none",         "double_completion",
-                                        "after_close",  "blocking_publish",
-                                        "shared_state", "drop_on_close"};
     const char *defect = "none";
     host->get_string(host->host_ctx, "defect", &defect);
     int d = 0;
-    while (d < 6 && strcmp(names[d], defect) != 0)
+    while (d < DEF_COUNT && strcmp(brk_defects[d], defect) != 0)
         d++;
-    if (d == 6) {
+    if (d == DEF_COUNT) {
         strncpy(errstr, "unknown defect", errstr_size - 1);
         errstr[errstr_size - 1] = '\0';
         return NULL;
@@ -76,7 +95,26 @@ static obx_status brk_publish(obx_instance *inst, const obx_message *msgs, size_
         l->cap = (l->count + count) * 2;
         l->tokens = realloc(l->tokens, l->cap * sizeof *l->tokens);
     }
+    const obx_host *h = inst->host;
     for (size_t i = 0; i < count; i++) {
+        int every10 = i % 10 == 9;
+        if (every10 && (inst->defect == DEF_REFUSING || inst->defect == DEF_REFUSE_TWICE)) {
+            accept[i] = OBX_PERMANENT;
+            h->refuse(h->host_ctx, msgs[i].token, 22, "this message cannot be encoded");
+            if (inst->defect == DEF_REFUSE_TWICE)
+                h->refuse(h->host_ctx, msgs[i].token, 22, "and again");
+            continue;
+        }
+        if (every10 && inst->defect == DEF_BAD_STATUS) {
+            accept[i] = (obx_status)(OBX_STATUS_MAX + 3);
+            continue;
+        }
+        if (i % 10 == 8 && inst->defect == DEF_REFUSING) {
+            accept[i] = OBX_UNAVAILABLE; /* no reason needed: it counts nothing */
+            continue;
+        }
+        if (i == 0 && inst->defect == DEF_REFUSE_ACCEPTED)
+            h->refuse(h->host_ctx, msgs[i].token, 0, "a reason for an accepted message");
         l->tokens[l->count++] = msgs[i].token;
         accept[i] = OBX_OK;
     }
@@ -91,7 +129,11 @@ static size_t brk_complete_all(obx_instance *inst, obx_status status, const char
     pthread_mutex_lock(&l->lock);
     size_t n = l->count;
     for (size_t i = 0; i < n; i++) {
-        inst->host->complete(inst->host->host_ctx, l->tokens[i], status, 0, detail);
+        if (inst->defect == DEF_REFUSE_OUTSIDE && i == 0)
+            inst->host->refuse(inst->host->host_ctx, l->tokens[i], 0, "too late for a reason");
+        /* an output lost before the acknowledgement: a valid completion */
+        obx_status st = inst->defect == DEF_REFUSING && i % 10 == 7 ? OBX_UNAVAILABLE : status;
+        inst->host->complete(inst->host->host_ctx, l->tokens[i], st, 0, detail);
         if (inst->defect == DEF_DOUBLE)
             inst->host->complete(inst->host->host_ctx, l->tokens[i], status, 0, detail);
     }

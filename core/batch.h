@@ -1,0 +1,40 @@
+/* A claimed batch: the claim's rows turned once into records the worker
+ * uses, in outbox id order. */
+#ifndef OBX_BATCH_H
+#define OBX_BATCH_H
+
+#include <libpq-fe.h>
+
+typedef struct batch_row {
+    int res_row; /* its row in the claim result (for message_build) */
+    long long id;
+    const char *id_text, *event_id, *aggregate_type, *aggregate_id;
+    unsigned attempt;        /* this attempt, from 1 */
+    long long payload_bytes; /* -1 when the claim did not measure it (small) */
+    long long walk;          /* ordered claims: its aggregate's place in the walk */
+} batch_row;
+
+typedef struct batch {
+    PGresult *res; /* owns every string above */
+    int count;
+    batch_row *rows;   /* capacity: the batch size */
+    int *by_aggregate; /* scratch: row indexes grouped by aggregate */
+} batch;
+
+void batch_init(batch *b, int capacity);
+void batch_free(batch *b);
+
+/* Takes a claim result (owned from now on) and sorts its rows by id. */
+void batch_take(batch *b, PGresult *res);
+void batch_clear(batch *b);
+
+/*
+ * after[i] = 1 when an earlier row of the same aggregate in this batch was
+ * not published (published[j] == 0): row i must not be marked ahead of it.
+ */
+void batch_after_failure(batch *b, const int *published, int *after);
+
+/* The aggregate of the row furthest along the claim's walk, or NULL. */
+const batch_row *batch_last_walked(const batch *b);
+
+#endif

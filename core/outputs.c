@@ -1,0 +1,169 @@
+#include "outputs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "log.h"
+
+#define PROBE_TIMEOUT_MS 1000
+
+void outputs_init(outputs *o, relay_state *st, int worker_index, host_complete_fn on_complete,
+                  host_refuse_fn on_refuse, void *arg)
+{
+    o->st = st;
+    o->count = st->cfg->output_count;
+    o->out = calloc(o->count, sizeof *o->out);
+    o->on_complete = on_complete;
+    o->on_refuse = on_refuse;
+    o->arg = arg;
+    snprintf(o->scope, sizeof o->scope, "worker %d", worker_index);
+}
+
+void outputs_free(outputs *o)
+{
+    outputs_close_all(o);
+    free(o->out);
+    o->out = NULL;
+}
+
+void outputs_close(outputs *o, size_t i)
+{
+    output_instance *oi = &o->out[i];
+    if (!oi->inst)
+        return;
+    const obx_driver_def *def = &oi->host.driver->def;
+    def->close(oi->inst); /* completes what is still in flight, as aborted */
+    def->destroy(oi->inst);
+    oi->inst = NULL;
+}
+
+void outputs_close_all(outputs *o)
+{
+    for (size_t i = 0; i < o->count; i++)
+        outputs_close(o, i);
+}
+
+void outputs_close_broken(outputs *o)
+{
+    for (size_t i = 0; i < o->count; i++)
+        if (atomic_load(&o->out[i].broken) && o->out[i].inst)
+            outputs_close(o, i);
+}
+
+void outputs_mark_all_broken(outputs *o)
+{
+    for (size_t i = 0; i < o->count; i++)
+        atomic_store(&o->out[i].broken, 1);
+}
+
+int outputs_ensure(outputs *o, int first)
+{
+    const relay_config *cfg = o->st->cfg;
+    int all_up = 1;
+    for (size_t i = 0; i < o->count; i++) {
+        output_instance *oi = &o->out[i];
+        if (atomic_load(&oi->broken)) {
+            outputs_close(o, i);
+            atomic_store(&oi->broken, 0);
+            oi->backoff_ms = oi->backoff_ms ? oi->backoff_ms * 2 : 200;
+            if (oi->backoff_ms > 30000)
+                oi->backoff_ms = 30000;
+            oi->retry_at = now_ms() + oi->backoff_ms;
+            log_scoped(OBX_LOG_WARN, o->scope,
+                       "output %s: driver instance failed; re-creating in %d ms",
+                       cfg->outputs[i].name, oi->backoff_ms);
+        }
+        if (oi->inst)
+            continue;
+        if (now_ms() < oi->retry_at) {
+            all_up = 0;
+            continue;
+        }
+        char err[512] = "";
+        const loaded_driver *drv = o->st->drivers[i];
+        host_init(&oi->host, drv, &cfg->outputs[i], o->on_complete, o->arg);
+        oi->host.on_refuse = o->on_refuse;
+        oi->inst = drv->def.create(&oi->host.host, err, sizeof err);
+        if (!oi->inst) {
+            log_scoped(OBX_LOG_ERROR, o->scope, "output %s (%s): cannot create: %s",
+                       cfg->outputs[i].name, drv->def.name, err[0] ? err : "no reason given");
+            if (first)
+                return -1;
+            atomic_store(&oi->broken, 1);
+            all_up = 0;
+        } else if (!first) {
+            log_scoped(OBX_LOG_INFO, o->scope, "output %s: driver instance re-created",
+                       cfg->outputs[i].name);
+        }
+    }
+    return all_up ? 0 : 1;
+}
+
+int outputs_any_usable(outputs *o)
+{
+    int usable = 0;
+    for (size_t i = 0; i < o->count; i++) {
+        output_health *h = &o->st->health[i];
+        output_instance *oi = &o->out[i];
+        if (!health_is_down(h)) {
+            usable = 1;
+            continue;
+        }
+        obx_status (*probe)(obx_instance *, int) = oi->inst ? oi->host.driver->def.probe : NULL;
+        if (!probe) {
+            usable |= health_wait_ms(h) == 0; /* the next batch is the probe */
+            continue;
+        }
+        if (!health_take_probe(h))
+            continue;
+        obx_status rc = probe(oi->inst, PROBE_TIMEOUT_MS);
+        if (rc == OBX_OK) {
+            health_up(h);
+            usable = 1;
+        } else {
+            health_down(h, "probe: still unavailable");
+        }
+    }
+    return usable;
+}
+
+int outputs_may_send(outputs *o, size_t i)
+{
+    output_health *h = &o->st->health[i];
+    if (!o->out[i].inst || atomic_load(&o->out[i].broken))
+        return 0;
+    if (!health_is_down(h))
+        return 1;
+    return !o->out[i].host.driver->def.probe && health_take_probe(h);
+}
+
+int outputs_poll(outputs *o, int timeout_ms)
+{
+    size_t polling = 0;
+    for (size_t i = 0; i < o->count; i++)
+        polling += o->out[i].inst && o->out[i].host.driver->def.poll;
+    if (polling == 0)
+        return 0;
+    int slice = timeout_ms / (int)polling;
+    for (size_t i = 0; i < o->count; i++)
+        if (o->out[i].inst && o->out[i].host.driver->def.poll)
+            o->out[i].host.driver->def.poll(o->out[i].inst, timeout_ms ? (slice ? slice : 1) : 0);
+    return 1;
+}
+
+void outputs_succeeded(outputs *o, size_t i)
+{
+    o->out[i].backoff_ms = 0;
+    health_up(&o->st->health[i]);
+}
+
+long long outputs_wait_ms(outputs *o)
+{
+    long long wait = 0;
+    for (size_t i = 0; i < o->count; i++) {
+        long long w = health_wait_ms(&o->st->health[i]);
+        if (w > 0 && (wait == 0 || w < wait))
+            wait = w;
+    }
+    return wait;
+}

@@ -1,0 +1,127 @@
+#include "record.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pgarray.h"
+
+/* One statement for rows [from, to). Returns the result or NULL. */
+static PGresult *record_range(session *s, const batch *b, const decision *d, int from, int to,
+                              const char *owner, int plain_errors)
+{
+    const relay_config *cfg = s->st->cfg;
+    const char *delete = cfg->retention == RETAIN_DELETE ? "true" : "false";
+    int all_published = 1;
+    for (int i = from; i < to; i++)
+        all_published &= d[i].outcome == OUTCOME_PUBLISHED;
+    pgarray ids, outcomes, delays, errors;
+    pgarray_init(&ids);
+    pgarray_init(&outcomes);
+    pgarray_init(&delays);
+    pgarray_init(&errors);
+    for (int i = from; i < to; i++) {
+        char num[24];
+        pgarray_add(&ids, b->rows[i].id_text, 0);
+        snprintf(num, sizeof num, "%d", d[i].outcome);
+        pgarray_add(&outcomes, num, 0);
+        snprintf(num, sizeof num, "%lld", d[i].delay_ms);
+        pgarray_add(&delays, num, 0);
+        /* the last resort when a text still failed: nothing of the row's data */
+        pgarray_add(&errors,
+                    plain_errors && d[i].error[0] ? "error text not recordable" : d[i].error, 1);
+    }
+    PGresult *res;
+    if (all_published) {
+        const char *params[] = {pgarray_text(&ids), owner, delete};
+        res = session_run(s, SESSION_OTHER, "mark", 3, params, PGRES_TUPLES_OK);
+    } else {
+        const char *params[] = {pgarray_text(&ids),
+                                pgarray_text(&outcomes),
+                                pgarray_text(&delays),
+                                pgarray_text(&errors),
+                                owner,
+                                delete};
+        res = session_run(s, SESSION_OTHER, "record", 6, params, PGRES_TUPLES_OK);
+    }
+    pgarray_free(&ids);
+    pgarray_free(&outcomes);
+    pgarray_free(&delays);
+    pgarray_free(&errors);
+    return res;
+}
+
+/* Adds a record result to counts; returns the rows it recorded. */
+static long long tally(PGresult *res, const decision *d, int from, long long counts[OUTCOME_COUNT])
+{
+    long long total = 0;
+    if (PQnfields(res) == 1) { /* mark: all published */
+        total = atoll(PQgetvalue(res, 0, 0));
+        counts[d[from].outcome] += total;
+    } else {
+        for (int r = 0; r < PQntuples(res); r++) {
+            int outcome = atoi(PQgetvalue(res, r, 0));
+            long long n = atoll(PQgetvalue(res, r, 1));
+            if (outcome >= 0 && outcome < OUTCOME_COUNT)
+                counts[outcome] += n;
+            total += n;
+        }
+    }
+    PQclear(res);
+    return total;
+}
+
+/* Until when recording is worth trying: while the lease holds, and not
+ * past a stop's deadline. */
+static long long give_up_at(session *s, long long claimed_at)
+{
+    const relay_config *cfg = s->st->cfg;
+    long long at = claimed_at + cfg->lease_ms;
+    if (atomic_load(&s->st->stop)) {
+        long long stop_deadline = atomic_load(&s->st->stop_at_ms) + cfg->shutdown_timeout_ms;
+        if (stop_deadline < at)
+            at = stop_deadline;
+    }
+    return at;
+}
+
+/* Row by row, after the whole batch failed for a reason in its data. */
+static long long record_each(session *s, const batch *b, const decision *d, const char *owner,
+                             long long claimed_at, long long counts[OUTCOME_COUNT])
+{
+    long long total = 0;
+    for (int i = 0; i < b->count && s->conn && now_ms() < give_up_at(s, claimed_at); i++) {
+        PGresult *res = record_range(s, b, d, i, i + 1, owner, 0);
+        if (!res && s->conn)
+            res = record_range(s, b, d, i, i + 1, owner, 1);
+        if (res)
+            total += tally(res, d, i, counts);
+        else
+            log_scoped(OBX_LOG_ERROR, s->scope, "event %s: its outcome cannot be recorded",
+                       b->rows[i].event_id);
+    }
+    return total;
+}
+
+long long record_batch(session *s, const batch *b, const decision *d, const char *owner,
+                       long long claimed_at, long long counts[OUTCOME_COUNT])
+{
+    for (int tries = 0;; tries++) {
+        PGresult *res = record_range(s, b, d, 0, b->count, owner, 0);
+        if (res)
+            return tally(res, d, 0, counts);
+        if (s->conn) /* the statement failed, the connection did not: the data did */
+            return record_each(s, b, d, owner, claimed_at, counts);
+        if (now_ms() >= give_up_at(s, claimed_at))
+            break;
+        usleep(1000 * (tries < 5 ? 100 : 1000));
+        /* even during a graceful stop: recording is what the stop waits for */
+        session_connect(s, give_up_at(s, claimed_at), 0);
+    }
+    log_scoped(OBX_LOG_ERROR, s->scope,
+               "could not record %d outcomes; the rows will be retried when their lease expires",
+               b->count);
+    return 0;
+}

@@ -1,0 +1,19 @@
+/* Records a batch's outcomes in one fenced statement; when data in one row
+ * makes that statement fail, row by row, so no row holds the others. */
+#ifndef OBX_RECORD_H
+#define OBX_RECORD_H
+
+#include "batch.h"
+#include "outcome.h"
+#include "session.h"
+
+/*
+ * Writes decisions[i] for b->rows[i]. Retries through reconnects while the
+ * lease can still hold (and, once a stop's deadline has passed, not at all).
+ * Adds what was recorded to counts[OUTCOME_*]. Returns how many rows were
+ * recorded (fewer than b->count: leases lost or the database unreachable).
+ */
+long long record_batch(session *s, const batch *b, const decision *decisions, const char *owner,
+                       long long claimed_at, long long counts[OUTCOME_COUNT]);
+
+#endif

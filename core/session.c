@@ -1,0 +1,146 @@
+#include "session.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "log.h"
+#include "queries.h"
+
+void session_init(session *s, relay_state *st, const char *scope, const char *payload_type)
+{
+    memset(s, 0, sizeof *s);
+    s->st = st;
+    s->scope = scope;
+    s->payload_type = payload_type;
+    pthread_mutex_init(&s->lock, NULL);
+}
+
+void session_free(session *s)
+{
+    session_disconnect(s);
+    pthread_mutex_destroy(&s->lock);
+}
+
+void session_disconnect(session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->cancel)
+        PQfreeCancel(s->cancel);
+    s->cancel = NULL;
+    pthread_mutex_unlock(&s->lock);
+    PQfinish(s->conn);
+    s->conn = NULL;
+}
+
+static int setup(session *s, char *err, size_t err_size)
+{
+    const relay_config *cfg = s->st->cfg;
+    char channel[300], command[400], timeout[64];
+    snprintf(channel, sizeof channel, "%s.%s", cfg->schema, cfg->table);
+    char *quoted = PQescapeIdentifier(s->conn, channel, strlen(channel));
+    snprintf(command, sizeof command, "LISTEN %s", quoted ? quoted : "\"\"");
+    PQfreemem(quoted);
+    /* no statement may outlive the lease it works under, nor a killed relay */
+    snprintf(timeout, sizeof timeout, "SET statement_timeout = %d", cfg->lease_ms);
+    if (db_exec(s->conn, timeout, err, err_size) < 0 ||
+        queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
+        db_exec(s->conn, command, err, err_size) < 0)
+        return -1;
+    pthread_mutex_lock(&s->lock);
+    s->cancel = PQgetCancel(s->conn);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+static int stopping(const session *s)
+{
+    return atomic_load(&s->st->stop) != 0;
+}
+
+int session_connect(session *s, long long deadline, int honour_stop)
+{
+    if (s->conn && !db_lost(s->conn))
+        return 0;
+    if (s->conn) {
+        log_scoped(OBX_LOG_WARN, s->scope, "database connection lost; reconnecting");
+        session_disconnect(s);
+    }
+    int backoff = 100;
+    char err[1024];
+    while (now_ms() < deadline && !(honour_stop && stopping(s))) {
+        s->conn = db_connect(s->st->cfg, "outbox-relay", err, sizeof err);
+        if (s->conn && setup(s, err, sizeof err) == 0)
+            return 0;
+        session_disconnect(s);
+        log_scoped(OBX_LOG_WARN, s->scope, "%s; retrying in %d ms", err, backoff);
+        for (int slept = 0; slept < backoff && !(honour_stop && stopping(s)); slept += 50)
+            usleep(50 * 1000);
+        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+    }
+    return -1;
+}
+
+static void set_running(session *s, int kind)
+{
+    pthread_mutex_lock(&s->lock);
+    s->running = kind;
+    pthread_mutex_unlock(&s->lock);
+}
+
+PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
+                      const char *const *params, ExecStatusType want)
+{
+    if (!s->conn)
+        return NULL;
+    set_running(s, kind);
+    PGresult *res = PQexecPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0);
+    set_running(s, SESSION_IDLE);
+    if (PQresultStatus(res) == want)
+        return res;
+    char err[1024];
+    db_error(s->conn, res, err, sizeof err);
+    PQclear(res);
+    log_scoped(OBX_LOG_WARN, s->scope, "%s failed: %s", stmt, err);
+    if (db_lost(s->conn)) {
+        log_scoped(OBX_LOG_WARN, s->scope, "database connection lost; reconnecting");
+        session_disconnect(s);
+    }
+    return NULL;
+}
+
+void session_cancel(session *s, int kind)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->cancel && s->running != SESSION_IDLE && (kind == SESSION_OTHER || s->running == kind)) {
+        char err[256];
+        PQcancel(s->cancel, err, sizeof err);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+int session_wait_notify(session *s, int timeout_ms)
+{
+    if (!s->conn)
+        return -1;
+    struct pollfd pfd = {.fd = PQsocket(s->conn), .events = POLLIN};
+    int rc = poll(&pfd, 1, timeout_ms);
+    if (rc < 0)
+        return errno == EINTR ? 0 : -1;
+    if (rc == 0)
+        return 0;
+    if (!PQconsumeInput(s->conn)) {
+        session_disconnect(s);
+        return -1;
+    }
+    int woke = 0;
+    PGnotify *n;
+    while ((n = PQnotifies(s->conn))) { /* a burst of notifications is one wake-up */
+        PQfreemem(n);
+        woke = 1;
+    }
+    return woke;
+}

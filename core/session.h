@@ -1,0 +1,46 @@
+/* A worker's database session: connect with backoff, prepare the engine's
+ * statements, LISTEN for new rows, run statements, and be cancelled from
+ * another thread when a stop must not wait for PostgreSQL. */
+#ifndef OBX_SESSION_H
+#define OBX_SESSION_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+
+#include "state.h"
+
+typedef struct session {
+    relay_state *st;
+    const char *scope; /* "worker N", for the log */
+    const char *payload_type;
+    PGconn *conn; /* NULL while disconnected */
+
+    pthread_mutex_t lock; /* guards cancel and running (read by the engine's thread) */
+    PGcancel *cancel;
+    int running; /* a SESSION_* statement is running */
+} session;
+
+enum { SESSION_IDLE, SESSION_CLAIM, SESSION_OTHER };
+
+void session_init(session *s, relay_state *st, const char *scope, const char *payload_type);
+void session_free(session *s);
+
+/* Connects, prepares and listens; retries with backoff until the deadline
+ * (ms, monotonic) passes, or, with honour_stop, a stop is requested. */
+int session_connect(session *s, long long deadline, int honour_stop);
+void session_disconnect(session *s);
+
+/* Runs a prepared statement (kind: SESSION_CLAIM or SESSION_OTHER). Returns
+ * the result, or NULL after logging why (and dropping a lost connection). */
+PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
+                      const char *const *params, ExecStatusType want);
+
+/* From any thread: cancels the running statement when it is of `kind`
+ * (SESSION_OTHER: any). */
+void session_cancel(session *s, int kind);
+
+/* Waits up to timeout_ms for a NOTIFY on the outbox. Returns 1 when woken,
+ * 0 on timeout, -1 when the connection was lost. */
+int session_wait_notify(session *s, int timeout_ms);
+
+#endif

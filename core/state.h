@@ -1,0 +1,43 @@
+/* What the engine's threads share: the config, the loaded drivers, the stop
+ * request, the totals and each output's health. Workers, the metrics
+ * endpoint and the engine read it; only the engine creates it. */
+#ifndef OBX_STATE_H
+#define OBX_STATE_H
+
+#include <stdatomic.h>
+
+#include "config.h"
+#include "health.h"
+#include "loader.h"
+#include "message.h"
+
+/* Totals for the exit summary and the metrics endpoint. */
+typedef struct relay_stats {
+    atomic_llong claimed, published, retried, dead, released, deferred;
+} relay_stats;
+
+typedef struct relay_state {
+    const relay_config *cfg;
+    loaded_driver **drivers; /* one per output */
+    output_health *health;   /* one per output, shared by every worker */
+    payload_kind payload;
+    int drain;              /* exit once nothing is pending */
+    char owner_prefix[128]; /* host:pid:nonce, made unique per worker */
+
+    atomic_int stop;         /* 1: stop claiming and finish; set by signals */
+    atomic_int failed;       /* a worker could not start: exit non-zero */
+    atomic_llong stop_at_ms; /* when stop was requested (monotonic) */
+    relay_stats stats;
+} relay_state;
+
+/* Requests a graceful stop (async-signal-safe). */
+static inline void state_request_stop(relay_state *st, long long now)
+{
+    if (atomic_exchange(&st->stop, 1) == 0)
+        atomic_store(&st->stop_at_ms, now);
+}
+
+/* Milliseconds on the monotonic clock. */
+long long now_ms(void);
+
+#endif

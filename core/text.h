@@ -1,0 +1,18 @@
+/* Texts the engine writes to the database: valid UTF-8, whatever a driver,
+ * a broker or a row handed it. */
+#ifndef OBX_TEXT_H
+#define OBX_TEXT_H
+
+#include <stddef.h>
+
+/*
+ * Copies src into dst (cap bytes with the NUL) as valid UTF-8: each invalid
+ * byte becomes U+FFFD, and a cut falls on a character boundary. Returns
+ * dst. src may be NULL (copied as "").
+ */
+char *text_copy(char *dst, size_t cap, const char *src);
+
+/* True when the n bytes at s are valid UTF-8 without NUL. */
+int text_valid(const char *s, size_t n);
+
+#endif
