@@ -13,16 +13,17 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "metrics.h"
+#include "state.h"
 
-static engine eng;
+static relay_config cfg; /* no outputs */
+static relay_state st = {.cfg = &cfg};
 static metrics_server *srv;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[256];
-    if (!srv && !(srv = metrics_start_detached(&eng, err, sizeof err))) {
+    if (!srv && !(srv = metrics_start_detached(&st, err, sizeof err))) {
         fprintf(stderr, "%s\n", err);
         abort();
     }
@@ -47,6 +48,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (recv(sv[1], buf, sizeof buf, 0) > 0)
         ;
     close(sv[1]);
-    atomic_fetch_add(&eng.published, 1); /* the counters change between requests */
+    atomic_fetch_add(&st.stats.published, 1); /* the counters change between requests */
     return 0;
 }

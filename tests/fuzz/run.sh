@@ -20,7 +20,8 @@ command -v "$CC" >/dev/null ||
 
 mkdir -p "$OUT/obj" "$OUT/artifacts"
 PKGS="libpq libconfig libmicrohttpd jansson"
-CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer
+# -Werror only on the targets: the core's warnings are the gcc build's to judge
+CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-omit-frame-pointer
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
         -DOBX_VERSION=\"fuzz\" -DOBX_DRIVERS_INSTALL_PATH=\"/nonexistent\"
         -I"$SRC/include" -I"$SRC/core" $(pkg-config --cflags $PKGS))
@@ -46,7 +47,7 @@ cd "$OUT" # libFuzzer writes its per-job logs (fuzz-N.log) here
 status=0
 for t in "${TARGETS[@]}"; do
     bin=$OUT/fuzz_$t
-    "$CC" "${CFLAGS[@]}" -fsanitize=fuzzer "$SRC/tests/fuzz/fuzz_$t.c" "${objs[@]}" "${LIBS[@]}" -o "$bin"
+    "$CC" "${CFLAGS[@]}" -Werror -fsanitize=fuzzer "$SRC/tests/fuzz/fuzz_$t.c" "${objs[@]}" "${LIBS[@]}" -o "$bin"
     mkdir -p "$OUT/corpus/$t"
     echo "=== fuzz_$t: ${SECONDS_EACH}s"
     if "$bin" -max_total_time="$SECONDS_EACH" -timeout=30 -rss_limit_mb=2048 -max_len=8192 \
