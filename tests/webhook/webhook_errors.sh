@@ -2,7 +2,7 @@
 # A receiver slower than timeout_ms gets the event again (a timeout is
 # retriable and counts an attempt), and it is published once answered in
 # time. A receiver nobody listens on is OBX_UNAVAILABLE, not an attempt:
-# wh_status checks the driver's side of that, webhook_unreachable.sh the
+# wh_status checks the driver's side of that, webhook_unreachable the
 # engine's.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/wh_lib.sh"
