@@ -72,7 +72,7 @@ static const char *field(const obx_message *msg, const char *name, size_t len)
     FIELD(aggregate_id)
     FIELD(event_id)
 #undef FIELD
-        return NULL;
+    return NULL;
 }
 
 int message_render(const char *tmpl, const obx_message *msg, arena *a, const char **out, char *err,
