@@ -1,7 +1,11 @@
 #include "loader.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <link.h> /* ElfW */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +62,139 @@ static const char *missing_callback(const obx_driver_def *def)
     return NULL;
 }
 
+int loader_insecure_allowed(void)
+{
+    const char *v = getenv(LOADER_INSECURE_ENV);
+    return v && strcmp(v, "1") == 0;
+}
+
+int loader_resolve_path(const char *config_path, const char *path, char *out, size_t out_size)
+{
+    const char *slash = config_path ? strrchr(config_path, '/') : NULL;
+    int n = path[0] == '/' || !slash
+                ? snprintf(out, out_size, "%s", path)
+                : snprintf(out, out_size, "%.*s/%s", (int)(slash - config_path), config_path, path);
+    return n >= 0 && (size_t)n < out_size ? 0 : -1;
+}
+
+/* Who may replace what we load: a file or directory writable by group or
+ * others, or owned by someone other than root or us. */
+static int check_owner_mode(const char *what, const char *path, const struct stat *st, char *why,
+                            size_t why_size)
+{
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(why, why_size,
+                 "%s %s is writable by %s (mode %03o): anyone there could replace the driver; "
+                 "chmod go-w it, or set " LOADER_INSECURE_ENV "=1 to load it anyway",
+                 what, path, st->st_mode & S_IWOTH ? "others" : "its group",
+                 (unsigned)(st->st_mode & 0777));
+        return -1;
+    }
+    if (st->st_uid != 0 && st->st_uid != geteuid()) {
+        snprintf(why, why_size,
+                 "%s %s is owned by uid %u, neither root nor the relay's user (uid %u); "
+                 "chown it, or set " LOADER_INSECURE_ENV "=1 to load it anyway",
+                 what, path, (unsigned)st->st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    return 0;
+}
+
+static int check_dir_of(const char *file, char *why, size_t why_size)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(file, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - file) : 1, slash ? file : ".");
+    if (!dir[0])
+        strcpy(dir, "/");
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        snprintf(why, why_size, "directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return check_owner_mode("directory", dir, &st, why, why_size);
+}
+
+#if defined(__x86_64__)
+#define LOADER_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define LOADER_MACHINE EM_AARCH64
+#endif
+
+/* dlopen maps the file as it is: a truncated or corrupt one kills the
+ * process with SIGBUS or SIGSEGV. Checks the header, and that every program
+ * and section header and every segment lies inside the file. */
+static int check_elf(int fd, off_t size, char *why, size_t why_size)
+{
+    ElfW(Ehdr) eh;
+    if (size < (off_t)sizeof eh || pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        snprintf(why, why_size, "not an ELF shared object (%lld bytes)", (long long)size);
+        return -1;
+    }
+    if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+        eh.e_type != ET_DYN
+#ifdef LOADER_MACHINE
+        || eh.e_machine != LOADER_MACHINE
+#endif
+    ) {
+        snprintf(why, why_size, "ELF file for another machine or not a shared object (type %u)",
+                 (unsigned)eh.e_type);
+        return -1;
+    }
+    uint64_t file = (uint64_t)size;
+    if (eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 || eh.e_phoff > file ||
+        (uint64_t)eh.e_phnum * sizeof(ElfW(Phdr)) > file - eh.e_phoff ||
+        (eh.e_shnum &&
+         (eh.e_shoff > file || (uint64_t)eh.e_shnum * eh.e_shentsize > file - eh.e_shoff))) {
+        snprintf(why, why_size, "truncated or corrupt: its headers lie beyond its %lld bytes",
+                 (long long)size);
+        return -1;
+    }
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        ElfW(Phdr) ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
+            return snprintf(why, why_size, "cannot read program header %u", i), -1;
+        if (ph.p_type != PT_NULL && (ph.p_offset > file || ph.p_filesz > file - ph.p_offset)) {
+            snprintf(why, why_size,
+                     "truncated or corrupt: segment %u ends at byte %llu, the file has %lld", i,
+                     (unsigned long long)ph.p_offset + ph.p_filesz, (long long)size);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Everything checked before the file is handed to dlopen. */
+static int check_driver_file(const char *path, char *why, size_t why_size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    int rc = fstat(fd, &st);
+    if (rc != 0)
+        snprintf(why, why_size, "cannot stat: %s", strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = -1, snprintf(why, why_size, "not a regular file");
+    int insecure = loader_insecure_allowed();
+    if (rc == 0 && !insecure)
+        rc = check_owner_mode("driver file", path, &st, why, why_size);
+    if (rc == 0)
+        rc = check_elf(fd, st.st_size, why, why_size);
+    close(fd);
+    char real[PATH_MAX];
+    if (rc == 0 && !insecure) {
+        rc = check_dir_of(path, why, why_size);
+        /* a symlink: the directory the file really lives in matters too */
+        if (rc == 0 && realpath(path, real))
+            rc = check_dir_of(real, why, why_size);
+    }
+    return rc;
+}
+
 loaded_driver *loader_open(const char *dir, const char *name, char *err, size_t err_size)
 {
     char path[PATH_MAX + 64];
@@ -68,6 +205,11 @@ loaded_driver *loader_open(const char *dir, const char *name, char *err, size_t 
 
     if (access(path, R_OK) != 0) {
         snprintf(err, err_size, "%s: driver file not found (driver \"%s\")", path, name);
+        return NULL;
+    }
+    char file_why[PATH_MAX + 256];
+    if (check_driver_file(path, file_why, sizeof file_why) < 0) {
+        snprintf(err, err_size, "%s: refused: %s", path, file_why);
         return NULL;
     }
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -22,4 +22,16 @@ loaded_driver *loader_open(const char *dir, const char *name, char *err, size_t 
 
 void loader_close(loaded_driver *drv);
 
+/* Before dlopen, loader_open refuses a file that is not a complete ELF shared
+ * object for this machine, and a driver file or its directory that is
+ * writable by group or others or owned by another user, unless this
+ * variable is "1" (the ELF check stays). */
+#define LOADER_INSECURE_ENV "OUTBOX_RELAY_INSECURE_DRIVERS"
+int loader_insecure_allowed(void);
+
+/* Resolves a relative PATH from the config file against that file's
+ * directory (an absolute PATH, or a CONFIG_PATH without a directory, is kept
+ * as is). Returns -1 when OUT is too small. */
+int loader_resolve_path(const char *config_path, const char *path, char *out, size_t out_size);
+
 #endif

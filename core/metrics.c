@@ -6,10 +6,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+#include "state.h"
+
 struct metrics_server {
     struct MHD_Daemon *daemon;
     relay_state *st;
 };
+
+static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *body)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, "Allow", "GET");
+    enum MHD_Result rc = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
 
 static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
                              const char *method, const char *version, const char *upload,
@@ -17,14 +34,15 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 {
     (void)version, (void)upload, (void)upload_size, (void)state;
     metrics_server *srv = cls;
+    /* HEAD too: the endpoint is for scrapers, which GET */
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+        return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET /metrics\n");
+    if (strcmp(url, "/metrics") != 0)
+        return answer(conn, MHD_HTTP_NOT_FOUND, "not found: GET /metrics\n");
+    relay_stats *e = &srv->st->stats;
     char body[8192];
-    unsigned status = MHD_HTTP_OK;
-    if (strcmp(method, "GET") != 0 || strcmp(url, "/metrics") != 0) {
-        snprintf(body, sizeof body, "not found: GET /metrics\n");
-        status = MHD_HTTP_NOT_FOUND;
-    } else {
-        relay_stats *e = &srv->st->stats;
-        int len = snprintf(body, sizeof body,
+    int len =
+        snprintf(body, sizeof body,
                  "# HELP outbox_relay_claimed_total Rows claimed.\n"
                  "# TYPE outbox_relay_claimed_total counter\noutbox_relay_claimed_total %lld\n"
                  "# HELP outbox_relay_published_total Rows marked published after a broker ack.\n"
@@ -42,46 +60,107 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
                  "paused as unavailable.\n# TYPE outbox_relay_output_up gauge\n",
                  atomic_load(&e->claimed), atomic_load(&e->published), atomic_load(&e->retried),
                  atomic_load(&e->dead), atomic_load(&e->released), atomic_load(&e->deferred));
-        for (size_t i = 0; i < srv->st->cfg->output_count && len > 0 && (size_t)len < sizeof body;
-             i++) {
-            int up;
-            long long outages;
-            health_read(&srv->st->health[i], &up, &outages);
-            len += snprintf(body + len, sizeof body - len, "outbox_relay_output_up{output=\"%s\"} %d\n",
-                            srv->st->cfg->outputs[i].name, up);
-        }
+    for (size_t i = 0; i < srv->st->cfg->output_count && len > 0 && (size_t)len < sizeof body;
+         i++) {
+        int up;
+        long long outages;
+        health_read(&srv->st->health[i], &up, &outages);
+        len += snprintf(body + len, sizeof body - len, "outbox_relay_output_up{output=\"%s\"} %d\n",
+                        srv->st->cfg->outputs[i].name, up);
     }
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
-    enum MHD_Result rc = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return rc;
+    return answer(conn, MHD_HTTP_OK, body);
 }
 
-metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size)
+int metrics_parse_listen(const char *listen, struct sockaddr_in *addr, char *err, size_t err_size)
 {
-    char host[256];
     const char *colon = strrchr(listen, ':');
-    int port = colon ? atoi(colon + 1) : 0;
-    snprintf(host, sizeof host, "%.*s", colon ? (int)(colon - listen) : 0, listen);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (port <= 0 || port > 65535 ||
-        inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &addr.sin_addr) != 1) {
-        snprintf(err, err_size, "metrics.listen \"%s\": expected IPV4:PORT, e.g. 127.0.0.1:9187",
-                 listen);
-        return NULL;
+    const char *digits = colon ? colon + 1 : "";
+    size_t ndigits = strspn(digits, "0123456789");
+    long port = ndigits && ndigits <= 5 && !digits[ndigits] ? strtol(digits, NULL, 10) : 0;
+    char host[64] = "";
+    size_t host_len = colon ? (size_t)(colon - listen) : 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int ok = colon && host_len < sizeof host && port >= 1 && port <= 65535;
+    if (ok) {
+        memcpy(host, listen, host_len);
+        host[host_len] = '\0';
+        const char *ip = !host[0] ? "0.0.0.0" : !strcmp(host, "localhost") ? "127.0.0.1" : host;
+        ok = inet_pton(AF_INET, ip, &a.sin_addr) == 1;
     }
+    if (!ok) {
+        snprintf(err, err_size,
+                 "metrics.listen \"%.80s\": expected IPV4:PORT with a port 1..65535, "
+                 "e.g. 127.0.0.1:9187",
+                 listen);
+        return -1;
+    }
+    if (addr)
+        *addr = a;
+    return a.sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+static metrics_server *start(relay_state *st, unsigned flags, const struct sockaddr_in *addr)
+{
     metrics_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return NULL;
     srv->st = st;
-    srv->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL,
-                                   serve, srv, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
+    /* poll, not select: the relay may hold descriptors above FD_SETSIZE; and
+     * not epoll: at the connection limit, libmicrohttpd 0.9.75's epoll loop
+     * resumes accepting only when a timeout fires, so a backlog left by a
+     * flood of clients drained at about 16 per METRICS_TIMEOUT_S */
+    flags |= MHD_USE_POLL_INTERNAL_THREAD;
+    uint16_t port = addr ? ntohs(addr->sin_port) : 0;
+    srv->daemon =
+        addr ? MHD_start_daemon(flags, port, NULL, NULL, serve, srv, MHD_OPTION_SOCK_ADDR, addr,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
+                                MHD_OPTION_END)
+             : MHD_start_daemon(flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, serve, srv,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
+                                MHD_OPTION_END);
     if (!srv->daemon) {
-        snprintf(err, err_size, "metrics.listen \"%s\": cannot listen (port in use?)", listen);
         free(srv);
         return NULL;
     }
     return srv;
+}
+
+metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size)
+{
+    struct sockaddr_in addr;
+    int all = metrics_parse_listen(listen, &addr, err, err_size);
+    if (all < 0)
+        return NULL;
+    metrics_server *srv = start(st, 0, &addr);
+    if (!srv) {
+        snprintf(err, err_size, "metrics.listen \"%s\": cannot listen (port in use?)", listen);
+        return NULL;
+    }
+    if (all)
+        log_warn("metrics.listen \"%s\" serves every network interface: anyone who can reach "
+                 "this host can read the counters; bind 127.0.0.1 unless a scraper elsewhere "
+                 "needs it",
+                 listen);
+    return srv;
+}
+
+metrics_server *metrics_start_detached(relay_state *st, char *err, size_t err_size)
+{
+    metrics_server *srv = start(st, 0, NULL);
+    if (!srv)
+        snprintf(err, err_size, "metrics: cannot start the HTTP server");
+    return srv;
+}
+
+int metrics_add_connection(metrics_server *srv, int fd)
+{
+    struct sockaddr_in peer = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    return MHD_add_connection(srv->daemon, fd, (const struct sockaddr *)&peer, sizeof peer) ==
+                   MHD_YES
+               ? 0
+               : -1;
 }
 
 void metrics_stop(metrics_server *srv)

@@ -5,23 +5,17 @@
  * that wait in a FIFO here. A 2xx answer is the acknowledgement: the
  * receiver's promise that it has the event. README.md beside this file
  * describes the headers, the signature and the status mapping.
+ *
+ * This file: options, the instance's life cycle and the ABI table; see wh.h
+ * for the other two files.
  */
-#include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <curl/curl.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
-#include <obx/driver.h>
-
-#define WH_HOLD_MAX_MS 30000 /* longest Retry-After held here; keep well under the lease */
-#define WH_STR(s) ((s) ? (s) : "")
+#include "wh.h"
 
 static const obx_option wh_options[] = {
     {"url", OBX_OPT_STRING, OBX_OPT_REQUIRED,
@@ -36,276 +30,48 @@ static const obx_option wh_options[] = {
     {NULL, 0, 0, NULL},
 };
 
-/* One accepted message, from publish_batch to its completion: one allocation. */
-typedef struct wh_req {
-    struct wh_req *next; /* in the queue */
-    uint64_t token;
-    struct curl_slist *headers;
-    size_t slot; /* its easy handle while running */
-    int held;    /* already held once for a Retry-After */
-    size_t body_len, resp_len;
-    char resp[160]; /* start of the response body, for the detail */
-    char errbuf[CURL_ERROR_SIZE];
-    char *url; /* in data, after the body */
-    char data[];
-} wh_req;
-
-struct obx_instance {
-    const obx_host *host;
-    const char *url;
-    int append_destination, closed;
-    int64_t max_in_flight, timeout_ms;
-    char *secret;
-    size_t secret_len, in_flight, running; /* in_flight: accepted and not completed */
-    CURLM *multi;
-    CURL **easy;          /* one per slot, reused: connections stay alive */
-    wh_req **busy;        /* the request running in each slot, or NULL */
-    wh_req *head, *tail;  /* accepted, not started */
-    int64_t paused_until; /* monotonic ms: nothing starts before (Retry-After) */
+/* Parallel to wh_options: what a 1.1 host checks and defaults before create. */
+static const obx_option_spec wh_option_specs[] = {
+    {NULL, 0, 0, NULL, NULL},    {"false", 0, 0, NULL, NULL},
+    {"32", 1, 4096, NULL, NULL}, {"10000", 1, INT32_MAX, NULL, NULL},
+    {NULL, 0, 0, NULL, NULL},    {NULL, 0, 0, NULL, NULL},
 };
 
-static int64_t wh_now_ms(void)
+/* A message that can never be sent: its reason goes with the refusal on a
+ * 1.1 host; a 1.0 host only learns reasons from completions, so there it is
+ * accepted and completed at once. */
+static void wh_refuse(obx_instance *inst, const obx_message *m, obx_status st, const char *why,
+                      obx_status *accept)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Adds "prefix+name: value"; "" sends an empty value ("name;" to curl) and
- * NULL removes a header curl would add. A line break in a value would let row
- * data forge headers: such a message can never be sent. */
-static obx_status wh_header(struct curl_slist **list, const char *prefix, const char *name,
-                            const char *value, char *err, size_t err_size)
-{
-    char line[4096];
-    int n = snprintf(line, sizeof line,
-                     !value   ? "%s%s:%s"
-                     : *value ? "%s%s: %s"
-                              : "%s%s;%s",
-                     prefix, name, value ? value : "");
-    if (n < 0 || (size_t)n >= sizeof line || (value && strpbrk(value, "\r\n")))
-        return snprintf(err, err_size, "header %s%.64s: a line break in the value, or too long",
-                        prefix, name),
-               OBX_PERMANENT;
-    struct curl_slist *l = curl_slist_append(*list, line);
-    if (!l)
-        return snprintf(err, err_size, "out of memory"), OBX_RETRIABLE;
-    *list = l;
-    return OBX_OK;
-}
-
-static size_t wh_write(char *data, size_t size, size_t n, void *userdata)
-{
-    wh_req *r = userdata;
-    size_t room = sizeof r->resp - 1 - r->resp_len, len = size * n < room ? size * n : room;
-    memcpy(r->resp + r->resp_len, data, len);
-    r->resp_len += len;
-    return size * n;
-}
-
-/* The request for one message; PERMANENT when it can never be sent. */
-static obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char *err,
-                           size_t err_size)
-{
-    static const char tchar[] =
-        "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    const char *dest = WH_STR(m->destination);
-    wh_req *r = *out =
-        calloc(1, sizeof *r + m->payload_len + strlen(inst->url) + 2 + 3 * strlen(dest));
-    if (!r)
-        return snprintf(err, err_size, "out of memory"), OBX_RETRIABLE;
-    r->token = m->token;
-    r->body_len = m->payload_len;
-    memcpy(r->data, m->payload ? m->payload : "", m->payload_len);
-    char *u = stpcpy(r->url = r->data + m->payload_len, inst->url);
-    if (inst->append_destination) {
-        if (u[-1] != '/')
-            *u++ = '/';
-        for (const unsigned char *c = (const unsigned char *)dest; *c; c++)
-            u += isalnum(*c) || strchr("-._~", *c) ? (*u = (char)*c, 1) : sprintf(u, "%%%02X", *c);
-    }
-    char created[40];
-    time_t secs = (time_t)(m->created_at_us / 1000000);
-    struct tm tm;
-    size_t n = strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%S", gmtime_r(&secs, &tm));
-    snprintf(created + n, sizeof created - n, ".%06dZ", (int)(m->created_at_us % 1000000));
-    const char *fixed[][2] = {
-        {"Content-Type", m->content_type ? m->content_type : "application/octet-stream"},
-        {"X-Event-Id", WH_STR(m->event_id)},
-        {"X-Event-Type", WH_STR(m->event_type)},
-        {"X-Aggregate-Type", WH_STR(m->aggregate_type)},
-        {"X-Aggregate-Id", WH_STR(m->aggregate_id)},
-        {"X-Created-At", created},
-        {"X-Outbox-Destination", dest},
-        {"Expect", NULL}, /* no 100-continue round trip before bodies over 1 KiB */
-    };
-    obx_status st = OBX_OK;
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && st == OBX_OK; i++)
-        st = wh_header(&r->headers, "", fixed[i][0], fixed[i][1], err, err_size);
-    for (size_t i = 0; i < m->header_count && st == OBX_OK; i++) {
-        const char *k = m->headers[i].key, *v = m->headers[i].value;
-        if (!*k || k[strspn(k, tchar)])
-            return snprintf(err, err_size, "header \"%.64s\" is not an HTTP token", k),
-                   OBX_PERMANENT;
-        st = wh_header(&r->headers, "X-Header-", k, v ? v : "", err, err_size);
-    }
-    if (inst->secret && st == OBX_OK) {
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned md_len = 0;
-        char sig[16 + 2 * EVP_MAX_MD_SIZE] = "sha256=";
-        HMAC(EVP_sha256(), inst->secret, (int)inst->secret_len, (unsigned char *)r->data,
-             r->body_len, md, &md_len);
-        for (unsigned i = 0; i < md_len; i++)
-            sprintf(sig + 7 + 2 * i, "%02x", md[i]);
-        st = md_len ? wh_header(&r->headers, "", "X-Signature", sig, err, err_size) : OBX_RETRIABLE;
-        if (!md_len)
-            snprintf(err, err_size, "HMAC-SHA256 failed");
-    }
-    return st;
-}
-
-static void wh_finish(obx_instance *inst, wh_req *r, obx_status st, int code, const char *detail)
-{
-    inst->host->complete(inst->host->host_ctx, r->token, st, code, detail);
-    inst->in_flight--; /* after complete returned: flush must not see 0 earlier */
-    curl_slist_free_all(r->headers);
-    free(r);
-}
-
-/* Starts queued requests while slots are free and no Retry-After holds them. */
-static void wh_start(obx_instance *inst)
-{
-    while (inst->head && inst->running < (size_t)inst->max_in_flight &&
-           wh_now_ms() >= inst->paused_until) {
-        wh_req *r = inst->head;
-        if (!(inst->head = r->next))
-            inst->tail = NULL;
-        for (r->slot = 0; inst->busy[r->slot]; r->slot++)
-            ;
-        CURL *e = inst->easy[r->slot];
-        r->resp_len = 0;
-        r->errbuf[0] = '\0';
-        curl_easy_setopt(e, CURLOPT_URL, r->url);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, (char *)r->data);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
-        curl_easy_setopt(e, CURLOPT_PRIVATE, r);
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
-        CURLMcode mc = curl_multi_add_handle(inst->multi, e);
-        if (mc != CURLM_OK) {
-            wh_finish(inst, r, OBX_RETRIABLE, (int)mc, curl_multi_strerror(mc));
-            continue;
-        }
-        inst->busy[r->slot] = r;
-        inst->running++;
-    }
-}
-
-/* Classifies a finished transfer: completes it, or holds it for a Retry-After. */
-static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
-{
-    char detail[320];
-    long code = 0;
-    curl_off_t after = 0;
-    if (cc != CURLE_OK) { /* refused, reset, timed out, TLS: all may pass */
-        snprintf(detail, sizeof detail, "curl %d: %s", (int)cc,
-                 *r->errbuf ? r->errbuf : curl_easy_strerror(cc));
-        wh_finish(inst, r, OBX_RETRIABLE, (int)cc, detail);
-        return;
-    }
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-    if (code >= 200 && code < 300) {
-        wh_finish(inst, r, OBX_OK, (int)code, NULL);
-        return;
-    }
-    for (size_t i = 0; i < r->resp_len; i++) /* one printable line for last_error */
-        r->resp[i] = (unsigned char)r->resp[i] < 0x20 || r->resp[i] == 0x7f ? ' ' : r->resp[i];
-    r->resp[r->resp_len] = '\0';
-    /* other 4xx are about this request; 408, 429, 5xx and unexpected 1xx/3xx may pass */
-    int retriable = code < 400 || code >= 500 || code == 408 || code == 429;
-    if (retriable && curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0) {
-        int64_t wait = after * 1000 < WH_HOLD_MAX_MS ? after * 1000 : WH_HOLD_MAX_MS;
-        if (wh_now_ms() + wait > inst->paused_until)
-            inst->paused_until = wh_now_ms() + wait;
-        if (!r->held && after * 1000 <= WH_HOLD_MAX_MS) {
-            /* re-send it from here once the wait is over: the engine's retry
-             * could come sooner (from another worker), and costs an attempt */
-            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
-                            "HTTP %ld: holding requests %lld s (Retry-After)", code,
-                            (long long)after);
-            r->held = 1;
-            if (!(r->next = inst->head))
-                inst->tail = r;
-            inst->head = r;
-            return;
-        }
-        snprintf(detail, sizeof detail, "HTTP %ld, Retry-After %lld s: %s", code, (long long)after,
-                 r->resp);
+    const obx_host *host = inst->host;
+    if (OBX_HOST_HAS(host, refuse)) {
+        *accept = st;
+        host->refuse(host->host_ctx, m->token, 0, why);
+    } else if (st == OBX_PERMANENT) {
+        *accept = OBX_OK;
+        host->complete(host->host_ctx, m->token, st, 0, why);
     } else {
-        snprintf(detail, sizeof detail, "HTTP %ld: %s", code, r->resp);
+        *accept = st;
     }
-    wh_finish(inst, r, retriable ? OBX_RETRIABLE : OBX_PERMANENT, (int)code, detail);
-}
-
-static int wh_reap(obx_instance *inst)
-{
-    int done = 0, left;
-    for (CURLMsg *msg; (msg = curl_multi_info_read(inst->multi, &left));) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        CURL *e = msg->easy_handle;
-        CURLcode cc = msg->data.result; /* msg dies with remove_handle */
-        char *r;
-        curl_easy_getinfo(e, CURLINFO_PRIVATE, &r);
-        curl_multi_remove_handle(inst->multi, e);
-        inst->busy[((wh_req *)r)->slot] = NULL;
-        inst->running--;
-        wh_verdict(inst, (wh_req *)r, e, cc);
-        done++;
-    }
-    return done;
-}
-
-/* One round: start what may start, move bytes, complete what finished;
- * waits up to timeout_ms only when nothing finished at once. */
-static void wh_poll(obx_instance *inst, int timeout_ms)
-{
-    int still;
-    if (inst->closed)
-        return;
-    wh_start(inst);
-    curl_multi_perform(inst->multi, &still);
-    if (!wh_reap(inst) && timeout_ms > 0) {
-        int64_t pause = inst->paused_until - wh_now_ms();
-        if (!inst->running && inst->head && pause < timeout_ms) /* wake when the pause ends */
-            timeout_ms = pause > 0 ? (int)pause : 1;
-        curl_multi_poll(inst->multi, NULL, 0, timeout_ms, NULL);
-        curl_multi_perform(inst->multi, &still);
-        wh_reap(inst);
-    }
-    wh_start(inst);
 }
 
 static obx_status wh_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
                                    obx_status *accept)
 {
     for (size_t i = 0; i < count; i++) {
-        char err[160];
+        char err[160] = "instance closed";
         wh_req *r = NULL;
         obx_status st =
             inst->closed ? OBX_RETRIABLE : wh_build(inst, &msgs[i], &r, err, sizeof err);
-        /* an unsendable message is accepted and completed, so its reason reaches last_error */
-        accept[i] = st == OBX_PERMANENT ? OBX_OK : st;
-        if (st == OBX_PERMANENT)
-            inst->host->complete(inst->host->host_ctx, msgs[i].token, OBX_PERMANENT, 0, err);
-        if (st != OBX_OK && r)
-            curl_slist_free_all(r->headers), free(r);
-        else if (st == OBX_OK) {
-            inst->in_flight++;
-            *(inst->tail ? &inst->tail->next : &inst->head) = r;
-            inst->tail = r;
+        if (st != OBX_OK) {
+            wh_req_free(r);
+            wh_refuse(inst, &msgs[i], st, err, &accept[i]);
+            continue;
         }
+        accept[i] = OBX_OK;
+        inst->in_flight++;
+        *(inst->tail ? &inst->tail->next : &inst->head) = r;
+        inst->tail = r;
     }
     wh_poll(inst, 0);
     return OBX_OK;
@@ -435,6 +201,7 @@ static obx_instance *wh_create(const obx_host *host, char *errstr, size_t errstr
 
 static const obx_driver_def wh_def = {
     OBX_DRIVER_DEF_HEAD,
+    .option_specs = wh_option_specs,
     .name = "webhook",
     .version = "0.1.0",
     .description =

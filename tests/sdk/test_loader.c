@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "host.h"
 #include "loader.h"
@@ -140,7 +142,7 @@ static void small_definition_refused(void **state)
 static void not_elf_refused(void **state)
 {
     (void)state;
-    const char *want[] = {"cannot load", NULL};
+    const char *want[] = {"not an ELF shared object", NULL};
     expect_refused("not_elf", want);
 }
 
@@ -151,14 +153,144 @@ static void missing_file_refused(void **state)
     expect_refused("no_such_driver", want);
 }
 
+/* A private directory (mode 755) beside the test drivers, made afresh. */
+static const char *scratch_dir(const char *name)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s/../loader-%s", ABI_DIR, name);
+    char cmd[3 * sizeof dir + 64];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && chmod 755 '%s'", dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    return dir;
+}
+
+/* Copies the first `size` bytes of a working driver to PATH (mode 755). */
+static void copy_prefix(const char *path, long size)
+{
+    FILE *in = fopen(abi_path("abi_old"), "rb"), *out = fopen(path, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    for (long i = 0; i < size; i++) {
+        int c = fgetc(in);
+        if (c == EOF)
+            break;
+        fputc(c, out);
+    }
+    fclose(in);
+    fclose(out);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return (long)st.st_size;
+}
+
+/* Every cut of a good driver is refused before dlopen (which would SIGBUS). */
+static void truncated_refused(void **state)
+{
+    (void)state;
+    const char *dir = scratch_dir("truncated");
+    long full = file_size(abi_path("abi_old"));
+    char path[4200], err[1024];
+    int refused = 0;
+    for (long size = 0; size < full; size += size < 128 ? 1 : 61) {
+        snprintf(path, sizeof path, "%s/cut.so", dir);
+        copy_prefix(path, size);
+        loaded_driver *drv = loader_open(NULL, path, err, sizeof err);
+        if (drv)
+            fail_msg("%s cut to %ld of %ld bytes was loaded", path, size, full);
+        if (!strstr(err, path) || !strstr(err, "refused"))
+            fail_msg("cut to %ld: unclear error \"%s\"", size, err);
+        refused++;
+    }
+    assert_true(refused > 100);
+    copy_prefix(path, full); /* the whole file loads from the same place */
+    loaded_driver *drv = loader_open(NULL, path, err, sizeof err);
+    if (!drv)
+        fail_msg("the complete copy was refused: %s", err);
+    loader_close(drv);
+}
+
+static void expect_mode_refused(const char *path, const char *want)
+{
+    char err[1024] = "";
+    loaded_driver *drv = loader_open(NULL, path, err, sizeof err);
+    if (drv)
+        fail_msg("%s was loaded, expected a refusal mentioning \"%s\"", path, want);
+    if (!strstr(err, want) || !strstr(err, LOADER_INSECURE_ENV))
+        fail_msg("error \"%s\" does not mention \"%s\" and the opt-in", err, want);
+}
+
+/* A world-writable directory or group-writable file is refused, unless the
+ * operator opts in with the environment variable. */
+static void writable_refused(void **state)
+{
+    (void)state;
+    const char *dir = scratch_dir("writable");
+    char path[4200], err[1024];
+    snprintf(path, sizeof path, "%s/drv.so", dir);
+    copy_prefix(path, file_size(abi_path("abi_old")));
+    assert_int_equal(chmod(dir, 0777), 0);
+    expect_mode_refused(path, "writable by others");
+    assert_int_equal(chmod(dir, 01777), 0); /* sticky does not help: the file's owner can swap it */
+    expect_mode_refused(path, "writable by others");
+    setenv(LOADER_INSECURE_ENV, "1", 1);
+    loaded_driver *drv = loader_open(NULL, path, err, sizeof err);
+    if (!drv)
+        fail_msg("refused despite %s=1: %s", LOADER_INSECURE_ENV, err);
+    loader_close(drv);
+    unsetenv(LOADER_INSECURE_ENV);
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_int_equal(chmod(path, 0775), 0);
+    expect_mode_refused(path, "writable by its group");
+    assert_int_equal(chmod(path, 0755), 0);
+    drv = loader_open(NULL, path, err, sizeof err);
+    if (!drv)
+        fail_msg("a 755 file in a 755 directory was refused: %s", err);
+    loader_close(drv);
+    /* a symlink from a safe directory into a writable one is judged by where the file is */
+    const char *safe = scratch_dir("writable-link");
+    char link[4200];
+    snprintf(link, sizeof link, "%s/drv.so", safe);
+    assert_int_equal(symlink(path, link), 0);
+    assert_int_equal(chmod(dir, 0777), 0);
+    expect_mode_refused(link, "writable by others");
+    assert_int_equal(chmod(dir, 0755), 0);
+}
+
+static void relative_paths_follow_the_config(void **state)
+{
+    (void)state;
+    char out[256];
+    assert_int_equal(loader_resolve_path("/etc/relay/relay.conf", "drivers", out, sizeof out), 0);
+    assert_string_equal(out, "/etc/relay/drivers");
+    assert_int_equal(loader_resolve_path("conf/relay.conf", "../lib/x.so", out, sizeof out), 0);
+    assert_string_equal(out, "conf/../lib/x.so");
+    assert_int_equal(loader_resolve_path("/etc/relay.conf", "/opt/drivers", out, sizeof out), 0);
+    assert_string_equal(out, "/opt/drivers");
+    assert_int_equal(loader_resolve_path("relay.conf", "drivers", out, sizeof out), 0);
+    assert_string_equal(out, "drivers");
+    assert_int_equal(loader_resolve_path("/a/b.conf", "drivers", out, 5), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(older_minor_loads),        cmocka_unit_test(newer_minor_loads),
-        cmocka_unit_test(other_major_refused),      cmocka_unit_test(missing_callback_refused),
-        cmocka_unit_test(missing_entry_refused),    cmocka_unit_test(wrong_magic_refused),
-        cmocka_unit_test(small_definition_refused), cmocka_unit_test(not_elf_refused),
+        cmocka_unit_test(older_minor_loads),
+        cmocka_unit_test(newer_minor_loads),
+        cmocka_unit_test(other_major_refused),
+        cmocka_unit_test(missing_callback_refused),
+        cmocka_unit_test(missing_entry_refused),
+        cmocka_unit_test(wrong_magic_refused),
+        cmocka_unit_test(small_definition_refused),
+        cmocka_unit_test(not_elf_refused),
         cmocka_unit_test(missing_file_refused),
+        cmocka_unit_test(truncated_refused),
+        cmocka_unit_test(writable_refused),
+        cmocka_unit_test(relative_paths_follow_the_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,159 @@
+/* Running requests on libcurl's multi interface and judging the answers. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "wh.h"
+
+int64_t wh_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+size_t wh_write(char *data, size_t size, size_t n, void *userdata)
+{
+    wh_req *r = userdata;
+    size_t room = sizeof r->resp - 1 - r->resp_len, len = size * n < room ? size * n : room;
+    memcpy(r->resp + r->resp_len, data, len);
+    r->resp_len += len;
+    return size * n;
+}
+
+void wh_finish(obx_instance *inst, wh_req *r, obx_status st, int code, const char *detail)
+{
+    inst->host->complete(inst->host->host_ctx, r->token, st, code, detail);
+    inst->in_flight--; /* after complete returned: flush must not see 0 earlier */
+    wh_req_free(r);
+}
+
+/* Starts queued requests while slots are free and no Retry-After holds them. */
+static void wh_start(obx_instance *inst)
+{
+    while (inst->head && inst->running < (size_t)inst->max_in_flight &&
+           wh_now_ms() >= inst->paused_until) {
+        wh_req *r = inst->head;
+        if (!(inst->head = r->next))
+            inst->tail = NULL;
+        for (r->slot = 0; inst->busy[r->slot]; r->slot++)
+            ;
+        CURL *e = inst->easy[r->slot];
+        r->resp_len = 0;
+        r->errbuf[0] = '\0';
+        curl_easy_setopt(e, CURLOPT_URL, r->url);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, (char *)r->data);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+        curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+        CURLMcode mc = curl_multi_add_handle(inst->multi, e);
+        if (mc != CURLM_OK) {
+            wh_finish(inst, r, OBX_RETRIABLE, (int)mc, curl_multi_strerror(mc));
+            continue;
+        }
+        inst->busy[r->slot] = r;
+        inst->running++;
+    }
+}
+
+/* No connection could be made: the receiver's state, not the message's fault.
+ * A reset or timeout after connecting stays RETRIABLE (it may be this
+ * message that breaks the receiver, and attempts bound that). */
+static obx_status wh_transport_status(CURLcode cc)
+{
+    return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+                   cc == CURLE_COULDNT_RESOLVE_PROXY
+               ? OBX_UNAVAILABLE
+               : OBX_RETRIABLE;
+}
+
+/* Holds r for a Retry-After of `after` seconds; 0 when it was held before. */
+static int wh_hold(obx_instance *inst, wh_req *r, long code, curl_off_t after)
+{
+    int64_t wait = after * 1000 < WH_HOLD_MAX_MS ? after * 1000 : WH_HOLD_MAX_MS;
+    if (wh_now_ms() + wait > inst->paused_until)
+        inst->paused_until = wh_now_ms() + wait;
+    if (r->held || after * 1000 > WH_HOLD_MAX_MS)
+        return 0;
+    /* re-send it from here once the wait is over: the engine's retry
+     * could come sooner (from another worker), and costs an attempt */
+    inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
+                    "HTTP %ld: holding requests %lld s (Retry-After)", code, (long long)after);
+    r->held = 1;
+    if (!(r->next = inst->head))
+        inst->tail = r;
+    inst->head = r;
+    return 1;
+}
+
+/* Classifies a finished transfer: completes it, or holds it for a Retry-After. */
+static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
+{
+    char detail[320];
+    long code = 0;
+    curl_off_t after = 0;
+    if (cc != CURLE_OK) {
+        snprintf(detail, sizeof detail, "curl %d: %s", (int)cc,
+                 *r->errbuf ? r->errbuf : curl_easy_strerror(cc));
+        wh_finish(inst, r, wh_transport_status(cc), (int)cc, detail);
+        return;
+    }
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+    if (code >= 200 && code < 300) {
+        wh_finish(inst, r, OBX_OK, (int)code, NULL);
+        return;
+    }
+    for (size_t i = 0; i < r->resp_len; i++) /* one printable line for last_error */
+        r->resp[i] = (unsigned char)r->resp[i] < 0x20 || r->resp[i] == 0x7f ? ' ' : r->resp[i];
+    r->resp[r->resp_len] = '\0';
+    /* other 4xx are about this request; 408, 429, 5xx and unexpected 1xx/3xx may pass */
+    int retriable = code < 400 || code >= 500 || code == 408 || code == 429;
+    if (retriable && curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0) {
+        if (wh_hold(inst, r, code, after))
+            return;
+        snprintf(detail, sizeof detail, "HTTP %ld, Retry-After %lld s: %s", code, (long long)after,
+                 r->resp);
+    } else {
+        snprintf(detail, sizeof detail, "HTTP %ld: %s", code, r->resp);
+    }
+    wh_finish(inst, r, retriable ? OBX_RETRIABLE : OBX_PERMANENT, (int)code, detail);
+}
+
+int wh_reap(obx_instance *inst)
+{
+    int done = 0, left;
+    for (CURLMsg *msg; (msg = curl_multi_info_read(inst->multi, &left));) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        CURL *e = msg->easy_handle;
+        CURLcode cc = msg->data.result; /* msg dies with remove_handle */
+        char *r;
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, &r);
+        curl_multi_remove_handle(inst->multi, e);
+        inst->busy[((wh_req *)r)->slot] = NULL;
+        inst->running--;
+        wh_verdict(inst, (wh_req *)r, e, cc);
+        done++;
+    }
+    return done;
+}
+
+void wh_poll(obx_instance *inst, int timeout_ms)
+{
+    int still;
+    if (inst->closed)
+        return;
+    wh_start(inst);
+    curl_multi_perform(inst->multi, &still);
+    if (!wh_reap(inst) && timeout_ms > 0) {
+        int64_t pause = inst->paused_until - wh_now_ms();
+        if (!inst->running && inst->head && pause < timeout_ms) /* wake when the pause ends */
+            timeout_ms = pause > 0 ? (int)pause : 1;
+        curl_multi_poll(inst->multi, NULL, 0, timeout_ms, NULL);
+        curl_multi_perform(inst->multi, &still);
+        wh_reap(inst);
+    }
+    wh_start(inst);
+}

@@ -1,0 +1,174 @@
+/*
+ * Fuzz target: turning a claimed row into a message (payload check, the
+ * headers column, routing, destination templates), through message_build on
+ * a real libpq result built in memory, then message_render.
+ *
+ * Input: one byte choosing the payload kind, then NUL-separated fields:
+ *   payload, headers, destination, event_type, aggregate_type, aggregate_id, template
+ * (a missing payload, headers or destination is SQL NULL).
+ *
+ * Besides crashes it checks the JSON scanner against jansson: both accept
+ * and reject the same documents (jansson also refuses numbers beyond 64 bits
+ * or a double, the reason the scanner exists) and decode strings the same.
+ */
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "message.h"
+#include "queries.h"
+
+#define NCOLS (ROW_ATTEMPTS + 1)
+
+static relay_config *cfg;
+
+static void load_config(void)
+{
+    static const char text[] =
+        "database = { conninfo = \"dbname=fuzz\"; };\n"
+        "outputs = ( { name = \"a\"; driver = \"memory\"; }, { name = \"b\"; driver = \"memory\"; "
+        "} );\n"
+        "routes = ( { event_type = \"order.*\"; output = \"a\";\n"
+        "             destination = \"orders.${aggregate_type}.${event_type}\"; },\n"
+        "           { aggregate_type = \"X?\"; output = \"b\"; destination = "
+        "\"x.${aggregate_id}\"; },\n"
+        "           { output = \"b\"; destination = \"all\"; } );\n";
+    int fd = memfd_create("message.cfg", 0);
+    char path[64], err[1024];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (fd < 0 || write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1))
+        abort();
+    if (!(cfg = config_load(path, err, sizeof err))) {
+        fprintf(stderr, "fuzz_message config: %s\n", err);
+        abort();
+    }
+}
+
+/* jansson refuses valid JSON the scanner takes: numbers beyond 64 bits or a
+ * double (on purpose), \u0000 in an object key (jansson's own limit). */
+static int jansson_limit(const json_error_t *e)
+{
+    return strstr(e->text, "too big") || strstr(e->text, "overflow") ||
+           strstr(e->text, "NUL byte in object key");
+}
+
+/* The scanner and jansson agree on the headers object. */
+static void check_headers(const char *text, int ok, const char *err, const obx_message *m)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (ok) {
+        if (!j) {
+            if (jansson_limit(&je))
+                return;
+            fprintf(stderr, "scanner took headers jansson refuses (%s): %s\n", je.text, text);
+            abort();
+        }
+        if (json_object_size(j) == m->header_count) { /* no duplicate keys */
+            for (size_t i = 0; i < m->header_count; i++) {
+                json_t *v = json_object_get(j, m->headers[i].key);
+                if (!v ||
+                    (json_is_string(v) && strcmp(json_string_value(v), m->headers[i].value))) {
+                    fprintf(stderr, "header %zu (%s) differs from jansson's: %s\n", i,
+                            m->headers[i].key, text);
+                    abort();
+                }
+            }
+        }
+    } else if (j && strncmp(err, "headers are not valid JSON", 26) == 0 && json_is_object(j)) {
+        /* jansson took it: only a NUL in a key or string may make the scanner refuse */
+        const char *k;
+        json_t *v;
+        int nul = 0;
+        json_object_foreach(j, k, v) nul |=
+            json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v);
+        if (!nul && !strstr(err, "NUL")) {
+            fprintf(stderr, "scanner refused headers jansson takes (%s): %s\n", err, text);
+            abort();
+        }
+    }
+    json_decref(j);
+}
+
+static void check_payload(const char *text, size_t len, int ok, const char *err)
+{
+    json_error_t je;
+    json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    int scanner_ok = ok || strncmp(err, "payload is not valid JSON", 25) != 0;
+    if (scanner_ok && !j && !jansson_limit(&je)) {
+        fprintf(stderr, "scanner took a payload jansson refuses (%s)\n", je.text);
+        abort();
+    }
+    if (!scanner_ok && j && !strstr(err, "nested too deeply")) {
+        fprintf(stderr, "scanner refused a payload jansson takes (%s)\n", err);
+        abort();
+    }
+    json_decref(j);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!cfg)
+        load_config();
+    if (size < 1)
+        return 0;
+    payload_kind kind = (payload_kind)(data[0] % 3);
+    const char *field[7] = {NULL, NULL, NULL, "order.created", "Order", "1", "t.${event_id}"};
+    char *copy = malloc(size);
+    memcpy(copy, data + 1, size - 1);
+    copy[size - 1] = '\0';
+    for (size_t i = 0, at = 0; i < 7 && at < size; i++) {
+        field[i] = copy + at;
+        at += strlen(copy + at) + 1;
+    }
+    PGresult *res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
+    PGresAttDesc attrs[NCOLS];
+    memset(attrs, 0, sizeof attrs);
+    for (int c = 0; c < NCOLS; c++)
+        attrs[c].name = (char *)"c", attrs[c].format = 0, attrs[c].typid = 25;
+    PQsetResultAttrs(res, NCOLS, attrs);
+    const char *col[NCOLS] = {0};
+    col[ROW_ID] = "1";
+    col[ROW_EVENT_ID] = "0b6f1c9e-1d2f-4e55-9c1b-2f6d3a1c8e01";
+    col[ROW_EVENT_TYPE] = field[3];
+    col[ROW_AGGREGATE_TYPE] = field[4];
+    col[ROW_AGGREGATE_ID] = field[5];
+    col[ROW_PAYLOAD] = field[0];
+    col[ROW_HEADERS] = field[1];
+    col[ROW_DESTINATION] = field[2];
+    col[ROW_CREATED_US] = "1700000000000000";
+    col[ROW_ATTEMPTS] = "0";
+    for (int c = 0; c < NCOLS; c++)
+        PQsetvalue(res, 0, c, (char *)col[c], col[c] ? (int)strlen(col[c]) : -1);
+
+    arena a = {0};
+    obx_message msg;
+    size_t output = 0;
+    char err[512] = "";
+    int ok = message_build(cfg, kind, res, 0, &a, &msg, &output, err, sizeof err) == 0;
+    if (ok) {
+        if (output >= cfg->output_count || !msg.destination || !*msg.destination)
+            abort();
+        for (size_t i = 0; i < msg.header_count; i++)
+            if (!msg.headers[i].key || !msg.headers[i].value)
+                abort();
+        const char *out = NULL;
+        char rerr[512];
+        if (message_render(field[6], &msg, &a, &out, rerr, sizeof rerr) == 0 && !out)
+            abort();
+    }
+    if (kind == PAYLOAD_TEXT && field[0])
+        check_payload(field[0], strlen(field[0]), ok, err);
+    int headers_reached = ok || strncmp(err, "header", 6) == 0;
+    if (field[1] && headers_reached)
+        check_headers(field[1], ok, err, &msg);
+    arena_free(&a);
+    PQclear(res);
+    free(copy);
+    return 0;
+}

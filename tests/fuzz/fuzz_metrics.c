@@ -1,0 +1,53 @@
+/*
+ * Fuzz target: the metrics request path. Each input is the bytes a client
+ * sends on one connection; the server (libmicrohttpd with the relay's
+ * handler, connection limit and timeout) gets one end of a socketpair, the
+ * target writes the input, half-closes and reads the answer to the end.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "state.h"
+
+static relay_config cfg; /* no outputs */
+static relay_state st = {.cfg = &cfg};
+static metrics_server *srv;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[256];
+    if (!srv && !(srv = metrics_start_detached(&st, err, sizeof err))) {
+        fprintf(stderr, "%s\n", err);
+        abort();
+    }
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        abort();
+    struct timeval tv = {.tv_sec = METRICS_TIMEOUT_S + 5};
+    setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(sv[1], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (metrics_add_connection(srv, sv[0]) != 0) {
+        close(sv[1]);
+        return 0;
+    }
+    for (size_t off = 0; off < size;) {
+        ssize_t n = send(sv[1], data + off, size - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            break; /* the server may answer and close before reading it all */
+        off += (size_t)n;
+    }
+    shutdown(sv[1], SHUT_WR);
+    char buf[4096];
+    while (recv(sv[1], buf, sizeof buf, 0) > 0)
+        ;
+    close(sv[1]);
+    atomic_fetch_add(&st.stats.published, 1); /* the counters change between requests */
+    return 0;
+}
