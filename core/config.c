@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "db.h"
+#include "loader.h"
+#include "metrics.h"
 #include "obx/driver.h"
 
 /* Loading state: the first error wins and stops the load. */
@@ -333,6 +335,20 @@ static void load_database(loader_state *st, const config_setting_t *db)
     }
 }
 
+/* A relative path in the config is relative to the config file, not to
+ * wherever the relay was started. */
+static int resolve_relative(loader_state *st, const config_setting_t *s, char **path)
+{
+    char abs[4096];
+    if (!*path || (*path)[0] == '/')
+        return 0;
+    if (loader_resolve_path(st->cfg->path, *path, abs, sizeof abs) < 0)
+        return fail_at(st, s, "path too long");
+    free(*path);
+    *path = strdup(abs);
+    return 0;
+}
+
 static void load_relay(loader_state *st, const config_setting_t *r)
 {
     static const char *const keys[] = {"workers",
@@ -369,7 +385,8 @@ static void load_relay(loader_state *st, const config_setting_t *r)
         get_enum(st, r, "retention", &retention, retentions) < 0 ||
         get_int(st, r, "retention_hours", &cfg->retention_hours, 0, 1000000) < 0 ||
         get_int(st, r, "max_payload_bytes", &cfg->max_payload_bytes, 1, 1 << 30) < 0 ||
-        get_string(st, r, "drivers_dir", &cfg->drivers_dir, 0) < 0)
+        get_string(st, r, "drivers_dir", &cfg->drivers_dir, 0) < 0 ||
+        resolve_relative(st, member(r, "drivers_dir"), &cfg->drivers_dir) < 0)
         return;
     cfg->lease_ms = lease_s * 1000;
     cfg->ordering = ordering;
@@ -398,6 +415,12 @@ static void load_log(loader_state *st, const config_setting_t *l, const config_s
         check_keys(st, m, "metrics", mkeys) < 0 ||
         get_string(st, m, "listen", &st->cfg->metrics_listen, 0) < 0)
         return;
+    char why[256];
+    if (st->cfg->metrics_listen &&
+        metrics_parse_listen(st->cfg->metrics_listen, NULL, why, sizeof why) < 0) {
+        fail_at(st, member(m, "listen"), "%s", why);
+        return;
+    }
     st->cfg->log_level = level;
     st->cfg->log_format = format;
 }
@@ -476,6 +499,9 @@ static void load_outputs(loader_state *st, const config_setting_t *list)
             fail_at(st, o, "output needs both name and driver");
             return;
         }
+        /* a driver given as a path (it has a slash) follows the config file */
+        if (strchr(out->driver, '/') && resolve_relative(st, member(o, "driver"), &out->driver) < 0)
+            return;
         for (size_t j = 0; j + 1 < cfg->output_count; j++)
             if (strcmp(cfg->outputs[j].name, out->name) == 0) {
                 fail_at(st, member(o, "name"), "output name \"%s\" is used twice", out->name);
