@@ -290,6 +290,9 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
     snprintf(why, sizeof why, "not connected to %.100s%s%s", inst->url,
              inst->last_connect_err[0] ? ": " : "", inst->last_connect_err);
     pthread_mutex_unlock(&inst->mu);
+    /* paho may know of a lost connection before its callback reaches us */
+    if (connected && !closed && !MQTTAsync_isConnected(inst->client))
+        connected = 0;
     if (closed || wedged) {
         for (size_t i = 0; i < count; i++)
             accept[i] = OBX_RETRIABLE;

@@ -2,6 +2,7 @@
 # The MQTT driver on its own (no relay): mharness drives mqtt.so through a
 # recording fake host against a private Mosquitto, msub checks what arrives.
 # Config refusals, lazy connect while the broker is down, invalid topics,
+# a batch larger than the window,
 # close with messages in flight, two instances, 20,000 messages with user
 # properties and per-aggregate order, broker stopped and restarted, broker
 # frozen (publish timeouts, late acks ignored) and killed with publishes in flight.
@@ -16,6 +17,9 @@ note "broker down";          "${H[@]}" offline || fail "offline scenario"
 note "invalid topics";       "${H[@]}" invalid || fail "invalid-topic scenario"
 note "close with in-flight"; "${H[@]}" close   || fail "close scenario"
 note "two instances";        "${H[@]}" two     || fail "two-instance scenario"
+# batches of 1,000 with max_in_flight 100: sent in slices as acknowledgements
+# arrive, never waiting for window space (the driver's counters say so)
+note "batch larger than the window"; "${H[@]}" window 1000 100 obx/window || fail "window scenario"
 
 note "20,000 messages, subscriber checks properties and order"
 N=20000

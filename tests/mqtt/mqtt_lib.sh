@@ -34,7 +34,7 @@ relay = { workers = 2; batch_size = 500; ordering = "aggregate"; poll_interval_m
           drivers_dir = "\${OBX_DRIVERS}"; ${4:-max_attempts = 5;}
           backoff = { initial_ms = 100; max_ms = 1000; multiplier = 2.0; jitter = 0.2; }; };
 outputs = ( { name = "mq"; driver = "mqtt";
-              options = { url = "$2"; client_id_prefix = "relay-test-"; window = 500;
+              options = { url = "$2"; client_id_prefix = "relay-test-"; max_in_flight = 500;
                           content_type = "application/json"; ${5:-} }; } );
 routes = ( { event_type = "*"; aggregate_type = "*"; output = "mq";
              destination = "$3/\${aggregate_type}"; } );
