@@ -1,0 +1,111 @@
+# tests/bench/mqtt_defaults.sh: sourced by run.sh for --mqtt-defaults (needs its
+# helpers, $TOOLS, $OBX_BIN, $WORK, $OUT and the tuned Mosquitto at $BENCH_MQTT_URL).
+#
+# The MQTT output as a new user sets it up: options url and qos only (the
+# defaults, which conf/mqtt.conf also ships), per-aggregate topics
+# outbox/${aggregate_type}/${aggregate_id}, 2 workers, batch 500, beside the
+# memory driver with the same relay settings, in the setups of the issue "MQTT:
+# with its defaults the driver delivers tens to a few hundred events per
+# second". Two brokers: Mosquitto with its stock settings (Receive Maximum 20,
+# Nagle on) and the test Mosquitto (max_inflight_messages 1000,
+# set_tcp_nodelay true). Broker limit: bench_broker (paho alone, QoS 1, 2
+# clients) at the window the driver ends up with (max_in_flight capped by the
+# broker's Receive Maximum). Writes $OUT/mqtt_defaults.md and .tsv.
+
+MQD_STOCK_PORT=${BENCH_MQTT_STOCK_PORT:-$((MQ_PORT + 1))}
+MQD_DIR=$WORK/mosquitto-stock
+MQD_PID=
+mqd_stop() { [ -n "$MQD_PID" ] && kill -TERM "$MQD_PID" 2>/dev/null && wait "$MQD_PID" 2>/dev/null; MQD_PID=; }
+trap 'mqd_stop; cleanup' EXIT
+
+mkdir -p "$MQD_DIR" && chmod 777 "$MQD_DIR"
+sed "s/@PORT@/$MQD_STOCK_PORT/" "$HERE/mosquitto-stock.conf" > "$MQD_DIR/mosquitto.conf"
+mosquitto -c "$MQD_DIR/mosquitto.conf" </dev/null >"$MQD_DIR/mosquitto.log" 2>&1 &
+MQD_PID=$!
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$MQD_STOCK_PORT") 2>/dev/null && break; sleep 0.1; done
+STOCK_URL=tcp://127.0.0.1:$MQD_STOCK_PORT
+
+# mqd_db EVENTS AGGREGATES: a fresh run database
+mqd_db() {
+    local db=obx_bench_mqd_$$
+    psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
+    mqd_cfg "$WORK/mqd-init.cfg" "$db" memory none ""
+    "$OBX_BIN" init-db -c "$WORK/mqd-init.cfg" >/dev/null
+    psql_db "$db" "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $2), 'order.created',
+                   jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series(1, $1) g" >/dev/null
+    psql_db "$db" "VACUUM ANALYZE outbox" >/dev/null
+    echo "$db"
+}
+# mqd_cfg FILE DB DRIVER ORDERING MQTT_OPTIONS
+mqd_cfg() {
+    cat > "$1" <<CFG
+database = { conninfo = "$(dsn_of "$2")"; };
+relay = { workers = 2; batch_size = 500; ordering = "$4"; drivers_dir = "$OBX_DRIVERS"; };
+log = { level = "warn"; };
+outputs = ( { name = "out"; driver = "$3"; options = { $5 }; } );
+routes = ( { event_type = "*"; aggregate_type = "*"; output = "out";
+             destination = "outbox/\${aggregate_type}/\${aggregate_id}"; } );
+CFG
+}
+# mqd_run DRIVER ORDERING EVENTS AGGREGATES OPTIONS: prints "wall_s events_per_s"
+mqd_run() {
+    local db t0 t1 left
+    db=$(mqd_db "$3" "$4")
+    mqd_cfg "$WORK/mqd.cfg" "$db" "$1" "$2" "$5"
+    t0=$(date +%s.%N)
+    "$OBX_BIN" run -c "$WORK/mqd.cfg" --drain >/dev/null 2>"$WORK/mqd.err" \
+        || { cat "$WORK/mqd.err" >&2; fail "relay $1/$2 exited with an error"; }
+    t1=$(date +%s.%N)
+    left=$(psql_db "$db" "SELECT count(*) FROM outbox WHERE published_at IS NULL")
+    expect_eq "$1/$2/$3/$4 [$5] rows left unpublished" "$left" 0
+    psql -qAt -d postgres -c "DROP DATABASE $db WITH (FORCE)" >/dev/null
+    awk -v a="$t0" -v b="$t1" -v n="$3" 'BEGIN { printf "%.2f %.0f\n", b - a, n / (b - a) }'
+}
+# the broker's Receive Maximum as the driver logs it at connect (0: none below max_in_flight)
+mqd_recv_max() {
+    mqd_cfg "$WORK/mqd-probe.cfg" postgres mqtt none "url = \"$1\";"
+    "$OBX_BIN" check-config -c "$WORK/mqd-probe.cfg" 2>&1 | sed -n 's/.*takes at most \([0-9]*\) unack.*/\1/p' | head -1
+}
+
+SETUPS=(
+    "none 100 2000 default"
+    "none 100 2000 500"
+    "aggregate 100 2000 500"
+    "aggregate 100 12000 default"
+    "aggregate 1000 2000 default"
+)
+TSV=$OUT/mqtt_defaults.tsv
+printf 'ordering\taggregates\tevents\tmax_in_flight\tmemory_s\tmemory_eps\tbroker\tmqtt_s\tmqtt_eps\tpaho_window\tpaho_eps\tratio\n' > "$TSV"
+for s in "${SETUPS[@]}"; do
+    read -r o a n w <<<"$s"
+    read -r ms meps <<<"$(mqd_run memory "$o" "$n" "$a" "")"
+    note "  memory $o, $a aggregates, $n events: $ms s ($meps ev/s)"
+    for broker in stock tuned; do
+        url=$BENCH_MQTT_URL; [ "$broker" = stock ] && url=$STOCK_URL
+        opts="url = \"$url\"; qos = 1;"
+        [ "$w" = default ] || opts="$opts max_in_flight = $w;"
+        read -r qs qeps <<<"$(mqd_run mqtt "$o" "$n" "$a" "$opts")"
+        mif=$([ "$w" = default ] && echo 100 || echo "$w")
+        rmax=$(mqd_recv_max "$url")
+        pw=$mif; [ -n "$rmax" ] && [ "$rmax" -lt "$mif" ] && pw=$rmax
+        peps=$("$TOOLS/bench_broker" mqtt -u "$url" -t obx/bench/mqd -n "$n" -w 2 -b "$pw" | awk '{print $3}')
+        ratio=$(awk -v q="$qeps" -v m="$meps" -v p="$peps" 'BEGIN { l = m < p ? m : p; printf "%.2f", q / l }')
+        note "  mqtt ($broker Mosquitto) $o, $a aggregates, $n events, max_in_flight $w: $qs s ($qeps ev/s); paho alone at window $pw: $peps msg/s; ratio $ratio"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$o" "$a" "$n" "$w" "$ms" "$meps" "$broker" "$qs" "$qeps" "$pw" "$peps" "$ratio" >> "$TSV"
+    done
+done
+mqd_stop
+{
+    echo "# MQTT with defaults, per-aggregate topics ($(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$OBX_SRC" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    echo
+    echo "Relay: 2 workers, batch 500, topics outbox/\${aggregate_type}/\${aggregate_id}, run --drain; mqtt options url and qos = 1 only unless max_in_flight is given."
+    echo "Brokers: stock = Mosquitto $(dpkg-query -W -f='${Version}' mosquitto 2>/dev/null) with its default settings (Receive Maximum 20, Nagle on); tuned = the test Mosquitto (max_inflight_messages 1000, set_tcp_nodelay true)."
+    echo "ev/s = events / wall time of run --drain (connects included). paho alone = bench_broker, 2 clients, QoS 1, one topic, at the window the driver uses (max_in_flight capped by the Receive Maximum). ratio = mqtt / min(memory, paho alone)."
+    echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (shared 2-core machine)."
+    echo
+    echo '| ordering | aggregates | events | max_in_flight | memory s | memory ev/s | broker | mqtt s | mqtt ev/s | paho window | paho alone ev/s | ratio |'
+    echo '|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|'
+    tail -n +2 "$TSV" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12 }'
+} > "$OUT/mqtt_defaults.md"
+echo
+cat "$OUT/mqtt_defaults.md"
