@@ -240,10 +240,14 @@ static void mqtt_close(mqtt_inst *inst)
         pthread_mutex_unlock(&inst->mu);
         return;
     }
-    int n = mqtt_fail_all_locked(inst, OBX_RETRIABLE, "aborted: driver closed");
     /* from here on every paho callback is a no-op for completions */
     inst->closed = 1;
     inst->stopping = 1;
+    /* a pump in another thread (paho's, after an acknowledgement) finishes
+     * the send it is in, completing it "aborted" itself, and stops */
+    while (inst->pumping)
+        pthread_cond_wait(&inst->cond, &inst->mu);
+    int n = mqtt_fail_all_locked(inst, OBX_RETRIABLE, "aborted: driver closed");
     int connected = inst->connected;
     pthread_cond_broadcast(&inst->cond);
     pthread_mutex_unlock(&inst->mu);

@@ -173,6 +173,7 @@ void *mqtt_timer_main(void *arg)
     pthread_mutex_lock(&inst->mu);
     while (!inst->stopping) {
         int64_t now = mqtt_now_ms();
+        int timed_out = 0;
         for (int i = 0; i < inst->window; i++) {
             mqtt_slot *s = &inst->slots[i];
             if (s->state == MQTT_SLOT_INFLIGHT && s->deadline_ms <= now) {
@@ -180,8 +181,32 @@ void *mqtt_timer_main(void *arg)
                          (long long)inst->publish_timeout_ms);
                 inst->n_timeout++;
                 inst->abandoned++;
+                timed_out++;
                 mqtt_complete_locked(inst, s, OBX_RETRIABLE, 0, detail);
             }
+        }
+        if (timed_out && inst->queue_head) {
+            /* a broker that stopped acknowledging would time out the queue
+             * one window at a time: hand it back now */
+            snprintf(detail, sizeof detail,
+                     "not sent: the broker acknowledged nothing within %lld ms",
+                     (long long)inst->publish_timeout_ms);
+            while (inst->queue_head) {
+                mqtt_item *it = inst->queue_head;
+                inst->queue_head = it->next;
+                inst->queued--;
+                inst->n_failed++;
+                mqtt_complete_item_locked(inst, it, OBX_RETRIABLE, 0, detail);
+            }
+            inst->queue_tail = NULL;
+        }
+        if (inst->queue_head && inst->connected && !inst->pumping &&
+            inst->inflight < inst->send_limit) {
+            /* room that no acknowledgement will announce (timeouts, failed sends) */
+            pthread_mutex_unlock(&inst->mu);
+            mqtt_pump(inst);
+            pthread_mutex_lock(&inst->mu);
+            continue;
         }
         if (!inst->connected && !inst->connecting && now >= inst->next_connect_ms) {
             inst->connecting = 1;

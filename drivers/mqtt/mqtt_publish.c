@@ -38,7 +38,7 @@ static void mqtt_finish(mqtt_slot *slot, int ptoken, obx_status status, int code
     if (inst->closed) {
         /* close already completed it "aborted" */
     } else if (slot->state == MQTT_SLOT_INFLIGHT && slot->ptoken == ptoken) {
-        if (status == OBX_OK)
+        if (status == OBX_OK && !slot->doomed)
             inst->n_ok++;
         else
             inst->n_failed++;
@@ -139,13 +139,17 @@ static void mqtt_sent_locked(mqtt_inst *inst, mqtt_slot *slot, int rc, int ptoke
         mqtt_complete_locked(inst, slot, mqtt_send_rc_status(inst, rc), rc, detail);
         return;
     }
+    if (inst->closed) { /* close is waiting for this send: it is aborted like the others */
+        mqtt_complete_locked(inst, slot, OBX_RETRIABLE, 0, "aborted: driver closed");
+        return;
+    }
     slot->state = MQTT_SLOT_INFLIGHT;
     slot->ptoken = ptoken;
     slot->deadline_ms = mqtt_now_ms() + inst->publish_timeout_ms;
     for (int i = 0; i < 2; i++) {
         mqtt_early *e = &slot->early[i];
         if (e->used && e->ptoken == ptoken) {
-            if (e->status == OBX_OK)
+            if (e->status == OBX_OK && !slot->doomed)
                 inst->n_ok++;
             else
                 inst->n_failed++;

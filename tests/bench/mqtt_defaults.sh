@@ -13,6 +13,7 @@
 # broker's Receive Maximum). Writes $OUT/mqtt_defaults.md and .tsv.
 
 MQD_STOCK_PORT=${BENCH_MQTT_STOCK_PORT:-$((MQ_PORT + 1))}
+MQD_WINDOW_OPT=${MQD_WINDOW_OPT:-max_in_flight} # "window" to measure a driver from before the rename
 MQD_DIR=$WORK/mosquitto-stock
 MQD_PID=
 mqd_stop() { [ -n "$MQD_PID" ] && kill -TERM "$MQD_PID" 2>/dev/null && wait "$MQD_PID" 2>/dev/null; MQD_PID=; }
@@ -64,9 +65,11 @@ mqd_run() {
 # the broker's Receive Maximum as the driver logs it at connect (0: none below max_in_flight)
 mqd_recv_max() {
     mqd_cfg "$WORK/mqd-probe.cfg" postgres mqtt none "url = \"$1\";"
+    sed -i 's/level = "warn"/level = "info"/' "$WORK/mqd-probe.cfg"
     "$OBX_BIN" check-config -c "$WORK/mqd-probe.cfg" 2>&1 | sed -n 's/.*takes at most \([0-9]*\) unack.*/\1/p' | head -1
 }
 
+# "ordering aggregates events max_in_flight"; MQD_SETUPS="a b c d;..." replaces the list
 SETUPS=(
     "none 100 2000 default"
     "none 100 2000 500"
@@ -74,6 +77,7 @@ SETUPS=(
     "aggregate 100 12000 default"
     "aggregate 1000 2000 default"
 )
+[ -n "${MQD_SETUPS:-}" ] && IFS=';' read -r -a SETUPS <<<"$MQD_SETUPS"
 TSV=$OUT/mqtt_defaults.tsv
 printf 'ordering\taggregates\tevents\tmax_in_flight\tmemory_s\tmemory_eps\tbroker\tmqtt_s\tmqtt_eps\tpaho_window\tpaho_eps\tratio\n' > "$TSV"
 for s in "${SETUPS[@]}"; do
@@ -83,7 +87,7 @@ for s in "${SETUPS[@]}"; do
     for broker in stock tuned; do
         url=$BENCH_MQTT_URL; [ "$broker" = stock ] && url=$STOCK_URL
         opts="url = \"$url\"; qos = 1;"
-        [ "$w" = default ] || opts="$opts max_in_flight = $w;"
+        [ "$w" = default ] || opts="$opts $MQD_WINDOW_OPT = $w;"
         read -r qs qeps <<<"$(mqd_run mqtt "$o" "$n" "$a" "$opts")"
         mif=$([ "$w" = default ] && echo 100 || echo "$w")
         rmax=$(mqd_recv_max "$url")
