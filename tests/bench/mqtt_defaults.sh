@@ -48,7 +48,9 @@ routes = ( { event_type = "*"; aggregate_type = "*"; output = "out";
              destination = "outbox/\${aggregate_type}/\${aggregate_id}"; } );
 CFG
 }
-# mqd_run DRIVER ORDERING EVENTS AGGREGATES OPTIONS: prints "wall_s events_per_s"
+# mqd_run DRIVER ORDERING EVENTS AGGREGATES OPTIONS: prints "wall_s events_per_s span_eps":
+# events / wall time of run --drain (connect and exit included), and as the main
+# benchmark counts: rows / (last - first published_at), the first instant's rows left out
 mqd_run() {
     local db t0 t1 left
     db=$(mqd_db "$3" "$4")
@@ -59,8 +61,11 @@ mqd_run() {
     t1=$(date +%s.%N)
     left=$(psql_db "$db" "SELECT count(*) FROM outbox WHERE published_at IS NULL")
     expect_eq "$1/$2/$3/$4 [$5] rows left unpublished" "$left" 0
+    span=$(psql_db "$db" "WITH b AS (SELECT min(published_at) f, max(published_at) l FROM outbox)
+        SELECT round(((SELECT count(*) FROM outbox, b WHERE published_at > b.f)
+                      / greatest(extract(epoch FROM b.l - b.f), 0.001))::numeric) FROM b")
     psql -qAt -d postgres -c "DROP DATABASE $db WITH (FORCE)" >/dev/null
-    awk -v a="$t0" -v b="$t1" -v n="$3" 'BEGIN { printf "%.2f %.0f\n", b - a, n / (b - a) }'
+    awk -v a="$t0" -v b="$t1" -v n="$3" -v s="$span" 'BEGIN { printf "%.2f %.0f %s\n", b - a, n / (b - a), s }'
 }
 # the broker's Receive Maximum as the driver logs it at connect (0: none below max_in_flight)
 mqd_recv_max() {
@@ -79,23 +84,24 @@ SETUPS=(
 )
 [ -n "${MQD_SETUPS:-}" ] && IFS=';' read -r -a SETUPS <<<"$MQD_SETUPS"
 TSV=$OUT/mqtt_defaults.tsv
-printf 'ordering\taggregates\tevents\tmax_in_flight\tmemory_s\tmemory_eps\tbroker\tmqtt_s\tmqtt_eps\tpaho_window\tpaho_eps\tratio\n' > "$TSV"
+printf 'ordering\taggregates\tevents\tmax_in_flight\tmemory_s\tmemory_eps\tmemory_span_eps\tbroker\tmqtt_s\tmqtt_eps\tmqtt_span_eps\tpaho_window\tpaho_eps\tratio\tspan_ratio\n' > "$TSV"
 for s in "${SETUPS[@]}"; do
     read -r o a n w <<<"$s"
-    read -r ms meps <<<"$(mqd_run memory "$o" "$n" "$a" "")"
-    note "  memory $o, $a aggregates, $n events: $ms s ($meps ev/s)"
+    read -r ms meps mspan <<<"$(mqd_run memory "$o" "$n" "$a" "")"
+    note "  memory $o, $a aggregates, $n events: $ms s ($meps ev/s; $mspan ev/s over the published_at span)"
     for broker in stock tuned; do
         url=$BENCH_MQTT_URL; [ "$broker" = stock ] && url=$STOCK_URL
         opts="url = \"$url\"; qos = 1;"
         [ "$w" = default ] || opts="$opts $MQD_WINDOW_OPT = $w;"
-        read -r qs qeps <<<"$(mqd_run mqtt "$o" "$n" "$a" "$opts")"
+        read -r qs qeps qspan <<<"$(mqd_run mqtt "$o" "$n" "$a" "$opts")"
         mif=$([ "$w" = default ] && echo 100 || echo "$w")
         rmax=$(mqd_recv_max "$url")
         pw=$mif; [ -n "$rmax" ] && [ "$rmax" -lt "$mif" ] && pw=$rmax
         peps=$("$TOOLS/bench_broker" mqtt -u "$url" -t obx/bench/mqd -n "$n" -w 2 -b "$pw" | awk '{print $3}')
         ratio=$(awk -v q="$qeps" -v m="$meps" -v p="$peps" 'BEGIN { l = m < p ? m : p; printf "%.2f", q / l }')
-        note "  mqtt ($broker Mosquitto) $o, $a aggregates, $n events, max_in_flight $w: $qs s ($qeps ev/s); paho alone at window $pw: $peps msg/s; ratio $ratio"
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$o" "$a" "$n" "$w" "$ms" "$meps" "$broker" "$qs" "$qeps" "$pw" "$peps" "$ratio" >> "$TSV"
+        sratio=$(awk -v q="$qspan" -v m="$mspan" -v p="$peps" 'BEGIN { l = m < p ? m : p; printf "%.2f", q / l }')
+        note "  mqtt ($broker Mosquitto) $o, $a aggregates, $n events, max_in_flight $w: $qs s ($qeps ev/s; span $qspan ev/s); paho alone at window $pw: $peps msg/s; ratio $ratio (span $sratio)"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$o" "$a" "$n" "$w" "$ms" "$meps" "$mspan" "$broker" "$qs" "$qeps" "$qspan" "$pw" "$peps" "$ratio" "$sratio" >> "$TSV"
     done
 done
 mqd_stop
@@ -104,12 +110,12 @@ mqd_stop
     echo
     echo "Relay: 2 workers, batch 500, topics outbox/\${aggregate_type}/\${aggregate_id}, run --drain; mqtt options url and qos = 1 only unless max_in_flight is given."
     echo "Brokers: stock = Mosquitto $(dpkg-query -W -f='${Version}' mosquitto 2>/dev/null) with its default settings (Receive Maximum 20, Nagle on); tuned = the test Mosquitto (max_inflight_messages 1000, set_tcp_nodelay true)."
-    echo "ev/s = events / wall time of run --drain (connects included). paho alone = bench_broker, 2 clients, QoS 1, one topic, at the window the driver uses (max_in_flight capped by the Receive Maximum). ratio = mqtt / min(memory, paho alone)."
+    echo "ev/s = events / wall time of run --drain (connect and exit included); span ev/s = rows / (last - first published_at), the first instant's rows left out (the main benchmark's method). paho alone = bench_broker, 2 clients, QoS 1, one topic, each window of acknowledgements awaited before the next, at the window the driver uses (max_in_flight capped by the Receive Maximum). ratio = mqtt / min(memory, paho alone), on wall time and on the span."
     echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (shared 2-core machine)."
     echo
-    echo '| ordering | aggregates | events | max_in_flight | memory s | memory ev/s | broker | mqtt s | mqtt ev/s | paho window | paho alone ev/s | ratio |'
-    echo '|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|'
-    tail -n +2 "$TSV" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12 }'
+    echo '| ordering | aggregates | events | max_in_flight | memory s | memory ev/s | memory span ev/s | broker | mqtt s | mqtt ev/s | mqtt span ev/s | paho window | paho alone ev/s | ratio | span ratio |'
+    echo '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$TSV" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15 }'
 } > "$OUT/mqtt_defaults.md"
 echo
 cat "$OUT/mqtt_defaults.md"

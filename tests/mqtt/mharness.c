@@ -340,6 +340,27 @@ static void sc_config(const char *url)
         printf("ok config native property refused: %s\n", err);
     host_free(h);
 
+    /* the deprecated second-based options still work (converted to ms) */
+    h = host_new(url);
+    host_set(h, "keepalive_s", OBX_OPT_INT, NULL, 5);
+    host_set(h, "connect_timeout_s", OBX_OPT_INT, NULL, 3);
+    inst = create(h, err, sizeof err);
+    CHECK(inst != NULL, "deprecated keepalive_s/connect_timeout_s refused: '%s'", err);
+    if (inst) {
+        def->destroy(inst);
+        printf("ok config deprecated keepalive_s and connect_timeout_s accepted\n");
+    }
+    host_free(h);
+    h = host_new(url);
+    host_set(h, "connect_timeout_s", OBX_OPT_INT, NULL, 0);
+    inst = create(h, err, sizeof err);
+    CHECK(!inst && strstr(err, "connect_timeout_s"), "connect_timeout_s 0: '%s'", err);
+    if (inst)
+        def->destroy(inst);
+    else
+        printf("ok config deprecated option checked against its range: %s\n", err);
+    host_free(h);
+
     /* a password must never show up in an error */
     h = host_new(url);
     host_set(h, "password", OBX_OPT_STRING, "s3cr3t-value", 0);
@@ -495,6 +516,7 @@ static void sc_window(const char *url, unsigned long n, int window, const char *
     CHECK(inst, "create: %s", err);
     if (!inst)
         return;
+    CHECK(def->probe && def->probe(inst, 5000) == OBX_OK, "probe while connected");
     static obx_message m[10000];
     static obx_status acc[10000];
     static const obx_header hdrs[] = {{"traceparent", "00-abc-def-01"}};
