@@ -75,6 +75,10 @@ const obx_option_spec mqtt_option_specs[] = {
     {NULL, 0, 0, NULL, NULL},
 };
 
+_Static_assert(sizeof mqtt_options / sizeof *mqtt_options ==
+                   sizeof mqtt_option_specs / sizeof *mqtt_option_specs,
+               "mqtt_option_specs must be parallel to mqtt_options");
+
 static const obx_option_spec *mqtt_spec(const char *name)
 {
     for (size_t i = 0; mqtt_options[i].name; i++)
