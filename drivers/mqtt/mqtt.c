@@ -4,8 +4,10 @@
  * in mqtt_conn.c, publishing and acknowledgements are in mqtt_publish.c.
  *
  * Offline buffering is off on purpose: the outbox row is the buffer. While
- * disconnected, publishes are refused RETRIABLE and the host retries the row
- * later; a lost connection completes everything in flight RETRIABLE.
+ * disconnected, publishes are refused UNAVAILABLE and the host retries the
+ * row later; a lost connection completes everything in flight or queued
+ * UNAVAILABLE. (A 1.0 host, which has no refuse service, knows no
+ * UNAVAILABLE: it gets RETRIABLE instead.)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,14 +38,47 @@ void mqtt_abstime(int64_t ms_from_now, struct timespec *ts)
     }
 }
 
+void mqtt_doom_later_locked(mqtt_inst *inst, uint64_t agg, uint64_t seq)
+{
+    for (int i = 0; i < inst->window; i++) {
+        mqtt_slot *s = &inst->slots[i];
+        if (s->state != MQTT_SLOT_FREE && s->agg == agg && s->seq > seq)
+            s->doomed = 1;
+    }
+    for (mqtt_item *it = inst->queue_head; it; it = it->next)
+        if (it->agg == agg && it->seq > seq)
+            it->doomed = 1;
+}
+
 void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, int code,
                           const char *detail)
 {
+    /* PUBACKs come in PUBLISH order, so an earlier event of the aggregate
+     * that failed has already marked this one: it must not count as
+     * delivered ahead of that event */
+    if (slot->doomed && status == OBX_OK) {
+        inst->n_out_of_order++;
+        status = OBX_RETRIABLE;
+        code = 0;
+        detail = "acknowledged after an earlier event of its aggregate failed: sent again after it";
+    }
+    if (status != OBX_OK)
+        mqtt_doom_later_locked(inst, slot->agg, slot->seq);
     inst->host->complete(inst->host->host_ctx, slot->token, status, code, detail);
     slot->state = MQTT_SLOT_FREE;
     slot->early[0].used = slot->early[1].used = 0;
     inst->free_idx[inst->free_n++] = (int)(slot - inst->slots);
     inst->inflight--;
+    pthread_cond_broadcast(&inst->cond);
+}
+
+void mqtt_complete_item_locked(mqtt_inst *inst, mqtt_item *it, obx_status status, int code,
+                               const char *detail)
+{
+    if (status != OBX_OK)
+        mqtt_doom_later_locked(inst, it->agg, it->seq);
+    inst->host->complete(inst->host->host_ctx, it->token, status, code, detail);
+    free(it);
     pthread_cond_broadcast(&inst->cond);
 }
 
@@ -57,7 +92,11 @@ static void mqtt_free(mqtt_inst *inst)
     pthread_mutex_destroy(&inst->mu);
     free(inst->slots);
     free(inst->free_idx);
-    free(inst->props);
+    while (inst->queue_head) { /* close completed them; only a failed create gets here first */
+        mqtt_item *it = inst->queue_head;
+        inst->queue_head = it->next;
+        free(it);
+    }
     free(inst);
 }
 
@@ -81,6 +120,8 @@ static mqtt_inst *mqtt_create(const obx_host *host, char *errstr, size_t errstr_
         return NULL;
     }
     inst->host = host;
+    inst->has_refuse = OBX_HOST_HAS(host, refuse);
+    inst->unavailable = inst->has_refuse ? OBX_UNAVAILABLE : OBX_RETRIABLE;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -92,9 +133,8 @@ static mqtt_inst *mqtt_create(const obx_host *host, char *errstr, size_t errstr_
         goto fail;
     inst->slots = calloc((size_t)inst->window, sizeof *inst->slots);
     inst->free_idx = calloc((size_t)inst->window, sizeof *inst->free_idx);
-    inst->props_cap = 16;
-    inst->props = calloc(inst->props_cap, sizeof *inst->props);
-    if (!inst->slots || !inst->free_idx || !inst->props) {
+    inst->send_limit = inst->window;
+    if (!inst->slots || !inst->free_idx) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
@@ -169,10 +209,10 @@ static size_t mqtt_flush(mqtt_inst *inst, int timeout_ms)
     struct timespec ts;
     mqtt_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
     pthread_mutex_lock(&inst->mu);
-    while (inst->inflight > 0 && timeout_ms > 0)
+    while (inst->inflight + inst->queued > 0 && timeout_ms > 0)
         if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
             break;
-    size_t left = (size_t)inst->inflight;
+    size_t left = (size_t)inst->inflight + inst->queued;
     pthread_mutex_unlock(&inst->mu);
     return left;
 }
@@ -200,10 +240,14 @@ static void mqtt_close(mqtt_inst *inst)
         pthread_mutex_unlock(&inst->mu);
         return;
     }
-    int n = mqtt_fail_all_locked(inst, "aborted: driver closed");
     /* from here on every paho callback is a no-op for completions */
     inst->closed = 1;
     inst->stopping = 1;
+    /* a pump in another thread (paho's, after an acknowledgement) finishes
+     * the send it is in, completing it "aborted" itself, and stops */
+    while (inst->pumping)
+        pthread_cond_wait(&inst->cond, &inst->mu);
+    int n = mqtt_fail_all_locked(inst, OBX_RETRIABLE, "aborted: driver closed");
     int connected = inst->connected;
     pthread_cond_broadcast(&inst->cond);
     pthread_mutex_unlock(&inst->mu);
@@ -233,13 +277,19 @@ static void mqtt_close(mqtt_inst *inst)
         MQTTAsync_destroy(&inst->client);
     inst->client = NULL;
     if (inst->ever_connected || n)
-        inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
-                        "closed %s: %llu acknowledged (%llu with no matching subscribers), "
-                        "%llu failed, %llu timed out, %llu lost with the connection, %d aborted",
-                        inst->client_id, (unsigned long long)inst->n_ok,
-                        (unsigned long long)inst->n_no_subscribers,
-                        (unsigned long long)inst->n_failed, (unsigned long long)inst->n_timeout,
-                        (unsigned long long)inst->n_lost, n);
+        inst->host->log(
+            inst->host->host_ctx, OBX_LOG_INFO,
+            "closed %s: %llu acknowledged (%llu with no matching subscribers), %llu failed, "
+            "%llu timed out, %llu lost with the connection, %d aborted; %llu batches, "
+            "%llu messages queued for room (deepest %zu), window full %llu times, "
+            "window waits %llu, connection waits %llu, out of order %llu, in flight limit %d",
+            inst->client_id, (unsigned long long)inst->n_ok,
+            (unsigned long long)inst->n_no_subscribers, (unsigned long long)inst->n_failed,
+            (unsigned long long)inst->n_timeout, (unsigned long long)inst->n_lost, n,
+            (unsigned long long)inst->n_batches, (unsigned long long)inst->n_queued,
+            inst->queue_max, (unsigned long long)inst->n_window_full,
+            (unsigned long long)inst->n_window_waits, (unsigned long long)inst->n_conn_waits,
+            (unsigned long long)inst->n_out_of_order, inst->send_limit);
 }
 
 static void mqtt_destroy(mqtt_inst *inst)
@@ -248,6 +298,11 @@ static void mqtt_destroy(mqtt_inst *inst)
         return;
     mqtt_close(inst);
     mqtt_free(inst);
+}
+
+static obx_status mqtt_probe_entry(obx_instance *inst, int timeout_ms)
+{
+    return mqtt_probe(inst, timeout_ms);
 }
 
 static obx_status mqtt_publish_entry(obx_instance *inst, const obx_message *msgs, size_t count,
@@ -259,9 +314,15 @@ static obx_status mqtt_publish_entry(obx_instance *inst, const obx_message *msgs
 static const obx_driver_def mqtt_def = {
     OBX_DRIVER_DEF_HEAD,
     .name = "mqtt",
-    .version = "0.1.0",
+    .version = "0.2.0",
     .description = "MQTT 5 (paho-mqtt-c async): QoS 1/2, PUBACK reason codes, user properties",
     .options = mqtt_options,
+    .option_specs = mqtt_option_specs,
+    /* one connection: paho sends in call order, the broker acknowledges in
+     * PUBLISH order, and mqtt_complete_locked never lets a later event of an
+     * aggregate be OK after an earlier one failed */
+    .flags = OBX_DRIVER_IN_ORDER,
+    .probe = mqtt_probe_entry,
     .create = mqtt_create,
     .publish_batch = mqtt_publish_entry,
     .poll = NULL, /* completions come from paho's and the timer thread */

@@ -10,9 +10,6 @@
 
 #include "mqtt_int.h"
 
-#define MQTT_DEFAULT_WINDOW 100
-#define MQTT_DEFAULT_TIMEOUT_MS 30000
-
 /* Only used to make client ids unique within a process. */
 static atomic_uint mqtt_instance_seq;
 
@@ -22,46 +19,118 @@ const obx_option mqtt_options[] = {
      "client id prefix; pid, instance number and a random suffix are appended"},
     {"username", OBX_OPT_STRING, 0, "user name"},
     {"password", OBX_OPT_STRING, OBX_OPT_SECRET, "password (use ${ENV_VAR})"},
-    {"qos", OBX_OPT_INT, 0, "1 (default) or 2; 0 is refused: it cannot be acknowledged"},
-    {"window", OBX_OPT_INT, 0, "max publishes in flight per instance (default 100)"},
+    {"qos", OBX_OPT_INT, 0, "1 or 2; 0 is refused: it cannot be acknowledged"},
+    {"max_in_flight", OBX_OPT_INT, 0,
+     "max unacknowledged publishes per instance (also capped by the broker's Receive Maximum); "
+     "a larger batch waits in the driver and goes out as acknowledgements arrive"},
     {"window_wait_ms", OBX_OPT_INT, 0,
-     "with the window full or while reconnecting, publish waits up to this long per batch, "
-     "then refuses RETRIABLE (default 2000; 0 refuses at once)"},
+     "while (re)connecting, a batch waits up to this long for the connection, then is refused "
+     "as unavailable (0 refuses at once); a full window never makes a batch wait"},
     {"publish_timeout_ms", OBX_OPT_INT, 0,
-     "a publish not acknowledged in this time completes RETRIABLE (default 30000)"},
+     "a publish not acknowledged in this time completes RETRIABLE"},
     {"content_type", OBX_OPT_STRING, 0, "content type property (default: the row's)"},
-    {"message_expiry_s", OBX_OPT_INT, 0, "message expiry interval property (default none)"},
-    {"keepalive_s", OBX_OPT_INT, 0, "keep-alive interval (default 30)"},
-    {"connect_timeout_s", OBX_OPT_INT, 0, "TCP/TLS+CONNECT timeout (default 10)"},
-    {"reconnect_min_ms", OBX_OPT_INT, 0,
-     "first reconnect delay (default 100), doubled per failure"},
-    {"reconnect_max_ms", OBX_OPT_INT, 0, "longest reconnect delay (default 5000)"},
+    {"message_expiry_s", OBX_OPT_INT, 0,
+     "message expiry interval property, in seconds as MQTT defines it (0: never expires)"},
+    {"heartbeat_ms", OBX_OPT_INT, 0,
+     "MQTT keep-alive interval (rounded up to whole seconds, MQTT's unit; 0: off)"},
+    {"keepalive_s", OBX_OPT_INT, OBX_OPT_DEPRECATED,
+     "deprecated: use heartbeat_ms (this is the same interval in seconds)"},
+    {"connect_timeout_ms", OBX_OPT_INT, 0,
+     "TCP/TLS + CONNECT timeout (rounded up to whole seconds, paho's unit)"},
+    {"connect_timeout_s", OBX_OPT_INT, OBX_OPT_DEPRECATED,
+     "deprecated: use connect_timeout_ms (this is the same timeout in seconds)"},
+    {"reconnect_min_ms", OBX_OPT_INT, 0, "first reconnect delay, doubled per failure"},
+    {"reconnect_max_ms", OBX_OPT_INT, 0, "longest reconnect delay"},
     {"tls_ca", OBX_OPT_STRING, 0, "CA certificate file (PEM) for ssl:// URLs"},
     {"tls_cert", OBX_OPT_STRING, 0, "client certificate file (PEM)"},
     {"tls_key", OBX_OPT_STRING, 0, "client private key file (PEM)"},
     {"tls_key_password", OBX_OPT_STRING, OBX_OPT_SECRET, "private key pass phrase"},
-    {"tls_verify", OBX_OPT_BOOL, 0, "verify the server certificate and host name (default true)"},
+    {"tls_verify", OBX_OPT_BOOL, 0, "verify the server certificate and host name"},
     {NULL, 0, 0, NULL},
 };
 
-static int mqtt_getint(const obx_host *host, const char *name, int64_t def, int64_t min,
-                       int64_t max, int64_t *out, char *errstr, size_t errstr_size)
+/* Parallel to mqtt_options: what the host enforces (defaults, ranges). */
+const obx_option_spec mqtt_option_specs[] = {
+    {NULL, 0, 0, NULL, NULL},            /* url */
+    {"outbox-relay-", 0, 0, NULL, NULL}, /* client_id_prefix */
+    {NULL, 0, 0, NULL, NULL},            /* username */
+    {NULL, 0, 0, NULL, NULL},            /* password */
+    {"1", 1, 2, NULL, NULL},             /* qos */
+    {"100", 1, 65535, NULL, "window"},   /* max_in_flight */
+    {"2000", 0, 60000, NULL, NULL},      /* window_wait_ms */
+    {"30000", 100, 3600000, NULL, NULL}, /* publish_timeout_ms */
+    {NULL, 0, 0, NULL, NULL},            /* content_type */
+    {"0", 0, 4294967295.0, NULL, NULL},  /* message_expiry_s */
+    {"30000", 0, 65535000, NULL, NULL},  /* heartbeat_ms */
+    {NULL, 0, 65535, NULL, NULL},        /* keepalive_s */
+    {"10000", 1, 600000, NULL, NULL},    /* connect_timeout_ms */
+    {NULL, 1, 600, NULL, NULL},          /* connect_timeout_s */
+    {"100", 10, 600000, NULL, NULL},     /* reconnect_min_ms */
+    {"5000", 10, 3600000, NULL, NULL},   /* reconnect_max_ms */
+    {NULL, 0, 0, NULL, NULL},            /* tls_ca */
+    {NULL, 0, 0, NULL, NULL},            /* tls_cert */
+    {NULL, 0, 0, NULL, NULL},            /* tls_key */
+    {NULL, 0, 0, NULL, NULL},            /* tls_key_password */
+    {"true", 0, 0, NULL, NULL},          /* tls_verify */
+    {NULL, 0, 0, NULL, NULL},
+};
+
+_Static_assert(sizeof mqtt_options / sizeof *mqtt_options ==
+                   sizeof mqtt_option_specs / sizeof *mqtt_option_specs,
+               "mqtt_option_specs must be parallel to mqtt_options");
+
+static const obx_option_spec *mqtt_spec(const char *name)
 {
-    int64_t v = def;
-    host->get_int(host->host_ctx, name, &v);
-    if (v < min || v > max) {
-        snprintf(errstr, errstr_size, "option %s = %lld: must be between %lld and %lld", name,
-                 (long long)v, (long long)min, (long long)max);
+    for (size_t i = 0; mqtt_options[i].name; i++)
+        if (strcmp(mqtt_options[i].name, name) == 0)
+            return &mqtt_option_specs[i];
+    return NULL;
+}
+
+/* An INT option: the host's value, or the declared default while a host
+ * that does not hand out defaults says it is unset. The range is the host's
+ * to enforce; checking the declared one again here keeps a 1.0 host from
+ * handing the driver a value it cannot work with. Returns 1 when set (or
+ * defaulted), 0 when unset without default, -1 on error. */
+static int mqtt_opt_int(const obx_host *host, const char *name, int64_t *out, char *errstr,
+                        size_t errstr_size)
+{
+    const obx_option_spec *sp = mqtt_spec(name);
+    int64_t v = 0;
+    if (!host->get_int(host->host_ctx, name, &v)) {
+        if (!sp || !sp->default_value)
+            return 0;
+        v = strtoll(sp->default_value, NULL, 10);
+    }
+    if (sp && sp->min < sp->max && ((double)v < sp->min || (double)v > sp->max)) {
+        snprintf(errstr, errstr_size, "option %s = %lld: must be between %.0f and %.0f", name,
+                 (long long)v, sp->min, sp->max);
         return -1;
     }
     *out = v;
-    return 0;
+    return 1;
+}
+
+/* A duration option NAME_ms that replaced OLD_s (deprecated, converted):
+ * the old one wins when set, the user wrote it on purpose. */
+static int mqtt_opt_ms(const obx_host *host, const char *name, const char *old_s, int64_t *out,
+                       char *errstr, size_t errstr_size)
+{
+    int64_t s;
+    int rc = mqtt_opt_int(host, old_s, &s, errstr, errstr_size);
+    if (rc < 0)
+        return -1;
+    if (rc > 0) {
+        *out = s * 1000;
+        return 0;
+    }
+    return mqtt_opt_int(host, name, out, errstr, errstr_size) < 0 ? -1 : 0;
 }
 
 int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
 {
     const obx_host *host = inst->host;
-    const char *url = NULL, *prefix = "outbox-relay-", *s;
+    const char *url = NULL, *prefix, *s;
     int64_t v;
 
     if (!host->get_string(host->host_ctx, "url", &url) || !*url) {
@@ -87,36 +156,37 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
                  "never know a message was delivered (use 1 or 2)");
         return -1;
     }
-    if (mqtt_getint(host, "qos", 1, 1, 2, &v, errstr, errstr_size))
+    if (mqtt_opt_int(host, "qos", &v, errstr, errstr_size) < 0)
         return -1;
     inst->qos = (int)v;
-    if (mqtt_getint(host, "window", MQTT_DEFAULT_WINDOW, 1, 65535, &v, errstr, errstr_size))
+    if (mqtt_opt_int(host, "max_in_flight", &v, errstr, errstr_size) < 0)
         return -1;
     inst->window = (int)v;
-    if (mqtt_getint(host, "window_wait_ms", 2000, 0, 60000, &inst->window_wait_ms, errstr,
-                    errstr_size))
-        return -1;
-    if (mqtt_getint(host, "publish_timeout_ms", MQTT_DEFAULT_TIMEOUT_MS, 100, 3600000,
-                    &inst->publish_timeout_ms, errstr, errstr_size))
-        return -1;
-    if (mqtt_getint(host, "message_expiry_s", 0, 0, UINT32_MAX, &inst->message_expiry_s, errstr,
-                    errstr_size))
+    if (mqtt_opt_int(host, "window_wait_ms", &inst->window_wait_ms, errstr, errstr_size) < 0 ||
+        mqtt_opt_int(host, "publish_timeout_ms", &inst->publish_timeout_ms, errstr, errstr_size) <
+            0 ||
+        mqtt_opt_int(host, "message_expiry_s", &inst->message_expiry_s, errstr, errstr_size) < 0)
         return -1;
     if (host->get_string(host->host_ctx, "content_type", &s) && *s)
         inst->content_type = s;
-    if (mqtt_getint(host, "reconnect_min_ms", 100, 10, 600000, &inst->reconnect_min_ms, errstr,
-                    errstr_size) ||
-        mqtt_getint(host, "reconnect_max_ms", 5000, inst->reconnect_min_ms, 3600000,
-                    &inst->reconnect_max_ms, errstr, errstr_size))
+    if (mqtt_opt_int(host, "reconnect_min_ms", &inst->reconnect_min_ms, errstr, errstr_size) < 0 ||
+        mqtt_opt_int(host, "reconnect_max_ms", &inst->reconnect_max_ms, errstr, errstr_size) < 0)
         return -1;
+    if (inst->reconnect_max_ms < inst->reconnect_min_ms) {
+        snprintf(errstr, errstr_size,
+                 "option reconnect_max_ms = %lld: must be at least "
+                 "reconnect_min_ms (%lld)",
+                 (long long)inst->reconnect_max_ms, (long long)inst->reconnect_min_ms);
+        return -1;
+    }
 
     MQTTAsync_connectOptions co = MQTTAsync_connectOptions_initializer5;
-    if (mqtt_getint(host, "keepalive_s", 30, 0, 65535, &v, errstr, errstr_size))
+    if (mqtt_opt_ms(host, "heartbeat_ms", "keepalive_s", &v, errstr, errstr_size))
         return -1;
-    co.keepAliveInterval = (int)v;
-    if (mqtt_getint(host, "connect_timeout_s", 10, 1, 600, &v, errstr, errstr_size))
+    co.keepAliveInterval = (int)((v + 999) / 1000); /* paho and MQTT count in seconds */
+    if (mqtt_opt_ms(host, "connect_timeout_ms", "connect_timeout_s", &v, errstr, errstr_size))
         return -1;
-    co.connectTimeout = (int)v;
+    co.connectTimeout = (int)((v + 999) / 1000);
     co.cleanstart = 1; /* no session state: the outbox is the buffer */
     co.maxInflight = inst->window;
     co.automaticReconnect = 0; /* our timer thread reconnects, also after a failed first try */
@@ -133,7 +203,7 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
     }
 
     MQTTAsync_SSLOptions so = MQTTAsync_SSLOptions_initializer;
-    int any_tls = 0, verify = 1;
+    int any_tls = 0, verify = strcmp(mqtt_spec("tls_verify")->default_value, "true") == 0;
     if (host->get_string(host->host_ctx, "tls_ca", &s))
         so.trustStore = s, any_tls = 1;
     if (host->get_string(host->host_ctx, "tls_cert", &s))
@@ -142,8 +212,11 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
         so.privateKey = s, any_tls = 1;
     if (host->get_string(host->host_ctx, "tls_key_password", &s))
         so.privateKeyPassword = s, any_tls = 1;
-    if (host->get_bool(host->host_ctx, "tls_verify", &verify))
+    int set_verify;
+    if (host->get_bool(host->host_ctx, "tls_verify", &set_verify) && set_verify != verify) {
+        verify = set_verify; /* the host may hand out the default: only a change means TLS */
         any_tls = 1;
+    }
     if (any_tls && !tls) {
         snprintf(errstr, errstr_size, "tls_* options need an ssl:// url");
         return -1;
@@ -158,7 +231,7 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
     inst->conn_opts = co;
 
     if (!host->get_string(host->host_ctx, "client_id_prefix", &prefix))
-        prefix = "outbox-relay-";
+        prefix = mqtt_spec("client_id_prefix")->default_value;
     uint32_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
         rnd = (uint32_t)mqtt_now_ms() ^ (uint32_t)(uintptr_t)inst;
@@ -174,7 +247,7 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
     const char *pk, *pv;
     if (host->get_property(host->host_ctx, 0, &pk, &pv)) {
         snprintf(errstr, errstr_size,
-                 "the mqtt driver takes no native properties (got \"%.100s\"); use options", pk);
+                 "no native properties are taken (got \"%.100s\"); use options", pk);
         return -1;
     }
     return 0;

@@ -5,6 +5,7 @@
  * after a failed first attempt (paho's automatic reconnect only follows a
  * successful one), and completes publishes that were never acknowledged.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -13,26 +14,57 @@
 
 #define MQTT_TIMER_TICK_MS 50
 
-/* Complete every INFLIGHT slot (mu held). SENDING slots belong to a
- * publish_batch in progress, which finishes them itself. */
-int mqtt_fail_all_locked(mqtt_inst *inst, const char *detail)
+/* Complete every INFLIGHT slot and queued item (mu held). SENDING slots
+ * belong to the pump, which finishes them itself when paho returns. */
+int mqtt_fail_all_locked(mqtt_inst *inst, obx_status status, const char *detail)
 {
     int n = 0;
     for (int i = 0; i < inst->window; i++) {
         if (inst->slots[i].state == MQTT_SLOT_INFLIGHT) {
-            mqtt_complete_locked(inst, &inst->slots[i], OBX_RETRIABLE, 0, detail);
+            mqtt_complete_locked(inst, &inst->slots[i], status, 0, detail);
             n++;
         }
     }
+    while (inst->queue_head) {
+        mqtt_item *it = inst->queue_head;
+        inst->queue_head = it->next;
+        inst->queued--;
+        mqtt_complete_item_locked(inst, it, status, 0, detail);
+        n++;
+    }
+    inst->queue_tail = NULL;
     return n;
+}
+
+/* The limits the broker's CONNACK sets (mu held). */
+static void mqtt_apply_connack_locked(mqtt_inst *inst, MQTTProperties *props)
+{
+    int limit = inst->window;
+    if (props && MQTTProperties_hasProperty(props, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM)) {
+        int rmax = MQTTProperties_getNumericValue(props, MQTTPROPERTY_CODE_RECEIVE_MAXIMUM);
+        if (rmax > 0 && rmax < limit) {
+            limit = rmax;
+            if (inst->send_limit != rmax)
+                inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
+                                "broker takes at most %d unacknowledged publishes (Receive "
+                                "Maximum): %d in flight instead of max_in_flight = %d, the rest "
+                                "waits in the driver",
+                                rmax, rmax, inst->window);
+        }
+    }
+    inst->send_limit = limit;
+    inst->max_packet = 0;
+    if (props && MQTTProperties_hasProperty(props, MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE))
+        inst->max_packet =
+            (unsigned)MQTTProperties_getNumericValue(props, MQTTPROPERTY_CODE_MAXIMUM_PACKET_SIZE);
 }
 
 void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp)
 {
     mqtt_inst *inst = ctx;
-    (void)resp;
     pthread_mutex_lock(&inst->mu);
     if (!inst->closed) {
+        mqtt_apply_connack_locked(inst, resp ? &resp->properties : NULL);
         inst->connected = 1;
         inst->connecting = 0;
         inst->backoff_ms = inst->reconnect_min_ms;
@@ -79,7 +111,7 @@ void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
     pthread_mutex_unlock(&inst->mu);
 }
 
-/* The connection is gone: complete everything in flight RETRIABLE. Paho may
+/* The connection is gone: complete everything in flight UNAVAILABLE. Paho may
  * still call onFailure5 for those later; their slots are FREE by then (or
  * carry another paho token), so the late callback is ignored. */
 static void mqtt_lost_locked(mqtt_inst *inst, const char *why)
@@ -88,11 +120,13 @@ static void mqtt_lost_locked(mqtt_inst *inst, const char *why)
         return;
     int was = inst->connected;
     inst->connected = 0;
-    int n = mqtt_fail_all_locked(inst, why);
+    char detail[MQTT_DETAIL_MAX];
+    snprintf(detail, sizeof detail, "%s before the acknowledgement", why);
+    int n = mqtt_fail_all_locked(inst, inst->unavailable, detail);
     inst->n_lost += (uint64_t)n;
     if (was || n)
         inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
-                        "%s (%s); %d in-flight publish(es) completed RETRIABLE, reconnecting", why,
+                        "%s (%s); %d publish(es) in flight or queued given back, reconnecting", why,
                         inst->url, n);
     if (!inst->connecting && inst->next_connect_ms < mqtt_now_ms() + inst->backoff_ms)
         inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
@@ -139,6 +173,7 @@ void *mqtt_timer_main(void *arg)
     pthread_mutex_lock(&inst->mu);
     while (!inst->stopping) {
         int64_t now = mqtt_now_ms();
+        int timed_out = 0;
         for (int i = 0; i < inst->window; i++) {
             mqtt_slot *s = &inst->slots[i];
             if (s->state == MQTT_SLOT_INFLIGHT && s->deadline_ms <= now) {
@@ -146,8 +181,32 @@ void *mqtt_timer_main(void *arg)
                          (long long)inst->publish_timeout_ms);
                 inst->n_timeout++;
                 inst->abandoned++;
+                timed_out++;
                 mqtt_complete_locked(inst, s, OBX_RETRIABLE, 0, detail);
             }
+        }
+        if (timed_out && inst->queue_head) {
+            /* a broker that stopped acknowledging would time out the queue
+             * one window at a time: hand it back now */
+            snprintf(detail, sizeof detail,
+                     "not sent: the broker acknowledged nothing within %lld ms",
+                     (long long)inst->publish_timeout_ms);
+            while (inst->queue_head) {
+                mqtt_item *it = inst->queue_head;
+                inst->queue_head = it->next;
+                inst->queued--;
+                inst->n_failed++;
+                mqtt_complete_item_locked(inst, it, OBX_RETRIABLE, 0, detail);
+            }
+            inst->queue_tail = NULL;
+        }
+        if (inst->queue_head && inst->connected && !inst->pumping &&
+            inst->inflight < inst->send_limit) {
+            /* room that no acknowledgement will announce (timeouts, failed sends) */
+            pthread_mutex_unlock(&inst->mu);
+            mqtt_pump(inst);
+            pthread_mutex_lock(&inst->mu);
+            continue;
         }
         if (!inst->connected && !inst->connecting && now >= inst->next_connect_ms) {
             inst->connecting = 1;
@@ -163,4 +222,22 @@ void *mqtt_timer_main(void *arg)
     }
     pthread_mutex_unlock(&inst->mu);
     return NULL;
+}
+
+obx_status mqtt_probe(mqtt_inst *inst, int timeout_ms)
+{
+    struct timespec ts;
+    mqtt_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
+    pthread_mutex_lock(&inst->mu);
+    if (!inst->connected && !inst->connecting && !inst->closed) {
+        /* the host is asking now: no need to sit out the backoff */
+        inst->next_connect_ms = 0;
+        pthread_cond_broadcast(&inst->cond);
+    }
+    while (!inst->connected && !inst->closed && timeout_ms > 0)
+        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
+            break;
+    obx_status st = inst->connected && !inst->closed ? OBX_OK : OBX_UNAVAILABLE;
+    pthread_mutex_unlock(&inst->mu);
+    return st;
 }

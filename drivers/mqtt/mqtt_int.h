@@ -1,10 +1,19 @@
 /*
  * MQTT driver internals (paho-mqtt-c asynchronous client, MQTT 5).
  *
- * Threads: the host thread (create, publish_batch, flush, close, destroy),
- * paho's send/receive threads (every MQTTAsync callback) and the driver's own
- * timer thread (publish timeouts, reconnects). All instance state below the
- * mutex is guarded by it.
+ * Threads: the host thread (create, publish_batch, flush, probe, close,
+ * destroy), paho's send/receive threads (every MQTTAsync callback) and the
+ * driver's own timer thread (publish timeouts, reconnects). All instance state
+ * below the mutex is guarded by it.
+ *
+ * Flow: publish_batch copies every accepted message into the driver's queue
+ * and returns; the pump (mqtt_pump, run by whichever thread freed room: the
+ * host thread, paho's receive thread after an acknowledgement, the timer
+ * thread after a reconnect) hands queued messages to paho while fewer than
+ * send_limit are unacknowledged. send_limit is max_in_flight capped by the
+ * broker's Receive Maximum: paho holds a publish beyond that limit in its
+ * command queue and its send thread only looks again after a 1 s timed wait,
+ * which made every round of more than Receive Maximum messages cost seconds.
  *
  * Lock order: paho calls our callbacks holding its own global mutex, and we
  * then take inst->mu, so inst->mu is never held while calling into paho.
@@ -22,6 +31,21 @@
 #include "obx/driver.h"
 
 #define MQTT_DETAIL_MAX 160
+
+/* An accepted message waiting for room in the window: an owned copy (the
+ * host's message memory is valid only during publish_batch), in one block. */
+typedef struct mqtt_item {
+    struct mqtt_item *next;
+    uint64_t token;
+    uint64_t agg; /* hash of aggregate type and id: the ordering scope */
+    uint64_t seq; /* acceptance order within the instance */
+    int doomed;   /* an earlier event of its aggregate failed */
+    char *topic;
+    void *payload;
+    int payload_len;
+    int nprops;
+    MQTTProperty *props;
+} mqtt_item;
 
 typedef enum mqtt_slot_state {
     MQTT_SLOT_FREE = 0,
@@ -45,6 +69,8 @@ typedef struct mqtt_slot {
     struct obx_instance *inst;
     mqtt_slot_state state;
     uint64_t token;      /* the host's token */
+    uint64_t agg, seq;   /* as in mqtt_item */
+    int doomed;          /* an earlier event of its aggregate failed: never OK */
     int ptoken;          /* paho's token (the MQTT packet id) */
     int64_t deadline_ms; /* monotonic; publish_timeout_ms after send */
     mqtt_early early[2];
@@ -58,18 +84,17 @@ struct obx_instance {
 
     /* options */
     int qos;
-    int window;
+    int window; /* max_in_flight: slots allocated */
     int64_t publish_timeout_ms;
-    int64_t window_wait_ms;   /* how long one publish_batch may wait for window space */
+    int64_t window_wait_ms;   /* how long one publish_batch may wait for the connection */
     const char *content_type; /* NULL: use the message's own */
     int64_t message_expiry_s; /* 0: none */
     int64_t reconnect_min_ms, reconnect_max_ms;
     MQTTAsync_connectOptions conn_opts;
     MQTTAsync_SSLOptions ssl_opts;
 
-    /* publish scratch, used by the host thread only */
-    MQTTProperty *props;
-    size_t props_cap;
+    obx_status unavailable; /* OBX_UNAVAILABLE, or RETRIABLE for a 1.0 host */
+    int has_refuse;         /* the host takes a refusal's reason */
 
     pthread_t timer;
     int timer_started;
@@ -79,7 +104,13 @@ struct obx_instance {
     mqtt_slot *slots;
     int *free_idx; /* stack of free slot indexes */
     int free_n;
-    int inflight; /* slots SENDING or INFLIGHT */
+    int inflight;        /* slots SENDING or INFLIGHT */
+    int send_limit;      /* max_in_flight capped by the broker's Receive Maximum */
+    unsigned max_packet; /* the broker's Maximum Packet Size, 0: none given */
+    mqtt_item *queue_head, *queue_tail;
+    size_t queued; /* items in the queue */
+    int pumping;   /* one thread at a time hands the queue to paho, in order */
+    uint64_t next_seq;
     int connected;
     int connecting;
     int connect_attempts;  /* since the last success */
@@ -92,9 +123,17 @@ struct obx_instance {
     int stopping;  /* timer thread must exit */
     int closed;    /* close has started: callbacks are ignored from now on */
     int abandoned; /* timed-out publishes paho may still hold */
+    int wedged;    /* paho refuses sends because of abandoned ones: re-create */
 
-    /* counters, for the log line at close */
+    /* counters, for the log line at close (tests read them there) */
     uint64_t n_ok, n_no_subscribers, n_failed, n_timeout, n_lost;
+    uint64_t n_batches;      /* publish_batch calls */
+    uint64_t n_window_waits; /* a publish_batch blocked for window space: never, by design */
+    uint64_t n_conn_waits;   /* a publish_batch waited for a (re)connection */
+    uint64_t n_queued;       /* messages that waited in the queue for room */
+    uint64_t n_window_full;  /* the pump stopped with messages left, window full */
+    size_t queue_max;        /* deepest queue */
+    uint64_t n_out_of_order; /* acknowledged after an earlier one of the aggregate failed */
 };
 
 typedef struct obx_instance mqtt_inst;
@@ -105,9 +144,15 @@ void mqtt_abstime(int64_t ms_from_now, struct timespec *ts);
 /* Complete a slot (inst->mu held): host->complete, free the slot, signal. */
 void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, int code,
                           const char *detail);
+/* Complete a queued item (inst->mu held, item already unlinked) and free it. */
+void mqtt_complete_item_locked(mqtt_inst *inst, mqtt_item *it, obx_status status, int code,
+                               const char *detail);
+/* After a failure of (agg, seq): later events of agg in flight or queued must not be OK. */
+void mqtt_doom_later_locked(mqtt_inst *inst, uint64_t agg, uint64_t seq);
 
 /* mqtt_conf.c */
 extern const obx_option mqtt_options[];
+extern const obx_option_spec mqtt_option_specs[];
 /* Reads and checks the options into inst; -1 with errstr (never a secret). */
 int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size);
 
@@ -117,15 +162,29 @@ void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp);
 void mqtt_on_connection_lost(void *ctx, char *cause);
 void mqtt_on_disconnected(void *ctx, MQTTProperties *props, enum MQTTReasonCodes reason);
 void *mqtt_timer_main(void *arg);
-/* Completes every INFLIGHT slot RETRIABLE with detail (mu held); returns how many. */
-int mqtt_fail_all_locked(mqtt_inst *inst, const char *detail);
+/* Completes every INFLIGHT slot and every queued item with status and detail
+ * (mu held); returns how many. */
+int mqtt_fail_all_locked(mqtt_inst *inst, obx_status status, const char *detail);
+/* ABI 1.1 probe: connected, or connected within timeout_ms. */
+obx_status mqtt_probe(mqtt_inst *inst, int timeout_ms);
+
+/* mqtt_item.c */
+/* NULL when the message can be published, else why it never can be (the
+ * text lives until the thread's next call). */
+const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m);
+/* An owned copy of m with its MQTT properties, or NULL (out of memory). */
+mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m);
+uint64_t mqtt_agg_hash(const obx_message *m);
 
 /* mqtt_publish.c */
+/* Hands queued messages to paho while the window has room (any thread, mu NOT held). */
+void mqtt_pump(mqtt_inst *inst);
 obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t count,
                               obx_status *accept);
 /* A reason code >= 0x80 classified: PERMANENT or RETRIABLE. */
 obx_status mqtt_classify_reason(int reason);
 /* NULL when the topic can be published, else why not. */
 const char *mqtt_topic_problem(const char *topic);
+int mqtt_utf8_ok(const unsigned char *s, size_t len);
 
 #endif

@@ -5,6 +5,7 @@
  * PUBACK (QoS 1) or PUBCOMP (QoS 2). deliveryComplete is not used: it fires
  * for any PUBACK, whatever its reason code.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,64 +26,10 @@ obx_status mqtt_classify_reason(int reason)
     }
 }
 
-/* Strict UTF-8 as MQTT requires (no overlongs, surrogates or U+0000), and
- * none of the control characters or non-characters a broker MAY close the
- * connection for (Mosquitto does): one bad string must not drop the
- * connection under everybody else's messages. */
-static int mqtt_utf8_ok(const unsigned char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = s[i];
-        size_t n;
-        unsigned cp;
-        if (c == 0)
-            return 0;
-        if (c < 0x80) {
-            if (c < 0x20 || c == 0x7F)
-                return 0;
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        for (size_t k = 1; k <= n; k++) {
-            if (i + k >= len || (s[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0x80 && cp <= 0x9F) ||
-            (cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE)
-            return 0;
-        i += n + 1;
-    }
-    return 1;
-}
-
-const char *mqtt_topic_problem(const char *topic)
-{
-    if (!topic || !*topic)
-        return "invalid topic: empty (check the route's destination)";
-    size_t len = strlen(topic);
-    if (len > 65535)
-        return "invalid topic: longer than 65535 bytes";
-    if (strchr(topic, '+') || strchr(topic, '#'))
-        return "invalid topic: wildcards '+' and '#' are not allowed in a topic name";
-    if (!mqtt_utf8_ok((const unsigned char *)topic, len))
-        return "invalid topic: not valid UTF-8, or contains control characters";
-    return NULL;
-}
-
 /* ------------------------------------------------------------ acknowledgements */
 
-/* Record the outcome of paho token ptoken for slot (any paho thread). */
+/* Record the outcome of paho token ptoken for slot (any paho thread); the
+ * freed slot lets the next queued message go at once, from this thread. */
 static void mqtt_finish(mqtt_slot *slot, int ptoken, obx_status status, int code,
                         const char *detail)
 {
@@ -91,7 +38,7 @@ static void mqtt_finish(mqtt_slot *slot, int ptoken, obx_status status, int code
     if (inst->closed) {
         /* close already completed it "aborted" */
     } else if (slot->state == MQTT_SLOT_INFLIGHT && slot->ptoken == ptoken) {
-        if (status == OBX_OK)
+        if (status == OBX_OK && !slot->doomed)
             inst->n_ok++;
         else
             inst->n_failed++;
@@ -108,7 +55,10 @@ static void mqtt_finish(mqtt_slot *slot, int ptoken, obx_status status, int code
         snprintf(e->detail, sizeof e->detail, "%s", detail ? detail : "");
     }
     /* else: stale (completed on timeout or connection loss, maybe reused) */
+    int more = inst->queue_head != NULL;
     pthread_mutex_unlock(&inst->mu);
+    if (more)
+        mqtt_pump(inst);
 }
 
 static void mqtt_on_publish_ok(void *ctx, MQTTAsync_successData5 *resp)
@@ -156,255 +106,266 @@ static void mqtt_on_publish_fail(void *ctx, MQTTAsync_failureData5 *resp)
     /* a client-side failure: interrupted by a disconnect, discarded, ... */
     snprintf(detail, sizeof detail, "publish failed: %s%s%s", MQTTAsync_strerror(resp->code),
              resp->message ? ": " : "", resp->message ? resp->message : "");
-    mqtt_finish(slot, resp->token, OBX_RETRIABLE, resp->code, detail);
+    int gone = resp->code == MQTTASYNC_DISCONNECTED || resp->code == MQTTASYNC_OPERATION_INCOMPLETE;
+    mqtt_finish(slot, resp->token, gone ? slot->inst->unavailable : OBX_RETRIABLE, resp->code,
+                detail);
 }
 
-/* ------------------------------------------------------------ publish */
-
-static void mqtt_user_prop(MQTTProperty *p, const char *key, const char *value)
-{
-    p->identifier = MQTTPROPERTY_CODE_USER_PROPERTY;
-    p->value.data.data = (char *)key;
-    p->value.data.len = (int)strlen(key);
-    p->value.value.data = (char *)value;
-    p->value.value.len = (int)strlen(value);
-}
-
-static void mqtt_format_time(int64_t us, char *buf, size_t size)
-{
-    time_t secs = (time_t)(us / 1000000);
-    long frac = (long)(us % 1000000);
-    if (frac < 0) {
-        frac += 1000000;
-        secs--;
-    }
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, size - n, ".%06ldZ", frac);
-}
-
-/* Builds the message's properties in inst->props (valid until the next
- * call; paho copies them). Returns the count, or -1 (invalid) / -2 (no
- * memory) with why set. */
-static int mqtt_build_props(mqtt_inst *inst, const obx_message *m, char *created, size_t created_sz,
-                            const char **why)
-{
-    size_t need = 7 + m->header_count;
-    if (need > inst->props_cap) {
-        MQTTProperty *np = realloc(inst->props, need * sizeof *np);
-        if (!np) {
-            *why = "out of memory";
-            return -2;
-        }
-        inst->props = np;
-        inst->props_cap = need;
-    }
-    MQTTProperty *p = inst->props;
-    int n = 0;
-    mqtt_format_time(m->created_at_us, created, created_sz);
-    const char *fixed[5][2] = {{"event_id", m->event_id},
-                               {"event_type", m->event_type},
-                               {"aggregate_type", m->aggregate_type},
-                               {"aggregate_id", m->aggregate_id},
-                               {"created_at", created}};
-    for (int i = 0; i < 5; i++)
-        if (fixed[i][1])
-            mqtt_user_prop(&p[n++], fixed[i][0], fixed[i][1]);
-    for (size_t i = 0; i < m->header_count; i++) {
-        const obx_header *h = &m->headers[i];
-        if (!h->key || !h->value)
-            continue;
-        mqtt_user_prop(&p[n++], h->key, h->value);
-    }
-    /* a non-UTF-8 string would make the broker drop the connection for everyone */
-    for (int i = 0; i < n; i++) {
-        if (!mqtt_utf8_ok((const unsigned char *)p[i].value.data.data,
-                          (size_t)p[i].value.data.len) ||
-            !mqtt_utf8_ok((const unsigned char *)p[i].value.value.data,
-                          (size_t)p[i].value.value.len) ||
-            p[i].value.data.len > 65535 || p[i].value.value.len > 65535) {
-            *why = "invalid header: key or value is not valid UTF-8, has control characters or is "
-                   "too long";
-            return -1;
-        }
-    }
-    const char *ct = inst->content_type ? inst->content_type : m->content_type;
-    if (ct && *ct) {
-        p[n].identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
-        p[n].value.data.data = (char *)ct;
-        p[n].value.data.len = (int)strlen(ct);
-        n++;
-    }
-    if (inst->message_expiry_s > 0) {
-        p[n].identifier = MQTTPROPERTY_CODE_MESSAGE_EXPIRY_INTERVAL;
-        p[n].value.integer4 = (unsigned)inst->message_expiry_s;
-        n++;
-    }
-    return n;
-}
+/* ------------------------------------------------------------ sending */
 
 /* paho's immediate refusal of a send */
-static obx_status mqtt_send_rc_status(int rc)
+static obx_status mqtt_send_rc_status(const mqtt_inst *inst, int rc)
 {
     switch (rc) {
     case MQTTASYNC_BAD_UTF8_STRING:
     case MQTTASYNC_TOPICNAME_TRUNCATED:
     case MQTTASYNC_BAD_MQTT_OPTION: return OBX_PERMANENT;
-    default: /* disconnected, too many in flight or buffered, out of ids */ return OBX_RETRIABLE;
+    case MQTTASYNC_DISCONNECTED: return inst->unavailable;
+    default: /* too many in flight or buffered, out of ids, out of memory */ return OBX_RETRIABLE;
     }
 }
 
-/* Accept-time PERMANENT with a reason: the ABI's accept status carries no
- * text, so the message is accepted and completed at once, and the reason
- * reaches the row's last_error. Nothing is sent to the broker. */
-static obx_status mqtt_reject(mqtt_inst *inst, const obx_message *m, const char *why)
+/* The outcome of MQTTAsync_sendMessage for slot (mu held). */
+static void mqtt_sent_locked(mqtt_inst *inst, mqtt_slot *slot, int rc, int ptoken)
 {
-    inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "event %s: %s (destination \"%.200s\")",
-                    m->event_id ? m->event_id : "?", why, m->destination ? m->destination : "");
-    pthread_mutex_lock(&inst->mu);
-    inst->n_failed++;
-    inst->host->complete(inst->host->host_ctx, m->token, OBX_PERMANENT, 0, why);
-    pthread_mutex_unlock(&inst->mu);
-    return OBX_OK;
-}
-
-/* Waits (mu held) until connected with a free slot, or wait_until; 0 when
- * ready. The engine publishes whole claimed batches and counts a refusal as
- * an attempt, so a full window or a short reconnect briefly holds the caller
- * back instead of refusing. */
-static int mqtt_wait_slot_locked(mqtt_inst *inst, int64_t wait_until)
-{
-    while ((inst->free_n == 0 || !inst->connected) && !inst->closed) {
-        int64_t left = wait_until - mqtt_now_ms();
-        if (left <= 0)
-            return -1;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += left / 1000;
-        ts.tv_nsec += (left % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
+    if (rc != MQTTASYNC_SUCCESS) {
+        char detail[MQTT_DETAIL_MAX];
+        snprintf(detail, sizeof detail, "refused by the client: %s", MQTTAsync_strerror(rc));
+        /* paho full while our window is not: it still holds timed-out publishes */
+        if ((rc == MQTTASYNC_MAX_BUFFERED_MESSAGES || rc == MQTTASYNC_NO_MORE_MSGIDS) &&
+            inst->abandoned > 0)
+            inst->wedged = 1;
+        inst->n_failed++;
+        mqtt_complete_locked(inst, slot, mqtt_send_rc_status(inst, rc), rc, detail);
+        return;
+    }
+    if (inst->closed) { /* close is waiting for this send: it is aborted like the others */
+        mqtt_complete_locked(inst, slot, OBX_RETRIABLE, 0, "aborted: driver closed");
+        return;
+    }
+    slot->state = MQTT_SLOT_INFLIGHT;
+    slot->ptoken = ptoken;
+    slot->deadline_ms = mqtt_now_ms() + inst->publish_timeout_ms;
+    for (int i = 0; i < 2; i++) {
+        mqtt_early *e = &slot->early[i];
+        if (e->used && e->ptoken == ptoken) {
+            if (e->status == OBX_OK && !slot->doomed)
+                inst->n_ok++;
+            else
+                inst->n_failed++;
+            mqtt_complete_locked(inst, slot, e->status, e->code, e->detail[0] ? e->detail : NULL);
+            return;
         }
-        pthread_cond_timedwait(&inst->cond, &inst->mu, &ts);
     }
-    return inst->free_n > 0 && inst->connected ? 0 : -1;
+    /* the connection may have dropped while we were sending */
+    if (!inst->connected && !inst->closed) {
+        inst->n_lost++;
+        mqtt_complete_locked(inst, slot, inst->unavailable, 0,
+                             "connection lost before the acknowledgement");
+    }
 }
 
-static obx_status mqtt_publish_one(mqtt_inst *inst, const obx_message *m, int64_t wait_until,
-                                   int *wedged)
+/* Hand one queued item to paho (mu held on entry and exit, released around
+ * the call: paho takes its own locks and calls back into us). */
+static void mqtt_send_item_locked(mqtt_inst *inst, mqtt_item *it)
 {
-    char created[40];
-    const char *why = mqtt_topic_problem(m->destination);
-    if (why)
-        return mqtt_reject(inst, m, why);
-    int nprops = mqtt_build_props(inst, m, created, sizeof created, &why);
-    if (nprops == -2)
-        return OBX_RETRIABLE;
-    if (nprops < 0)
-        return mqtt_reject(inst, m, why);
-
-    /* reserve a slot */
-    pthread_mutex_lock(&inst->mu);
-    if (inst->closed) {
-        pthread_mutex_unlock(&inst->mu);
-        return OBX_RETRIABLE;
-    }
-    if (mqtt_wait_slot_locked(inst, wait_until) != 0) {
-        pthread_mutex_unlock(&inst->mu);
-        return OBX_RETRIABLE; /* offline, or the window stayed full */
-    }
     mqtt_slot *slot = &inst->slots[inst->free_idx[--inst->free_n]];
     slot->state = MQTT_SLOT_SENDING;
-    slot->token = m->token;
+    slot->token = it->token;
+    slot->agg = it->agg;
+    slot->seq = it->seq;
+    slot->doomed = 0;
     slot->early[0].used = slot->early[1].used = 0;
     inst->inflight++;
     pthread_mutex_unlock(&inst->mu);
 
     MQTTAsync_message msg = MQTTAsync_message_initializer;
-    msg.payload = (void *)m->payload;
-    msg.payloadlen = (int)m->payload_len;
+    msg.payload = it->payload;
+    msg.payloadlen = it->payload_len;
     msg.qos = inst->qos;
     msg.retained = 0;
-    msg.properties.count = nprops;
-    msg.properties.max_count = nprops;
-    msg.properties.array = inst->props;
+    msg.properties.count = it->nprops;
+    msg.properties.max_count = it->nprops;
+    msg.properties.array = it->props;
     MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
     ro.onSuccess5 = mqtt_on_publish_ok;
     ro.onFailure5 = mqtt_on_publish_fail;
     ro.context = slot;
-    int rc = m->payload_len > 268435455u
-                 ? MQTTASYNC_BAD_MQTT_OPTION
-                 : MQTTAsync_sendMessage(inst->client, m->destination, &msg, &ro);
+    int rc = MQTTAsync_sendMessage(inst->client, it->topic, &msg, &ro);
 
     pthread_mutex_lock(&inst->mu);
-    obx_status accept = OBX_OK;
-    if (rc != MQTTASYNC_SUCCESS) {
-        /* no callback will come for a refused send: release the slot */
-        slot->state = MQTT_SLOT_FREE;
-        inst->free_idx[inst->free_n++] = (int)(slot - inst->slots);
-        inst->inflight--;
-        accept = mqtt_send_rc_status(rc);
-        /* paho full while our window is not: it still holds timed-out publishes */
-        if ((rc == MQTTASYNC_MAX_BUFFERED_MESSAGES || rc == MQTTASYNC_NO_MORE_MSGIDS) &&
-            inst->abandoned > 0)
-            *wedged = 1;
-        if (accept == OBX_PERMANENT)
-            inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "event %s refused by client: %s",
-                            m->event_id ? m->event_id : "?", MQTTAsync_strerror(rc));
-        pthread_cond_broadcast(&inst->cond);
-    } else {
-        slot->state = MQTT_SLOT_INFLIGHT;
-        slot->ptoken = ro.token;
-        slot->deadline_ms = mqtt_now_ms() + inst->publish_timeout_ms;
-        for (int i = 0; i < 2; i++) {
-            mqtt_early *e = &slot->early[i];
-            if (e->used && e->ptoken == ro.token) {
-                if (e->status == OBX_OK)
-                    inst->n_ok++;
-                else
-                    inst->n_failed++;
-                mqtt_complete_locked(inst, slot, e->status, e->code,
-                                     e->detail[0] ? e->detail : NULL);
-                break;
-            }
-        }
-        /* the connection may have dropped while we were sending */
-        if (slot->state == MQTT_SLOT_INFLIGHT && !inst->connected && !inst->closed)
-            mqtt_complete_locked(inst, slot, OBX_RETRIABLE, 0, "connection lost");
+    mqtt_sent_locked(inst, slot, rc, ro.token);
+    free(it);
+}
+
+void mqtt_pump(mqtt_inst *inst)
+{
+    pthread_mutex_lock(&inst->mu);
+    /* Only one thread sends at a time, so paho gets the queue in order; a
+     * thread finding the pump busy leaves its work to it (the loop below
+     * re-reads the state after every send). */
+    if (inst->pumping) {
+        pthread_mutex_unlock(&inst->mu);
+        return;
     }
+    inst->pumping = 1;
+    while (inst->queue_head && !inst->closed) {
+        mqtt_item *it = inst->queue_head;
+        if (!inst->connected) {
+            /* accepted while connected, lost before it could be sent */
+            mqtt_fail_all_locked(inst, inst->unavailable,
+                                 "connection lost before the message could be sent");
+            break;
+        }
+        if (!it->doomed && inst->inflight >= inst->send_limit) {
+            inst->n_window_full++;
+            break;
+        }
+        inst->queue_head = it->next;
+        if (!inst->queue_head)
+            inst->queue_tail = NULL;
+        inst->queued--;
+        if (it->doomed) {
+            inst->n_failed++;
+            mqtt_complete_item_locked(inst, it, OBX_RETRIABLE, 0,
+                                      "not sent: an earlier event of its aggregate failed");
+            continue;
+        }
+        mqtt_send_item_locked(inst, it);
+    }
+    inst->pumping = 0;
+    pthread_cond_broadcast(&inst->cond);
     pthread_mutex_unlock(&inst->mu);
-    return accept;
+}
+
+/* ------------------------------------------------------------ publish */
+
+/* Refuses m now. A 1.0 host cannot take the reason of a refusal, so a
+ * PERMANENT one is accepted and completed at once with it (nothing is sent). */
+static obx_status mqtt_refuse(mqtt_inst *inst, const obx_message *m, obx_status status,
+                              const char *why)
+{
+    const obx_host *host = inst->host;
+    if (inst->has_refuse) {
+        host->refuse(host->host_ctx, m->token, 0, why);
+        return status;
+    }
+    if (status != OBX_PERMANENT)
+        return status;
+    host->log(host->host_ctx, OBX_LOG_WARN, "event %s: %s (destination \"%.200s\")", m->event_id,
+              why, m->destination);
+    pthread_mutex_lock(&inst->mu);
+    inst->n_failed++;
+    host->complete(host->host_ctx, m->token, OBX_PERMANENT, 0, why);
+    pthread_mutex_unlock(&inst->mu);
+    return OBX_OK;
+}
+
+static int mqtt_agg_in(const uint64_t *set, size_t n, uint64_t agg)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == agg)
+            return 1;
+    return 0;
+}
+
+/* Waits (mu held) up to window_wait_ms for a (re)connection; never for room
+ * in the window: messages beyond it wait in the queue. */
+static void mqtt_wait_connected_locked(mqtt_inst *inst)
+{
+    if (inst->connected || inst->closed || inst->window_wait_ms <= 0)
+        return;
+    inst->n_conn_waits++;
+    struct timespec ts;
+    mqtt_abstime(inst->window_wait_ms, &ts);
+    while (!inst->connected && !inst->closed)
+        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
+            break;
 }
 
 obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t count,
                               obx_status *accept)
 {
-    int wedged = 0;
-    int closed;
+    char why[2 * MQTT_DETAIL_MAX];
     pthread_mutex_lock(&inst->mu);
-    closed = inst->closed;
+    inst->n_batches++;
+    mqtt_wait_connected_locked(inst);
+    int closed = inst->closed, connected = inst->connected, wedged = inst->wedged;
+    snprintf(why, sizeof why, "not connected to %.100s%s%s", inst->url,
+             inst->last_connect_err[0] ? ": " : "", inst->last_connect_err);
     pthread_mutex_unlock(&inst->mu);
-    /* After a RETRIABLE refusal (offline, window full) the rest of the batch
-     * is refused too: a slot freed meanwhile must not let a later event
-     * overtake a refused one of the same aggregate. */
-    int refusing = closed;
-    int64_t wait_until = mqtt_now_ms() + inst->window_wait_ms;
+    /* paho may know of a lost connection before its callback reaches us */
+    if (connected && !closed && !MQTTAsync_isConnected(inst->client))
+        connected = 0;
+    if (closed || wedged) {
+        for (size_t i = 0; i < count; i++)
+            accept[i] = OBX_RETRIABLE;
+        if (wedged)
+            inst->host->log(inst->host->host_ctx, OBX_LOG_ERROR,
+                            "the client still holds unacknowledged timed-out publishes and "
+                            "accepts no more: instance must be re-created");
+        return OBX_FATAL;
+    }
+    if (!connected) {
+        for (size_t i = 0; i < count; i++)
+            accept[i] = mqtt_refuse(inst, &msgs[i], inst->unavailable, why);
+        return OBX_OK;
+    }
+
+    /* Once an event is refused, later ones of its aggregate in the batch are
+     * refused too: none may be delivered ahead of it. */
+    uint64_t *refused = NULL;
+    size_t nrefused = 0;
+    mqtt_item *head = NULL, **tail = &head;
+    size_t n = 0;
     for (size_t i = 0; i < count; i++) {
-        accept[i] =
-            refusing ? OBX_RETRIABLE : mqtt_publish_one(inst, &msgs[i], wait_until, &wedged);
-        if (accept[i] == OBX_RETRIABLE)
-            refusing = 1;
+        const obx_message *m = &msgs[i];
+        uint64_t agg = mqtt_agg_hash(m);
+        const char *problem = NULL;
+        obx_status st = OBX_PERMANENT;
+        mqtt_item *it = NULL;
+        if (mqtt_agg_in(refused, nrefused, agg)) {
+            problem = "not sent: an earlier event of its aggregate in this batch was refused";
+            st = OBX_RETRIABLE;
+        } else if (!(problem = mqtt_message_problem(inst, m)) && !(it = mqtt_item_new(inst, m))) {
+            problem = "out of memory";
+            st = OBX_RETRIABLE;
+        }
+        if (problem) {
+            if (!refused)
+                refused = malloc(count * sizeof *refused);
+            if (refused && !mqtt_agg_in(refused, nrefused, agg))
+                refused[nrefused++] = agg;
+            accept[i] = mqtt_refuse(inst, m, st, problem);
+            continue;
+        }
+        accept[i] = OBX_OK;
+        *tail = it;
+        tail = &it->next;
+        n++;
     }
-    if (closed)
-        return OBX_FATAL;
-    if (wedged) {
-        inst->host->log(inst->host->host_ctx, OBX_LOG_ERROR,
-                        "client still holds %d unacknowledged timed-out publishes and accepts no "
-                        "more: instance must be re-created",
-                        inst->abandoned);
-        return OBX_FATAL;
+    free(refused);
+
+    pthread_mutex_lock(&inst->mu);
+    for (mqtt_item *it = head; it; it = it->next)
+        it->seq = inst->next_seq++;
+    if (head) {
+        if (inst->queue_tail)
+            inst->queue_tail->next = head;
+        else
+            inst->queue_head = head;
+        for (inst->queue_tail = head; inst->queue_tail->next;)
+            inst->queue_tail = inst->queue_tail->next;
+        inst->queued += n;
     }
+    /* what cannot go out at once waits in the queue: count it */
+    size_t room =
+        inst->inflight < inst->send_limit ? (size_t)(inst->send_limit - inst->inflight) : 0;
+    if (inst->queued > room)
+        inst->n_queued += inst->queued - room < n ? inst->queued - room : n;
+    if (inst->queued > inst->queue_max)
+        inst->queue_max = inst->queued;
+    pthread_mutex_unlock(&inst->mu);
+    mqtt_pump(inst);
     return OBX_OK;
 }

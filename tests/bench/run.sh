@@ -6,6 +6,7 @@
 #                      [--retentions mark,delete] [--rates 1000,5000] [--latency-seconds S]
 #                      [--latency-ordering aggregate|none] [--no-latency] [--no-throughput]
 #                      [--profile] [--out DIR]
+#   tests/bench/run.sh --mqtt-defaults   (MQTT with its defaults, see mqtt_defaults.sh)
 #
 # Default: the full matrix, 200,000 events per run. --quick: ordering none, batch 500, mark,
 # workers 1/2/4, 50,000 events, latency 10 s. --smoke: 2,000 events, memory driver, one
@@ -47,6 +48,7 @@ while [ $# -gt 0 ]; do
         --no-latency) LATENCY=0 ;;
         --no-throughput) WORKERS= ;;
         --profile) PROFILE=1 ;;
+        --mqtt-defaults) MODE=mqtt-defaults DRIVERS=memory,mqtt ;;
         --out) OUT=$2; shift ;;
         -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
@@ -102,6 +104,14 @@ fi
 # ---------------------------------------------------------------- databases
 dsn_of() { echo "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$1"; }
 psql_db() { psql -qAt -v ON_ERROR_STOP=1 -d "$1" -c "$2"; }
+
+# ================================================================ MQTT with defaults (separate case)
+if [ "$MODE" = mqtt-defaults ]; then
+    # shellcheck source=mqtt_defaults.sh
+    . "$HERE/mqtt_defaults.sh"
+    exit 0
+fi
+# ================================================================ end of the MQTT case
 
 # relay_cfg FILE DB DRIVER WORKERS BATCH ORDERING RETENTION
 relay_cfg() {

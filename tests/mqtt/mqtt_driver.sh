@@ -2,6 +2,7 @@
 # The MQTT driver on its own (no relay): mharness drives mqtt.so through a
 # recording fake host against a private Mosquitto, msub checks what arrives.
 # Config refusals, lazy connect while the broker is down, invalid topics,
+# a batch larger than the window, order after a refused publish (ACL),
 # close with messages in flight, two instances, 20,000 messages with user
 # properties and per-aggregate order, broker stopped and restarted, broker
 # frozen (publish timeouts, late acks ignored) and killed with publishes in flight.
@@ -16,13 +17,20 @@ note "broker down";          "${H[@]}" offline || fail "offline scenario"
 note "invalid topics";       "${H[@]}" invalid || fail "invalid-topic scenario"
 note "close with in-flight"; "${H[@]}" close   || fail "close scenario"
 note "two instances";        "${H[@]}" two     || fail "two-instance scenario"
+# batches of 1,000 with max_in_flight 100: sent in slices as acknowledgements
+# arrive, never waiting for window space (the driver's counters say so)
+note "batch larger than the window"; "${H[@]}" window 1000 100 obx/window || fail "window scenario"
+# a broker that refuses one topic (ACL, PUBACK 0x87): later events of that
+# event's aggregate must not count as delivered ahead of it
+mq_acl driver-acl 52887
+note "in order after a failure"; "$MHARNESS" "$MQTT_SO" "$ACL_URL" order || fail "order scenario"
 
 note "20,000 messages, subscriber checks properties and order"
 N=20000
 rm -f /tmp/obx-mqtt-driver/ready
 "${MSUB[@]}" -u "$PMQ_URL" -t 'obx/pub/#' -n $N -i msub-driver -r /tmp/obx-mqtt-driver/ready \
     -H traceparent=00-abc-def-01 -T 300 > /tmp/obx-mqtt-driver/msub.out &
-MSUB_PID=$!; MQ_BG_PIDS=$MSUB_PID
+MSUB_PID=$!; MQ_BG_PIDS="${MQ_BG_PIDS:-} $MSUB_PID"
 for _ in $(seq 100); do [ -e /tmp/obx-mqtt-driver/ready ] && break; sleep 0.1; done
 [ -e /tmp/obx-mqtt-driver/ready ] || fail "subscriber not ready"
 "${H[@]}" publish $N obx/pub/orders 100 || fail "publish scenario"

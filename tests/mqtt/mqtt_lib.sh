@@ -34,7 +34,7 @@ relay = { workers = 2; batch_size = 500; ordering = "aggregate"; poll_interval_m
           drivers_dir = "\${OBX_DRIVERS}"; ${4:-max_attempts = 5;}
           backoff = { initial_ms = 100; max_ms = 1000; multiplier = 2.0; jitter = 0.2; }; };
 outputs = ( { name = "mq"; driver = "mqtt";
-              options = { url = "$2"; client_id_prefix = "relay-test-"; window = 500;
+              options = { url = "$2"; client_id_prefix = "relay-test-"; max_in_flight = 500;
                           content_type = "application/json"; ${5:-} }; } );
 routes = ( { event_type = "*"; aggregate_type = "*"; output = "mq";
              destination = "$3/\${aggregate_type}"; } );
@@ -66,3 +66,20 @@ msub_wait() {
 
 # msub_field NAME: a number from the subscriber's summary line.
 msub_field() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" "$MSUB_OUT"; }
+
+# mq_acl NAME PORT: a private Mosquitto whose ACL lets anonymous clients
+# publish to obx/ok/# only (PUBACK 0x87 Not authorized elsewhere). Sets
+# ACL_URL; stopped with the test (mq_cleanup).
+mq_acl() {
+    local dir=/tmp/obx-mqtt-$1 port=$2
+    rm -rf "$dir" && mkdir -p "$dir" && chmod 755 "$dir"
+    printf 'topic readwrite obx/ok/#\n' > "$dir/acl"
+    printf 'listener %s 127.0.0.1\nallow_anonymous true\nacl_file %s/acl\npersistence false\nlog_dest stderr\n' \
+        "$port" "$dir" > "$dir/mosquitto.conf"
+    chmod 644 "$dir/acl" "$dir/mosquitto.conf"
+    mosquitto -c "$dir/mosquitto.conf" </dev/null >"$dir/mosquitto.log" 2>&1 &
+    MQ_BG_PIDS="${MQ_BG_PIDS:-} $!"
+    local i
+    for i in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    ACL_URL=tcp://127.0.0.1:$port
+}
