@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
+#include "conninfo.h"
 #include "loader.h"
-#include "metrics.h"
+#include "listen.h"
 #include "obx/driver.h"
 
 /* Loading state: the first error wins and stops the load. */
@@ -302,7 +302,7 @@ static void load_database(loader_state *st, const config_setting_t *db)
         get_string(st, db, "table", &cfg->table, 0) < 0)
         return;
     /* libpq's own message would quote the text, password included */
-    PQconninfoOption *parsed = db_conninfo_parse(cfg->conninfo);
+    PQconninfoOption *parsed = conninfo_parse(cfg->conninfo);
     if (!parsed) {
         fail_at(st, member(db, "conninfo"),
                 "database.conninfo is not a valid libpq connection string or URI (check its "
@@ -417,7 +417,7 @@ static void load_log(loader_state *st, const config_setting_t *l, const config_s
         return;
     char why[256];
     if (st->cfg->metrics_listen &&
-        metrics_parse_listen(st->cfg->metrics_listen, NULL, why, sizeof why) < 0) {
+        listen_parse(st->cfg->metrics_listen, NULL, why, sizeof why) < 0) {
         fail_at(st, member(m, "listen"), "%s", why);
         return;
     }

@@ -16,17 +16,8 @@ PGconn *db_connect(const relay_config *cfg, const char *application, char *err, 
 int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size);
 
 /* Copies PQerrorMessage / the result's message to err as one line,
- * redacted (db_redact). Use it for every libpq text the relay prints. */
+ * redacted (conninfo_redact). Use it for every libpq text the relay prints. */
 void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size);
-
-/* Masks "password=VALUE" and the password of "scheme://user:pass@" in
- * text (size cap), in place. */
-void db_redact(char *text, size_t cap);
-
-/* Parses a conninfo (key=value string, URI, or a bare database name) as
- * libpq would; NULL when it cannot be parsed. libpq's parse message is
- * dropped: it may quote the password. Free with PQconninfoFree. */
-PQconninfoOption *db_conninfo_parse(const char *conninfo);
 
 /* True when the connection is gone (as opposed to a failed statement). */
 int db_lost(PGconn *conn);

@@ -22,12 +22,6 @@ static relay_state *running;         /* for the signal handler */
 static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
 static volatile sig_atomic_t hangup; /* SIGHUP seen, not yet logged */
 
-long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
 
 /* Within this time a second signal is the same request delivered twice: GNU
  * timeout, for one, signals both its child and the child's process group. */

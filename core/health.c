@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "state.h"
+#include "clock.h"
 
 /* A paused output is probed after 100 ms, then up to every 2 s: an outage of
  * a few seconds costs at most about as long again. */

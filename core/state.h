@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 
+#include "clock.h"
 #include "config.h"
 #include "health.h"
 #include "loader.h"
@@ -36,8 +37,5 @@ static inline void state_request_stop(relay_state *st, long long now)
     if (atomic_exchange(&st->stop, 1) == 0)
         atomic_store(&st->stop_at_ms, now);
 }
-
-/* Milliseconds on the monotonic clock. */
-long long now_ms(void);
 
 #endif
