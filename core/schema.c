@@ -11,6 +11,8 @@
 /* The objects init-db makes beside the table, by name suffix ({n.SUFFIX}). */
 static const char *const index_suffixes[] = {
     "_event_id", "_pending", "_aggregate_live", "_aggregate_dead", "_published", "_dead", NULL};
+/* suffixes of version 1 objects no longer made: dropped by init-db */
+static const char *const retired_index_suffixes[] = {"_aggregate_pending", NULL};
 static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", NULL};
 /* each trigger calls the function of the same suffix */
 static const char *const trigger_suffixes[] = {"_order", "_notify", NULL};
@@ -91,9 +93,8 @@ static const char *const object_steps[] = {
      * ordering = aggregate: the claim walks the distinct aggregates with live
      * events and finds each one's head here; dead events are kept apart so
      * that a pile of them costs the walk nothing (on_dead = block looks them
-     * up per head). Version 1 had one index over both.
+     * up per head). Version 1 had one index over both (_aggregate_pending).
      */
-    "DROP INDEX IF EXISTS {schema}.{n._aggregate_pending}",
     "CREATE INDEX IF NOT EXISTS {n._aggregate_live} ON {table}"
     " ({c.aggregate_type}, {c.aggregate_id}, {c.id})"
     " WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL",
@@ -196,6 +197,7 @@ static int drop_v1_objects(PGconn *conn, const relay_config *cfg, char *why, siz
     pgarray_init(&old);
     pgarray_init(&now);
     add_names(&old, cfg, index_suffixes, 1);
+    add_names(&old, cfg, retired_index_suffixes, 1);
     add_names(&old, cfg, function_suffixes, 1);
     add_names(&now, cfg, index_suffixes, 0);
     add_names(&now, cfg, function_suffixes, 0);

@@ -72,7 +72,7 @@ EOF
 }
 
 # check_objects CASE [WANT]: 2 triggers (enabled, each calling the function of
-# its name), 5 indexes besides the primary key, 3 functions in the schema.
+# its name), 6 indexes besides the primary key, 3 functions in the schema.
 check_objects() {
     local got
     got=$(psql_names <<'EOF'
@@ -84,7 +84,7 @@ SELECT (SELECT count(*) FROM pg_trigger g JOIN pg_proc p ON p.oid = g.tgfoid
               WHERE n.nspname = :'s');
 EOF
 )
-    expect_eq "$1: triggers/indexes/functions" "$got" "${2:-2/5/3}"
+    expect_eq "$1: triggers/indexes/functions" "$got" "${2:-2/6/3}"
 }
 
 # 1. Mixed case, with public.orders beside it: ids must come from the
@@ -110,11 +110,11 @@ P=t$(printf 'x%.0s' {1..60})
 S=shared T=${P}_a
 end_to_end long_a
 T=${P}_b
-end_to_end long_b 2/5/6  # the schema holds the functions of both
+end_to_end long_b 2/6/6  # the schema holds the functions of both
 T=${P}_a
-check_objects "long_a after long_b" 2/5/6
+check_objects "long_a after long_b" 2/6/6
 expect_eq "objects in schema shared" "$(sql "SELECT (SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'shared')
-  || '/' || (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shared' AND c.relkind = 'i')")" "6/13"  # 2 x 6, the registry key
+  || '/' || (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shared' AND c.relkind = 'i')")" "6/15"  # 2 x 7, the registry key
 
 # 5. Upgrade: a version 1 install of a 61-byte table, its objects under the
 #    names version 1 gave them: PostgreSQL cut them to 63 bytes, so
@@ -127,12 +127,14 @@ psql_names >"$WORK/upgrade.v1.out" 2>&1 <<'EOF' || fail "upgrade: making the ver
 SELECT format('%I.%I', :'s', :'t') AS qt, format('%I', :'s') AS qs,
        format('%I', :'t' || '_event_id') AS i_event, format('%I', :'t' || '_pending') AS i_pending,
        format('%I', :'t' || '_published') AS i_published, format('%I', :'t' || '_dead') AS i_dead,
+       format('%I', :'t' || '_aggregate_pending') AS i_aggregate,
        format('%I', :'t' || '_order') AS f_order, format('%I', :'t' || '_notify') AS f_notify,
        format('%I', :'t' || '_enqueue') AS f_enqueue \gset
 CREATE INDEX IF NOT EXISTS :i_event ON :qt (event_id);
 CREATE INDEX IF NOT EXISTS :i_pending ON :qt (id) WHERE published_at IS NULL;
 CREATE INDEX IF NOT EXISTS :i_published ON :qt (published_at);
 CREATE INDEX IF NOT EXISTS :i_dead ON :qt (dead_at);
+CREATE INDEX IF NOT EXISTS :i_aggregate ON :qt (aggregate_type, aggregate_id, id) WHERE published_at IS NULL;
 CREATE FUNCTION :qs.:f_order() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
 CREATE FUNCTION :qs.:f_notify() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE FUNCTION :qs.:f_enqueue(text, text, text, jsonb, jsonb DEFAULT NULL, text DEFAULT NULL)
@@ -141,7 +143,7 @@ CREATE TRIGGER :f_order BEFORE INSERT ON :qt FOR EACH ROW EXECUTE FUNCTION :qs.:
 CREATE TRIGGER :f_notify AFTER INSERT ON :qt FOR EACH STATEMENT EXECUTE FUNCTION :qs.:f_notify();
 UPDATE :qs.outbox_relay_schema SET version = 1;
 EOF
-check_objects "upgrade: version 1 state" "4/8/6"
+check_objects "upgrade: version 1 state" "4/10/6"
 rc=0
 "$OBX_BIN" run --drain -c "$WORK/upgrade.cfg" >"$WORK/upgrade.run.log" 2>&1 || rc=$?
 [ "$rc" -eq 1 ] && grep -q "schema version 1, this relay needs 2" "$WORK/upgrade.run.log" ||
