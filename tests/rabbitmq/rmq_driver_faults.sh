@@ -12,7 +12,7 @@ run_with_fault() { # NAME FAULT-COMMAND...
     local name=$1; shift
     local q=${Q}_$name
     "$RCONSUME" "$PRIV_URL" declare "$q"
-    harness url="$PRIV_URL" declare_queue="$q" heartbeat_s=5 connect_timeout_ms=2000 -- \
+    harness url="$PRIV_URL" declare_queue="$q" heartbeat_ms=5000 connect_timeout_ms=2000 -- \
         publish "$N" 50 "$q" --deadline 240 --pause-at $((N / 10)) "$WORK/$name.paced" \
         >"$WORK/$name.out" 2>"$WORK/$name.err" &
     local pid=$!
