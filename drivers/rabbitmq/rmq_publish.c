@@ -152,7 +152,8 @@ static int rmq_on_return(obx_instance *inst, amqp_channel_t channel, const amqp_
         amqp_bytes_t id = msg.properties.message_id;
         for (uint64_t t = inst->base_tag; t < inst->next_tag && !matched; t++) {
             rmq_entry *e = rmq_entry_at(inst, t);
-            if (!e->done && !e->return_code && strlen(e->event_id) == id.len &&
+            /* a done one too: it may have failed already, behind its aggregate */
+            if (!e->return_code && strlen(e->event_id) == id.len &&
                 memcmp(e->event_id, id.bytes, id.len) == 0) {
                 e->return_code = code ? code : 312;
                 snprintf(e->return_text, sizeof(e->return_text), "%s", text);

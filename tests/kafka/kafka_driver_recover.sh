@@ -2,7 +2,8 @@
 # Brokers of a private mock cluster go down for 1.5 s under a steady stream:
 # the driver logs once that the output is down and once that it is back, and
 # every message is acknowledged in the end. Prints how long deliveries
-# stopped (a figure, not asserted).
+# stopped (a figure, not asserted). probe says OK, UNAVAILABLE while the
+# brokers are down, OK again once they are back.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/klib.sh"
 
@@ -13,4 +14,6 @@ kmock_start "$topic:6"
 grep "^recover:" "$WORK/err"
 expect_eq "'down' log lines" "$(grep -c 'all brokers are down' "$WORK/err")" 1
 expect_eq "'back' log lines" "$(grep -c 'brokers are reachable again' "$WORK/err")" 1
+"$KDRV" probe -d "$KAFKA_SO" -b "$KM_BOOTSTRAP" -K "$KM_PID" 2> "$WORK/probe.err" \
+    || { cat "$WORK/probe.err"; fail "probe scenario"; }
 echo "PASS kafka_driver_recover"

@@ -6,7 +6,7 @@
  *   kdrv SCENARIO -d DRIVER.so -b BOOTSTRAP [-t TOPIC] [-n N] [-e EVENTS_FILE]
  *        [-o option=value]... [-p property=value]... [-K KMOCK_PID]
  *
- * Scenarios: basic, abort, timeout, badprop, oversize, faults, recover (see below).
+ * Scenarios: basic, abort, timeout, badprop, oversize, faults, recover, probe (see below).
  * -e writes the event ids completed OK, one a line, for the consumer check.
  * Exit 0 on success; every failed check prints "FAIL: ..." and exits 1.
  * The fake host is an ABI 1.1 host: it has refuse (a refusal's reason is
@@ -803,6 +803,30 @@ static void scenario_recover(const args *a)
     free(queue);
 }
 
+/* probe: OK with the brokers up, UNAVAILABLE while they are down, OK once back. */
+static void scenario_probe(const args *a)
+{
+    fake_host *fh = fake_from(a, 1);
+    obx_instance *inst = create_ok(fh);
+    obx_status st;
+
+    if (!def->probe || a->kmock <= 0) {
+        failf("probe: the driver has no probe, or -K KMOCK_PID is missing");
+        return;
+    }
+    if ((st = def->probe(inst, 5000)) != OBX_OK)
+        failf("probe: brokers up: %d, want OK", st);
+    kill(a->kmock, SIGUSR1);
+    usleep(300 * 1000);
+    if ((st = def->probe(inst, 1000)) != OBX_UNAVAILABLE)
+        failf("probe: brokers down: %d, want UNAVAILABLE", st);
+    kill(a->kmock, SIGUSR2);
+    if ((st = def->probe(inst, 5000)) != OBX_OK)
+        failf("probe: brokers back: %d, want OK", st);
+    close_checked(inst, fh, "probe");
+    fake_free(fh);
+}
+
 int main(int argc, char **argv)
 {
     const char *driver = NULL, *scenario = argc > 1 ? argv[1] : "";
@@ -858,6 +882,8 @@ int main(int argc, char **argv)
         scenario_faults(&a);
     else if (!strcmp(scenario, "recover"))
         scenario_recover(&a);
+    else if (!strcmp(scenario, "probe"))
+        scenario_probe(&a);
     else {
         fprintf(stderr, "kdrv: unknown scenario \"%s\"\n", scenario);
         return 2;

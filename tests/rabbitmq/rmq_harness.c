@@ -14,7 +14,7 @@
  *     completion, republishes RETRIABLE ones (100 ms .. 1 s backoff) until all
  *     are OK or PERMANENT. Event K (each --bad-dest) goes to DEST2. Payload
  *     {"n": i}, aggregate agg-(i % AGGREGATES), header trace=t-i.
- *     Prints "ok=.. permanent=.. retriable=.. refused=.. protocol_errors=.."
+ *     Prints "ok=.. permanent=.. retriable=.. refused=.. held=.. protocol_errors=.."
  *     and every PERMANENT detail; exits 0 when every event ended and no
  *     completion broke the contract (twice, unknown token, after close, for
  *     a refused message). The fake host is an ABI 1.1 host: it has refuse,
@@ -22,6 +22,8 @@
  *     refusal (with its reason) like a completion with that status.
  *   rmq_harness DRIVER.so [-o key=value]... create
  *     create only: prints the errstr and exits 1 when create refuses.
+ *   rmq_harness DRIVER.so [-o key=value]... probe TIMEOUT_MS
+ *     create, then probe: prints "probe=OK" or "probe=UNAVAILABLE".
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -55,7 +57,7 @@ typedef struct hctx {
     ev *evs;
     size_t n;
     int closed;
-    long completions, retriable, refused, unavailable, protocol_errors;
+    long completions, retriable, refused, unavailable, held, protocol_errors;
 } hctx;
 
 static void h_log(void *c, obx_log_level level, const char *fmt, ...)
@@ -120,6 +122,9 @@ static int h_property(void *c, size_t i, const char **k, const char **v)
     return 0;
 }
 
+/* The driver's reason for failing a message behind a failed one of its aggregate. */
+#define HELD_PREFIX "not sent in order"
+
 static void h_complete(void *c, uint64_t token, obx_status status, int code, const char *detail)
 {
     hctx *h = c;
@@ -135,6 +140,8 @@ static void h_complete(void *c, uint64_t token, obx_status status, int code, con
     e->inflight = 0;
     e->last = status;
     snprintf(e->detail, sizeof(e->detail), "%s", detail ? detail : "");
+    if (strncmp(e->detail, HELD_PREFIX, strlen(HELD_PREFIX)) == 0)
+        h->held++;
     if (status == OBX_OK)
         e->final = 1;
     else if (status == OBX_PERMANENT || status == OBX_FATAL)
@@ -332,6 +339,8 @@ static int cmd_publish(int argc, char **argv)
             e->inflight = 0;
             e->last = accept[k];
             h.refused++;
+            if (strncmp(e->detail, HELD_PREFIX, strlen(HELD_PREFIX)) == 0)
+                h.held++;
             if (accept[k] == OBX_PERMANENT)
                 e->final = 2;
             else if (accept[k] == OBX_UNAVAILABLE)
@@ -391,9 +400,9 @@ static int cmd_publish(int argc, char **argv)
     free(idx);
     free(retry);
     free(h.evs);
-    printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld refused=%ld unavailable=%ld "
+    printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld refused=%ld unavailable=%ld held=%ld "
            "protocol_errors=%ld seconds=%.2f\n",
-           ok, perm, open, h.retriable, h.refused, h.unavailable, h.protocol_errors, took);
+           ok, perm, open, h.retriable, h.refused, h.unavailable, h.held, h.protocol_errors, took);
     return !hung && open == 0 && h.protocol_errors == 0 ? 0 : 1;
 }
 
@@ -459,6 +468,23 @@ int main(int argc, char **argv)
     int rc = 2;
     if (strcmp(argv[i], "publish") == 0) {
         rc = cmd_publish(argc - i - 1, argv + i + 1);
+    } else if (strcmp(argv[i], "probe") == 0 && i + 1 < argc && def->probe) {
+        hctx h;
+        hctx_init(&h, 1);
+        char err[512] = "";
+        obx_instance *inst = def->create(&h.host, err, sizeof(err));
+        if (inst) {
+            obx_status st = def->probe(inst, atoi(argv[i + 1]));
+            printf("probe=%s\n", st == OBX_OK            ? "OK"
+                                 : st == OBX_UNAVAILABLE ? "UNAVAILABLE"
+                                                         : "other");
+            def->destroy(inst);
+            rc = 0;
+        } else {
+            printf("create refused: %s\n", err);
+            rc = 1;
+        }
+        free(h.evs);
     } else if (strcmp(argv[i], "create") == 0) {
         hctx h;
         hctx_init(&h, 1);
