@@ -636,7 +636,9 @@ static void scenario_faults(const args *a)
     fake_host *fh = fake_from(a, n);
     obx_instance *inst = create_ok(fh);
     obx_status accept[500];
-    size_t *queue = malloc(n * sizeof *queue), qn = 0;
+    /* pending tokens from next to qn; one round may add a refused batch and
+     * every failed completion before the queue is compacted */
+    size_t *queue = malloc((2 * n + 500) * sizeof *queue), qn = 0;
     long long t0 = now_ms(), down_at = 0, up_at = 0, deadline = t0 + 180000;
 
     if (a->kmock <= 0) {
@@ -732,7 +734,7 @@ static void scenario_recover(const args *a)
     obx_status accept[20];
     msgset s;
     long long t0 = now_ms(), down_at = 0, up_at = 0, first_ok_after_up = 0, stop_at = 0;
-    size_t *queue = malloc(2 * n * sizeof *queue), qn = 0;
+    size_t *queue = malloc((2 * n + 500) * sizeof *queue), qn = 0;
     const char *env = getenv("KDRV_DOWN_MS");
     long long down_ms = env ? atoll(env) : 1500;
 
@@ -783,8 +785,13 @@ static void scenario_recover(const args *a)
         if (up_at && !first_ok_after_up && fh->last_ok_ms > up_at)
             first_ok_after_up = fh->last_ok_ms - up_at;
         pthread_mutex_unlock(&fh->mu);
-        if (next == qn)
+        if (next == qn) {
             next = qn = 0;
+        } else if (qn > n) { /* compact: at most n are pending */
+            memmove(queue, queue + next, (qn - next) * sizeof *queue);
+            qn -= next;
+            next = 0;
+        }
         if (stop_at && ok == sent)
             break;
         if (now - t0 > 120000) {
