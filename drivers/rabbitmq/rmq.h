@@ -15,6 +15,7 @@ typedef struct rmq_entry {
     uint64_t token;
     uint64_t aggregate;    /* hash of aggregate type and id: later ones fail with it */
     uint8_t done;          /* completed (acked, nacked or failed) */
+    uint8_t acked;         /* acked while an earlier one of its aggregate was open */
     uint16_t return_code;  /* non-zero: a basic.return came for it */
     char event_id[40];     /* matches a basic.return to its publish */
     char return_text[128]; /* the broker's reply text, e.g. "NO_ROUTE ..." */

@@ -13,9 +13,11 @@
  * messages reach their queues in order. Acks may come in any order, though
  * (a nack for one message can follow the ack of a later one), and a later
  * message of an aggregate routes fine after an earlier one was returned. So
- * when a message fails, every later message of its aggregate still in flight
- * fails with it (RETRIABLE), and in a batch every message after a refused one
- * of its aggregate is refused: none is acknowledged ahead of a failed one.
+ * an ack completes a message only once the earlier ones of its aggregate are
+ * done (until then it waits, marked acked); when a message fails, every later
+ * one of its aggregate still in flight fails with it (RETRIABLE); and in a
+ * batch every message after a refused one of its aggregate is refused: none
+ * is acknowledged ahead of a failed one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +112,34 @@ void rmq_fail_pending(obx_instance *inst, obx_status status, const char *detail)
     rmq_advance(inst);
 }
 
+/* Is a message of this aggregate published before tag still open? */
+static int rmq_earlier_open(obx_instance *inst, uint64_t tag, uint64_t aggregate)
+{
+    for (uint64_t t = inst->base_tag; t < tag; t++) {
+        rmq_entry *e = rmq_entry_at(inst, t);
+        if (!e->done && e->aggregate == aggregate)
+            return 1;
+    }
+    return 0;
+}
+
+/* Completes OK the messages of an aggregate that were acked while an earlier
+ * one was open, up to the next one still waiting for its own ack. */
+static int rmq_release_later(obx_instance *inst, uint64_t tag, uint64_t aggregate)
+{
+    int done = 0;
+    for (uint64_t t = tag + 1; t < inst->next_tag; t++) {
+        rmq_entry *e = rmq_entry_at(inst, t);
+        if (e->done || e->aggregate != aggregate)
+            continue;
+        if (!e->acked)
+            break;
+        rmq_finish(inst, e, OBX_OK, 0, NULL);
+        done++;
+    }
+    return done;
+}
+
 static int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
 {
     int done = 0;
@@ -118,12 +148,17 @@ static int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
         rmq_entry *e = rmq_entry_at(inst, t);
         if (!e || e->done)
             continue;
-        if (!ack)
+        if (!ack) {
             rmq_fail(inst, t, OBX_RETRIABLE, 0, "nacked by the broker");
-        else if (e->return_code)
+        } else if (e->return_code) {
             rmq_fail(inst, t, inst->unroutable, e->return_code, e->return_text);
-        else
+        } else if (rmq_earlier_open(inst, t, e->aggregate)) {
+            e->acked = 1; /* completes when its predecessors are done */
+            continue;
+        } else {
             rmq_finish(inst, e, OBX_OK, 0, NULL);
+            done += rmq_release_later(inst, t, e->aggregate);
+        }
         done++;
     }
     rmq_advance(inst);
@@ -411,6 +446,7 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
     e->token = m->token;
     e->aggregate = rmq_aggregate_hash(m);
     e->done = 0;
+    e->acked = 0;
     e->return_code = 0;
     e->return_text[0] = '\0';
     snprintf(e->event_id, sizeof(e->event_id), "%s", m->event_id ? m->event_id : "");
