@@ -3,32 +3,20 @@
  * retries) per instance. A message is OK only when its delivery report says
  * PERSISTED. Completions are made from rd_kafka_poll/rd_kafka_flush, which
  * this driver calls only from the host thread driving the instance (poll,
- * flush, publish_batch, close), so none can happen after close.
+ * flush, publish_batch, probe, close), so none can happen after close.
+ *
+ * In order: the key (the aggregate id by default) puts an aggregate on one
+ * partition, the idempotent producer keeps a partition's order through
+ * retries, and a failed message fails the later in-flight ones of its
+ * aggregate (kafka_produce.c).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "kafka_int.h"
 
 #define KAFKA_CLOSE_DRAIN_MS 10000 /* purged reports come back at once; this is a safety net */
-
-static const obx_option kafka_options[] = {
-    {"bootstrap_servers", OBX_OPT_STRING, OBX_OPT_REQUIRED,
-     "comma separated host:port list of the Kafka cluster"},
-    {"key", OBX_OPT_STRING, 0,
-     "message key: \"aggregate_id\" (default, keeps each aggregate in order), \"event_id\", "
-     "\"none\""},
-    {"partitioner", OBX_OPT_STRING, 0,
-     "librdkafka partitioner; default murmur2_random (same placement as Java producers)"},
-    {"unknown_topic_permanent", OBX_OPT_BOOL, 0,
-     "dead-letter a message whose topic does not exist (default false: retry)"},
-    {"authorization_permanent", OBX_OPT_BOOL, 0,
-     "dead-letter a message refused by topic/cluster authorization (default false: retry)"},
-    {"message_timeout_ms", OBX_OPT_INT, 0,
-     "give up a delivery attempt after this long, completing it retriable (default 30000)"},
-    {"max_in_flight", OBX_OPT_INT, 0, "max.in.flight.requests.per.connection, 1..5 (default 5)"},
-    {NULL, 0, 0, NULL},
-};
 
 static obx_instance *kafka_create(const obx_host *host, char *errstr, size_t errstr_size)
 {
@@ -37,7 +25,7 @@ static obx_instance *kafka_create(const obx_host *host, char *errstr, size_t err
     char why[512];
 
     if (!inst) {
-        snprintf(errstr, errstr_size, "kafka: out of memory");
+        snprintf(errstr, errstr_size, "out of memory");
         return NULL;
     }
     inst->host = host;
@@ -50,7 +38,7 @@ static obx_instance *kafka_create(const obx_host *host, char *errstr, size_t err
     inst->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
     if (!inst->rk) {
         rd_kafka_conf_destroy(conf); /* not taken over on failure */
-        snprintf(errstr, errstr_size, "kafka: cannot create producer: %s", why);
+        snprintf(errstr, errstr_size, "cannot create producer: %s", why);
         free(inst);
         return NULL;
     }
@@ -93,7 +81,7 @@ static void kafka_close(obx_instance *inst)
         rd_kafka_poll(inst->rk, 100);
     if (inst->in_flight > 0)
         inst->host->log(inst->host->host_ctx, OBX_LOG_ERROR,
-                        "kafka: %zu messages got no delivery report before close", inst->in_flight);
+                        "%zu messages got no delivery report before close", inst->in_flight);
     inst->closed = 1;
     /* no rd_kafka_poll runs from here on, so no delivery report callback either */
     kafka_topics_free(inst);
@@ -112,7 +100,7 @@ static void kafka_destroy(obx_instance *inst)
 static const obx_driver_def kafka_def = {
     OBX_DRIVER_DEF_HEAD,
     .name = "kafka",
-    .version = "0.1.0",
+    .version = "0.2.0",
     .description = "Apache Kafka via librdkafka: idempotent producer, acks=all, delivery reports",
     .options = kafka_options,
     .create = kafka_create,
@@ -121,6 +109,9 @@ static const obx_driver_def kafka_def = {
     .flush = kafka_flush,
     .close = kafka_close,
     .destroy = kafka_destroy,
+    .flags = OBX_DRIVER_IN_ORDER,
+    .option_specs = kafka_specs,
+    .probe = kafka_probe,
 };
 
 OBX_DRIVER_EXPORT const obx_driver_def *obx_driver_entry(void)

@@ -1,17 +1,93 @@
 /*
- * Producer configuration: driver options first, then the output's native
- * properties passed through verbatim, then the callbacks. Properties that
- * would break the relay's guarantees (durable acks, ordered retries, a
- * completion for every message, nothing waiting forever) are refused at
- * create with a message naming the property.
+ * Producer configuration: the relay's fixed settings and defaults, the
+ * driver options, then the output's native properties passed through
+ * verbatim, then the callbacks. Properties that would break the relay's
+ * guarantees (durable acks, ordered retries, a completion for every message,
+ * nothing waiting forever) are refused at create with a message naming the
+ * property.
+ *
+ * Option defaults, ranges and choices are declared once, in kafka_specs; the
+ * host enforces them and hands the defaults to the getters. A host that does
+ * not hand defaults yet gets the same ones, read from the same table.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "kafka_int.h"
 
-#define KAFKA_DEFAULT_TIMEOUT_MS "30000"
+const obx_option kafka_options[] = {
+    {"bootstrap_servers", OBX_OPT_STRING, OBX_OPT_REQUIRED,
+     "comma separated host:port list of the Kafka cluster"},
+    {"key", OBX_OPT_STRING, 0,
+     "message key: aggregate_id keeps each aggregate on one partition, in order"},
+    {"partitioner", OBX_OPT_STRING, 0,
+     "librdkafka partitioner; murmur2_random places keys as Java producers do"},
+    {"unknown_topic_permanent", OBX_OPT_BOOL, 0,
+     "dead-letter a message whose topic does not exist (false: retry)"},
+    {"authorization_permanent", OBX_OPT_BOOL, 0,
+     "dead-letter a message refused by topic/cluster authorization (false: retry)"},
+    {"message_timeout_ms", OBX_OPT_INT, 0,
+     "give up a delivery attempt after this long, completing it retriable"},
+    {"max_in_flight", OBX_OPT_INT, 0,
+     "max.in.flight.requests.per.connection (the idempotent producer allows 5)"},
+    {NULL, 0, 0, NULL},
+};
+
+static const char *const kafka_key_choices[] = {"aggregate_id", "event_id", "none", NULL};
+static const char *const kafka_partitioners[] = {"murmur2_random", "murmur2", "consistent_random",
+                                                 "consistent",     "random",  "fnv1a_random",
+                                                 "fnv1a",          NULL};
+
+/* Parallel to kafka_options. */
+const obx_option_spec kafka_specs[] = {
+    {NULL, 0, 0, NULL, NULL},                           /* bootstrap_servers */
+    {"aggregate_id", 0, 0, kafka_key_choices, NULL},    /* key */
+    {"murmur2_random", 0, 0, kafka_partitioners, NULL}, /* partitioner */
+    {"false", 0, 0, NULL, NULL},                        /* unknown_topic_permanent */
+    {"false", 0, 0, NULL, NULL},                        /* authorization_permanent */
+    {"30000", 1, 2147483647.0, NULL, NULL},             /* message_timeout_ms */
+    {"5", 1, 5, NULL, NULL},                            /* max_in_flight */
+    {NULL, 0, 0, NULL, NULL},
+};
+
+_Static_assert(sizeof(kafka_options) / sizeof(*kafka_options) ==
+                   sizeof(kafka_specs) / sizeof(*kafka_specs),
+               "kafka_specs is parallel to kafka_options");
+
+/* The declared default of an option, as written in a config; NULL: none. */
+static const char *kafka_default(const char *name)
+{
+    for (size_t i = 0; kafka_options[i].name; i++)
+        if (!strcmp(kafka_options[i].name, name))
+            return kafka_specs[i].default_value;
+    return NULL;
+}
+
+static const char *kafka_opt_str(const obx_instance *inst, const char *name)
+{
+    const char *v = NULL;
+    return inst->host->get_string(inst->host->host_ctx, name, &v) && v ? v : kafka_default(name);
+}
+
+static int64_t kafka_opt_int(const obx_instance *inst, const char *name)
+{
+    int64_t v;
+    if (inst->host->get_int(inst->host->host_ctx, name, &v))
+        return v;
+    const char *d = kafka_default(name);
+    return d ? atoll(d) : 0;
+}
+
+static int kafka_opt_bool(const obx_instance *inst, const char *name)
+{
+    int v;
+    if (inst->host->get_bool(inst->host->host_ctx, name, &v))
+        return v;
+    const char *d = kafka_default(name);
+    return d && !strcmp(d, "true");
+}
 
 static int kafka_truthy(const char *v)
 {
@@ -52,7 +128,7 @@ static int kafka_set(rd_kafka_conf_t *conf, const char *key, const char *value, 
     if (rd_kafka_conf_set(conf, key, value, why, sizeof why) == RD_KAFKA_CONF_OK)
         return 0;
     /* librdkafka's own text names the property; never echo the value (may be a secret) */
-    snprintf(errstr, errstr_size, "kafka property \"%s\": %s", key, why);
+    snprintf(errstr, errstr_size, "property \"%s\": %s", key, why);
     return -1;
 }
 
@@ -64,76 +140,28 @@ static int kafka_set_int(rd_kafka_conf_t *conf, const char *key, int64_t v, char
     return kafka_set(conf, key, buf, errstr, errstr_size);
 }
 
-static int kafka_read_key_mode(obx_instance *inst, char *errstr, size_t errstr_size)
-{
-    const char *key = NULL;
-    inst->key_mode = KAFKA_KEY_AGGREGATE_ID;
-    if (!inst->host->get_string(inst->host->host_ctx, "key", &key))
-        return 0;
-    if (!strcmp(key, "aggregate_id"))
-        inst->key_mode = KAFKA_KEY_AGGREGATE_ID;
-    else if (!strcmp(key, "event_id"))
-        inst->key_mode = KAFKA_KEY_EVENT_ID;
-    else if (!strcmp(key, "none"))
-        inst->key_mode = KAFKA_KEY_NONE;
-    else {
-        snprintf(errstr, errstr_size,
-                 "kafka option \"key\" must be \"aggregate_id\", \"event_id\" or \"none\", not "
-                 "\"%s\"",
-                 key);
-        return -1;
-    }
-    return 0;
-}
-
-/* The driver's declared options, with the relay's defaults. */
+/* The driver's declared options; the host has checked ranges and choices. */
 static int kafka_apply_options(obx_instance *inst, rd_kafka_conf_t *conf, char *errstr,
                                size_t errstr_size)
 {
-    const obx_host *host = inst->host;
-    void *hc = host->host_ctx;
-    const char *s = NULL;
-    int64_t n = 0;
-    int b = 0;
-
-    if (!host->get_string(hc, "bootstrap_servers", &s) || !*s) {
-        snprintf(errstr, errstr_size, "kafka option \"bootstrap_servers\" is required");
+    const char *servers = kafka_opt_str(inst, "bootstrap_servers");
+    if (!servers || !*servers) {
+        snprintf(errstr, errstr_size, "option \"bootstrap_servers\" is required");
         return -1;
     }
-    if (kafka_set(conf, "bootstrap.servers", s, errstr, errstr_size))
-        return -1;
-    if (kafka_read_key_mode(inst, errstr, errstr_size))
-        return -1;
-    if (!host->get_string(hc, "partitioner", &s))
-        s = "murmur2_random"; /* same placement as the Java producer */
-    if (kafka_set(conf, "partitioner", s, errstr, errstr_size))
-        return -1;
-    if (host->get_bool(hc, "unknown_topic_permanent", &b))
-        inst->unknown_topic_permanent = b;
-    if (host->get_bool(hc, "authorization_permanent", &b))
-        inst->authorization_permanent = b;
-
-    if (host->get_int(hc, "message_timeout_ms", &n)) {
-        if (n <= 0) {
-            snprintf(errstr, errstr_size, "kafka option \"message_timeout_ms\" must be > 0");
-            return -1;
-        }
-        if (kafka_set_int(conf, "message.timeout.ms", n, errstr, errstr_size))
-            return -1;
-    } else if (kafka_set(conf, "message.timeout.ms", KAFKA_DEFAULT_TIMEOUT_MS, errstr,
-                         errstr_size)) {
-        return -1;
-    }
-    if (host->get_int(hc, "max_in_flight", &n)) {
-        if (n < 1 || n > 5) {
-            snprintf(errstr, errstr_size,
-                     "kafka option \"max_in_flight\" must be 1..5 with the idempotent producer");
-            return -1;
-        }
-        if (kafka_set_int(conf, "max.in.flight.requests.per.connection", n, errstr, errstr_size))
-            return -1;
-    }
-    return 0;
+    const char *key = kafka_opt_str(inst, "key");
+    inst->key_mode = !strcmp(key, "event_id") ? KAFKA_KEY_EVENT_ID
+                     : !strcmp(key, "none")   ? KAFKA_KEY_NONE
+                                              : KAFKA_KEY_AGGREGATE_ID;
+    inst->unknown_topic_permanent = kafka_opt_bool(inst, "unknown_topic_permanent");
+    inst->authorization_permanent = kafka_opt_bool(inst, "authorization_permanent");
+    return kafka_set(conf, "bootstrap.servers", servers, errstr, errstr_size) ||
+           kafka_set(conf, "partitioner", kafka_opt_str(inst, "partitioner"), errstr,
+                     errstr_size) ||
+           kafka_set_int(conf, "message.timeout.ms", kafka_opt_int(inst, "message_timeout_ms"),
+                         errstr, errstr_size) ||
+           kafka_set_int(conf, "max.in.flight.requests.per.connection",
+                         kafka_opt_int(inst, "max_in_flight"), errstr, errstr_size);
 }
 
 static int kafka_apply_properties(obx_instance *inst, rd_kafka_conf_t *conf, char *errstr,
@@ -143,32 +171,13 @@ static int kafka_apply_properties(obx_instance *inst, rd_kafka_conf_t *conf, cha
     for (size_t i = 0; inst->host->get_property(inst->host->host_ctx, i, &key, &value); i++) {
         const char *why = kafka_property_refusal(key, value);
         if (why) {
-            snprintf(errstr, errstr_size, "kafka property \"%s\" = \"%s\" refused: %s", key, value,
-                     why);
+            snprintf(errstr, errstr_size, "property \"%s\" = \"%s\" refused: %s", key, value, why);
             return -1;
         }
         if (kafka_set(conf, key, value, errstr, errstr_size))
             return -1;
     }
     return 0;
-}
-
-static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    obx_instance *inst = rd_kafka_opaque(rk);
-    /* errors that matter also reach kafka_error_cb; keep these one step lower */
-    obx_log_level lvl = level <= 4 ? OBX_LOG_WARN : level <= 6 ? OBX_LOG_INFO : OBX_LOG_DEBUG;
-    inst->host->log(inst->host->host_ctx, lvl, "librdkafka %s: %s", fac, buf);
-}
-
-static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
-{
-    obx_instance *inst = opaque;
-    int fatal = err == RD_KAFKA_RESP_ERR__FATAL;
-    (void)rk;
-    /* Transport errors are normal while brokers are away: messages retry by themselves. */
-    inst->host->log(inst->host->host_ctx, fatal ? OBX_LOG_ERROR : OBX_LOG_WARN, "kafka %s: %s",
-                    fatal ? "fatal error" : rd_kafka_err2name(err), reason);
 }
 
 rd_kafka_conf_t *kafka_conf_build(obx_instance *inst, char *errstr, size_t errstr_size)
@@ -181,6 +190,11 @@ rd_kafka_conf_t *kafka_conf_build(obx_instance *inst, char *errstr, size_t errst
          * librdkafka's own 5 ms linger only adds latency (measured: p50 7.6 ms
          * becomes 3.0 ms at 1 ms linger, same throughput); a property overrides it */
         kafka_set(conf, "linger.ms", "1", errstr, errstr_size) ||
+        /* librdkafka doubles its reconnect backoff up to 10 s, so after a
+         * 1-2 s outage it could wait seconds more before trying again
+         * (measured: deliveries stopped 2-6 s after a 1.5 s outage); 1 s caps
+         * that. A property overrides it. */
+        kafka_set(conf, "reconnect.backoff.max.ms", "1000", errstr, errstr_size) ||
         kafka_apply_options(inst, conf, errstr, errstr_size) ||
         kafka_apply_properties(inst, conf, errstr, errstr_size)) {
         rd_kafka_conf_destroy(conf);

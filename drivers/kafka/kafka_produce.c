@@ -1,8 +1,16 @@
 /*
  * Producing and completing: publish_batch hands messages to librdkafka with
- * the host's token as the message opaque; the delivery report is the only
- * place a message completes (besides an immediate refusal of a message
- * librdkafka rejects outright, completed inside publish_batch with its text).
+ * a small record (token, publish number, aggregate) as the message opaque;
+ * the delivery report is the only place an accepted message completes. A
+ * message librdkafka rejects outright is refused with its text (for a host
+ * without refuse, ABI 1.0, it is accepted and completed at once instead).
+ *
+ * In order: delivery reports of a partition come in publish order. When one
+ * fails, the aggregate is remembered with the number of the last message
+ * published so far; a later report of that aggregate up to that number is
+ * turned into a failure, so no later message of an aggregate is
+ * acknowledged ahead of a failed one. While every broker is down the batch
+ * is refused UNAVAILABLE, and timeouts then complete UNAVAILABLE.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +19,46 @@
 
 #include "kafka_int.h"
 
-/* The token travels as the message opaque pointer. */
-_Static_assert(sizeof(void *) >= sizeof(uint64_t), "the kafka driver needs 64-bit pointers");
+/* What travels with a message as its opaque, freed by its delivery report. */
+typedef struct kafka_msg {
+    uint64_t token;
+    uint64_t number;    /* 1, 2, 3... per instance, in publish order */
+    uint64_t aggregate; /* hash of aggregate type and id */
+} kafka_msg;
 
-static void *kafka_token_to_opaque(uint64_t token)
+#define KAFKA_HELD_DETAIL "not sent in order: an earlier event of its aggregate failed"
+#define KAFKA_PUBLISH_CHECK_MS 200 /* while down: does a broker answer again? */
+
+/* FNV-1a over aggregate type and id: a collision only fails a message early. */
+static uint64_t kafka_aggregate_hash(const obx_message *m)
 {
-    return (void *)(uintptr_t)token;
+    uint64_t h = 1469598103934665603ull;
+    const char *parts[2] = {m->aggregate_type, m->aggregate_id};
+    for (int i = 0; i < 2; i++) {
+        for (const unsigned char *p = (const unsigned char *)parts[i]; p && *p; p++)
+            h = (h ^ *p) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull; /* separator: ("ab","c") != ("a","bc") */
+    }
+    return h;
+}
+
+/* Remember that km's aggregate failed: its messages published so far must not succeed. */
+static void kafka_remember_failure(obx_instance *inst, const kafka_msg *km)
+{
+    size_t n = sizeof inst->failed / sizeof *inst->failed;
+    inst->failed[inst->failed_next] = (struct kafka_failed){km->aggregate, inst->published};
+    inst->failed_next = (inst->failed_next + 1) % n;
+    if (inst->failed_count < n)
+        inst->failed_count++;
+}
+
+/* Was an earlier message of km's aggregate failed while km was in flight? */
+static int kafka_after_failure(const obx_instance *inst, const kafka_msg *km)
+{
+    for (size_t i = 0; i < inst->failed_count; i++)
+        if (inst->failed[i].aggregate == km->aggregate && km->number <= inst->failed[i].upto)
+            return 1;
+    return 0;
 }
 
 obx_status kafka_classify(const obx_instance *inst, rd_kafka_resp_err_t err)
@@ -51,24 +93,30 @@ static void kafka_complete(obx_instance *inst, uint64_t token, obx_status status
     if (inst->closed)
         return;
     inst->in_flight--;
+    if (inst->in_flight == 0)
+        inst->failed_count = inst->failed_next = 0; /* nothing left that could overtake */
     inst->host->complete(inst->host->host_ctx, token, status, code, detail);
 }
 
 void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaque)
 {
     obx_instance *inst = opaque;
-    uint64_t token = (uint64_t)(uintptr_t)rkmessage->_private;
+    kafka_msg km = *(kafka_msg *)rkmessage->_private;
     rd_kafka_resp_err_t err = rkmessage->err;
     obx_status status = kafka_classify(inst, err);
     char detail[512];
 
+    free(rkmessage->_private);
     if (status == OBX_OK) {
         /* acks=all makes this PERSISTED; anything less is not an acknowledgement */
-        if (rd_kafka_message_status(rkmessage) == RD_KAFKA_MSG_STATUS_PERSISTED) {
-            kafka_complete(inst, token, OBX_OK, 0, NULL);
-            return;
+        if (rd_kafka_message_status(rkmessage) != RD_KAFKA_MSG_STATUS_PERSISTED) {
+            kafka_complete(inst, km.token, OBX_RETRIABLE, 0, "delivery not persisted");
+        } else if (kafka_after_failure(inst, &km)) {
+            kafka_complete(inst, km.token, OBX_RETRIABLE, 0, KAFKA_HELD_DETAIL);
+        } else {
+            kafka_mark_back(inst, "a delivery was acknowledged");
+            kafka_complete(inst, km.token, OBX_OK, 0, NULL);
         }
-        kafka_complete(inst, token, OBX_RETRIABLE, 0, "delivery not persisted");
         return;
     }
     if (err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
@@ -77,10 +125,18 @@ void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaq
         char why[256];
         rd_kafka_fatal_error(rk, why, sizeof why);
         snprintf(detail, sizeof detail, "%s: %s", rd_kafka_err2str(err), why);
+    } else if ((err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT) &&
+               atomic_load(&inst->down)) {
+        /* not this message's fault: the cluster was unreachable */
+        status = kafka_unavailable(inst);
+        snprintf(detail, sizeof detail, "%s (all brokers down: %s)", rd_kafka_err2str(err),
+                 inst->down_reason);
     } else {
         snprintf(detail, sizeof detail, "%s", rd_kafka_err2str(err));
     }
-    kafka_complete(inst, token, status, (int)err, detail);
+    if (!kafka_after_failure(inst, &km)) /* already covered by an earlier failure */
+        kafka_remember_failure(inst, &km);
+    kafka_complete(inst, km.token, status, (int)err, detail);
 }
 
 /* created_at as ISO-8601 UTC with microseconds, e.g. 2024-05-01T12:34:56.123456Z */
@@ -166,6 +222,10 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
 {
     if (!m->destination || !*m->destination)
         return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    kafka_msg *km = malloc(sizeof *km);
+    if (!km)
+        return RD_KAFKA_RESP_ERR__QUEUE_FULL; /* refused for now, like a full queue */
+    *km = (kafka_msg){m->token, inst->published + 1, kafka_aggregate_hash(m)};
     const char *key = kafka_key(inst, m);
     rd_kafka_topic_t *topic = kafka_topic(inst, m->destination);
     rd_kafka_vu_t vu[6];
@@ -188,13 +248,16 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
     vu[4].vtype = RD_KAFKA_VTYPE_HEADERS;
     vu[4].u.headers = kafka_headers(m);
     vu[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
-    vu[5].u.ptr = kafka_token_to_opaque(m->token);
+    vu[5].u.ptr = km;
     rd_kafka_error_t *error = rd_kafka_produceva(inst->rk, vu, 6);
-    if (!error)
+    if (!error) {
+        inst->published++;
         return RD_KAFKA_RESP_ERR_NO_ERROR;
+    }
     rd_kafka_resp_err_t err = rd_kafka_error_code(error);
     rd_kafka_error_destroy(error);
     rd_kafka_headers_destroy(vu[4].u.headers); /* owned by the message only on success */
+    free(km);
     return err;
 }
 
@@ -205,13 +268,30 @@ static int kafka_held(const obx_message *m, const obx_message *const *held, size
 {
     for (size_t i = 0; i < n; i++) {
         const obx_message *h = held[i];
-        if (h->aggregate_id && m->aggregate_id && !strcmp(h->aggregate_id, m->aggregate_id) &&
-            (h->aggregate_type == m->aggregate_type ||
-             (h->aggregate_type && m->aggregate_type &&
-              !strcmp(h->aggregate_type, m->aggregate_type))))
+        if (!strcmp(h->aggregate_id, m->aggregate_id) &&
+            !strcmp(h->aggregate_type, m->aggregate_type))
             return 1;
     }
     return 0;
+}
+
+/* Refuses a message with its reason. A host without refuse (ABI 1.0) learns
+ * a reason only from a completion: there the message is accepted and
+ * completed at once, except for what the 1.0 contract refuses silently. */
+static void kafka_refuse(obx_instance *inst, const obx_message *m, obx_status *accept,
+                         obx_status status, int code, const char *why, int complete_if_old)
+{
+    const obx_host *host = inst->host;
+    if (OBX_HOST_HAS(host, refuse)) {
+        *accept = status;
+        host->refuse(host->host_ctx, m->token, code, why);
+    } else if (complete_if_old && status != OBX_FATAL) {
+        *accept = OBX_OK;
+        inst->in_flight++;
+        kafka_complete(inst, m->token, status, code, why);
+    } else {
+        *accept = status;
+    }
 }
 
 obx_status kafka_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
@@ -219,23 +299,30 @@ obx_status kafka_publish_batch(obx_instance *inst, const obx_message *msgs, size
 {
     obx_status result = OBX_OK;
     obx_status refuse = OBX_OK; /* once set, the rest of the batch is refused with it */
+    char why[400] = "";
     const obx_message *held[KAFKA_HELD_MAX];
     size_t nheld = 0;
 
-    if (inst->closed || rd_kafka_fatal_error(inst->rk, NULL, 0))
+    if (inst->closed || rd_kafka_fatal_error(inst->rk, NULL, 0)) {
         refuse = result = OBX_FATAL;
+        snprintf(why, sizeof why, inst->closed ? "closed" : "fatal producer error");
+    } else if (count && atomic_load(&inst->down) && OBX_HOST_HAS(inst->host, refuse) &&
+               kafka_probe(inst, KAFKA_PUBLISH_CHECK_MS) != OBX_OK) {
+        refuse = OBX_UNAVAILABLE;
+        snprintf(why, sizeof why, "all brokers are down: %s", inst->down_reason);
+    }
     for (size_t i = 0; i < count; i++) {
         const obx_message *m = &msgs[i];
         rd_kafka_resp_err_t err;
         obx_status status;
 
         if (refuse != OBX_OK) {
-            accept[i] = refuse;
+            kafka_refuse(inst, m, &accept[i], refuse, 0, why, 0);
             continue;
         }
         /* a later event must not overtake its aggregate's failed one */
         if (kafka_held(m, held, nheld)) {
-            accept[i] = OBX_RETRIABLE;
+            kafka_refuse(inst, m, &accept[i], OBX_RETRIABLE, 0, KAFKA_HELD_DETAIL, 0);
             continue;
         }
         err = kafka_produce_one(inst, m);
@@ -245,25 +332,22 @@ obx_status kafka_publish_batch(obx_instance *inst, const obx_message *msgs, size
             continue;
         }
         status = kafka_classify(inst, err);
+        snprintf(why, sizeof why, "%s", rd_kafka_err2str(err));
         if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL || status == OBX_FATAL) {
             /* the whole producer is affected: refuse this one and all later ones */
-            refuse = accept[i] = status == OBX_FATAL ? OBX_FATAL : OBX_RETRIABLE;
+            refuse = status == OBX_FATAL ? OBX_FATAL : OBX_RETRIABLE;
             if (status == OBX_FATAL)
                 result = OBX_FATAL;
+            kafka_refuse(inst, m, &accept[i], refuse, (int)err, why, 0);
             continue;
         }
-        /*
-         * Rejected outright (too large, bad topic name, ...): accept and
-         * complete at once, so the host records librdkafka's reason.
-         */
-        accept[i] = OBX_OK;
-        inst->in_flight++;
-        kafka_complete(inst, m->token, status, (int)err, rd_kafka_err2str(err));
-        if (status == OBX_RETRIABLE) {
-            if (nheld == KAFKA_HELD_MAX)
-                refuse = OBX_RETRIABLE;
-            else
-                held[nheld++] = m;
+        /* rejected outright (too large, bad topic name, ...): refused with librdkafka's reason */
+        kafka_refuse(inst, m, &accept[i], status, (int)err, why, 1);
+        if (nheld == KAFKA_HELD_MAX) {
+            refuse = OBX_RETRIABLE;
+            snprintf(why, sizeof why, "%s", KAFKA_HELD_DETAIL);
+        } else {
+            held[nheld++] = m;
         }
     }
     /* serve delivery reports that are already due without waiting */

@@ -1,4 +1,4 @@
-/* RabbitMQ driver internals (rabbitmq-c 0.11), shared by its three files. */
+/* RabbitMQ driver internals (rabbitmq-c 0.11), shared by its files. */
 #ifndef OBX_RMQ_H
 #define OBX_RMQ_H
 
@@ -13,7 +13,9 @@
 /* One unconfirmed publish, found by delivery tag. */
 typedef struct rmq_entry {
     uint64_t token;
+    uint64_t aggregate;    /* hash of aggregate type and id: later ones fail with it */
     uint8_t done;          /* completed (acked, nacked or failed) */
+    uint8_t acked;         /* acked while an earlier one of its aggregate was open */
     uint16_t return_code;  /* non-zero: a basic.return came for it */
     char event_id[40];     /* matches a basic.return to its publish */
     char return_text[128]; /* the broker's reply text, e.g. "NO_ROUTE ..." */
@@ -34,7 +36,7 @@ struct obx_instance {
     int port, ssl;
     char *tls_ca, *tls_cert, *tls_key;
     int tls_verify;
-    int heartbeat_s, connect_timeout_ms;
+    int heartbeat_ms, connect_timeout_ms;
     int mandatory, persistent;
     obx_status unroutable; /* OBX_PERMANENT or OBX_RETRIABLE */
     const char *content_type_default;
@@ -62,9 +64,21 @@ struct obx_instance {
 
     amqp_table_entry_t *hdr; /* scratch headers table, grown as needed */
     size_t hdr_cap;
+    uint64_t *held; /* scratch: aggregates refused in the current batch */
+    size_t held_count, held_cap;
 };
 
 int64_t rmq_now_ms(void);
+
+/* rmq_options.c */
+extern const obx_option rmq_options[];
+extern const obx_option_spec rmq_specs[];
+int rmq_read_options(obx_instance *inst, char *errstr, size_t errstr_size);
+void rmq_free_options(obx_instance *inst);
+
+/* The status for "the broker cannot be reached": UNAVAILABLE for a host that
+ * knows it (ABI 1.1, recognised by its refuse service), else RETRIABLE. */
+obx_status rmq_unavailable(const obx_instance *inst);
 
 /* rmq_conn.c */
 int rmq_connect(obx_instance *inst);          /* 0 or -1 with inst->last_error */
@@ -80,5 +94,6 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
                              obx_status *accept);
 int rmq_pump(obx_instance *inst, int timeout_ms); /* completions made, -1 on connection loss */
 void rmq_fail_pending(obx_instance *inst, obx_status status, const char *detail);
+uint64_t rmq_aggregate_hash(const obx_message *m);
 
 #endif

@@ -144,7 +144,8 @@ int rmq_connect(obx_instance *inst)
     }
     amqp_set_handshake_timeout(conn, &tv);
     amqp_set_rpc_timeout(conn, &tv);
-    amqp_rpc_reply_t r = amqp_login(conn, inst->vhost, 0, 131072, inst->heartbeat_s,
+    int heartbeat_s = (int)(((int64_t)inst->heartbeat_ms + 999) / 1000); /* AMQP counts seconds */
+    amqp_rpc_reply_t r = amqp_login(conn, inst->vhost, 0, 131072, heartbeat_s,
                                     AMQP_SASL_METHOD_PLAIN, inst->user, inst->password);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         char what[200];
@@ -169,7 +170,7 @@ int rmq_connect(obx_instance *inst)
     inst->blocked = 0;
     inst->check_channel_open = 0;
     inst->last_error[0] = '\0';
-    inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "rabbitmq: connected to %s", where);
+    inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s", where);
     return 0;
 
 fail:
@@ -191,8 +192,8 @@ int rmq_ensure_connected(obx_instance *inst)
         return -1;
     if (rmq_connect(inst) == 0)
         return 0;
-    inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "rabbitmq: %s (retry in %d ms)",
-                    inst->last_error, inst->backoff_ms);
+    inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "%s (retry in %d ms)", inst->last_error,
+                    inst->backoff_ms);
     return -1;
 }
 
@@ -207,9 +208,10 @@ void rmq_disconnect(obx_instance *inst, const char *why, int graceful)
 {
     if (!inst->conn)
         return;
-    rmq_fail_pending(inst, OBX_RETRIABLE, why);
+    /* lost before their confirms: the broker, not the messages, is at fault */
+    rmq_fail_pending(inst, rmq_unavailable(inst), why);
     if (!inst->closed)
-        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "rabbitmq: %s; reconnecting", why);
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "%s; reconnecting", why);
     if (why != inst->last_error)
         snprintf(inst->last_error, sizeof(inst->last_error), "%s", why);
     if (graceful) {

@@ -6,7 +6,18 @@
  * basic.ack / basic.nack (possibly `multiple`) complete ranges of it. A
  * basic.return (mandatory, unroutable) carries no delivery tag but comes
  * before the ack of its message: it is matched by message_id (the event id)
- * and turns that later ack into a failure with the broker's reply text.
+ * and fails that message with the broker's reply text (its ack then finds it
+ * done).
+ *
+ * In order: one channel routes its publishes in order, so an aggregate's
+ * messages reach their queues in order. Acks may come in any order, though
+ * (a nack for one message can follow the ack of a later one), and a later
+ * message of an aggregate routes fine after an earlier one was returned. So
+ * an ack completes a message only once the earlier ones of its aggregate are
+ * done (until then it waits, marked acked); when a message fails, every later
+ * one of its aggregate still in flight fails with it (RETRIABLE); and in a
+ * batch every message after a refused one of its aggregate is refused: none
+ * is acknowledged ahead of a failed one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +65,37 @@ static void rmq_finish(obx_instance *inst, rmq_entry *e, obx_status status, int 
     inst->host->complete(inst->host->host_ctx, e->token, status, code, detail);
 }
 
+#define RMQ_HELD_DETAIL "not sent in order: an earlier event of its aggregate failed"
+
+/* Fails the message with tag `tag` and every later in-flight one of its aggregate. */
+static void rmq_fail(obx_instance *inst, uint64_t tag, obx_status status, int code,
+                     const char *detail)
+{
+    rmq_entry *e = rmq_entry_at(inst, tag);
+    if (!e || e->done)
+        return;
+    uint64_t aggregate = e->aggregate;
+    rmq_finish(inst, e, status, code, detail);
+    for (uint64_t t = tag + 1; t < inst->next_tag; t++) {
+        rmq_entry *later = rmq_entry_at(inst, t);
+        if (!later->done && later->aggregate == aggregate)
+            rmq_finish(inst, later, OBX_RETRIABLE, 0, RMQ_HELD_DETAIL);
+    }
+}
+
+/* FNV-1a over aggregate type and id: a collision only fails a message early. */
+uint64_t rmq_aggregate_hash(const obx_message *m)
+{
+    uint64_t h = 1469598103934665603ull;
+    const char *parts[2] = {m->aggregate_type, m->aggregate_id};
+    for (int i = 0; i < 2; i++) {
+        for (const unsigned char *p = (const unsigned char *)parts[i]; p && *p; p++)
+            h = (h ^ *p) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull; /* separator: ("ab","c") != ("a","bc") */
+    }
+    return h;
+}
+
 /* Drops completed entries from the front of the ring. */
 static void rmq_advance(obx_instance *inst)
 {
@@ -70,6 +112,34 @@ void rmq_fail_pending(obx_instance *inst, obx_status status, const char *detail)
     rmq_advance(inst);
 }
 
+/* Is a message of this aggregate published before tag still open? */
+static int rmq_earlier_open(obx_instance *inst, uint64_t tag, uint64_t aggregate)
+{
+    for (uint64_t t = inst->base_tag; t < tag; t++) {
+        rmq_entry *e = rmq_entry_at(inst, t);
+        if (!e->done && e->aggregate == aggregate)
+            return 1;
+    }
+    return 0;
+}
+
+/* Completes OK the messages of an aggregate that were acked while an earlier
+ * one was open, up to the next one still waiting for its own ack. */
+static int rmq_release_later(obx_instance *inst, uint64_t tag, uint64_t aggregate)
+{
+    int done = 0;
+    for (uint64_t t = tag + 1; t < inst->next_tag; t++) {
+        rmq_entry *e = rmq_entry_at(inst, t);
+        if (e->done || e->aggregate != aggregate)
+            continue;
+        if (!e->acked)
+            break;
+        rmq_finish(inst, e, OBX_OK, 0, NULL);
+        done++;
+    }
+    return done;
+}
+
 static int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
 {
     int done = 0;
@@ -78,12 +148,17 @@ static int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
         rmq_entry *e = rmq_entry_at(inst, t);
         if (!e || e->done)
             continue;
-        if (!ack)
-            rmq_finish(inst, e, OBX_RETRIABLE, 0, "nacked by the broker");
-        else if (e->return_code)
-            rmq_finish(inst, e, inst->unroutable, e->return_code, e->return_text);
-        else
+        if (!ack) {
+            rmq_fail(inst, t, OBX_RETRIABLE, 0, "nacked by the broker");
+        } else if (e->return_code) {
+            rmq_fail(inst, t, inst->unroutable, e->return_code, e->return_text);
+        } else if (rmq_earlier_open(inst, t, e->aggregate)) {
+            e->acked = 1; /* completes when its predecessors are done */
+            continue;
+        } else {
             rmq_finish(inst, e, OBX_OK, 0, NULL);
+            done += rmq_release_later(inst, t, e->aggregate);
+        }
         done++;
     }
     rmq_advance(inst);
@@ -112,19 +187,23 @@ static int rmq_on_return(obx_instance *inst, amqp_channel_t channel, const amqp_
         amqp_bytes_t id = msg.properties.message_id;
         for (uint64_t t = inst->base_tag; t < inst->next_tag && !matched; t++) {
             rmq_entry *e = rmq_entry_at(inst, t);
-            if (!e->done && !e->return_code && strlen(e->event_id) == id.len &&
+            /* a done one too: it may have failed already, behind its aggregate */
+            if (!e->return_code && strlen(e->event_id) == id.len &&
                 memcmp(e->event_id, id.bytes, id.len) == 0) {
                 e->return_code = code ? code : 312;
                 snprintf(e->return_text, sizeof(e->return_text), "%s", text);
                 matched = 1;
+                /* fail it now: later messages of its aggregate may be acked
+                 * before its own ack comes */
+                rmq_fail(inst, t, inst->unroutable, e->return_code, e->return_text);
             }
         }
     }
     amqp_destroy_message(&msg);
     if (!matched)
         inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
-                        "rabbitmq: basic.return for no unconfirmed message: %s", text);
-    return 0;
+                        "basic.return for no unconfirmed message: %s", text);
+    return matched;
 }
 
 static void rmq_on_close(obx_instance *inst, const amqp_frame_t *f)
@@ -180,14 +259,13 @@ static int rmq_on_frame(obx_instance *inst, const amqp_frame_t *f)
         inst->blocked = 1;
         snprintf(inst->blocked_reason, sizeof(inst->blocked_reason), "%.*s", (int)b->reason.len,
                  (const char *)b->reason.bytes);
-        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
-                        "rabbitmq: broker blocked publishing: %s", inst->blocked_reason);
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "broker blocked publishing: %s",
+                        inst->blocked_reason);
         return 0;
     }
     case AMQP_CONNECTION_UNBLOCKED_METHOD:
         inst->blocked = 0;
-        inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
-                        "rabbitmq: broker unblocked publishing");
+        inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "broker unblocked publishing");
         return 0;
     default: return 0;
     }
@@ -295,47 +373,129 @@ static int rmq_reserve_headers(obx_instance *inst, size_t count)
     return 0;
 }
 
-/* Accepts one message: it gets exactly one completion, now or later. */
-static void rmq_publish_one(obx_instance *inst, const obx_message *m)
+#define RMQ_SHORTSTR_MAX 255 /* AMQP short strings: names, keys, property texts */
+
+/* Does a short-string field fit? Else why, with the field's start (cut on a
+ * UTF-8 character boundary). */
+static int rmq_fits(const char *what, const char *text, size_t len, char *why, size_t why_size)
 {
-    const obx_host *host = inst->host;
-    char why[300];
-    if (!inst->conn && rmq_ensure_connected(inst) != 0) {
-        snprintf(why, sizeof(why), "not connected: %s", inst->last_error);
-        host->complete(host->host_ctx, m->token, OBX_RETRIABLE, 0, why);
-        return;
-    }
-    if (inst->blocked) {
-        snprintf(why, sizeof(why), "broker blocked publishing: %s", inst->blocked_reason);
-        host->complete(host->host_ctx, m->token, OBX_RETRIABLE, 0, why);
-        return;
-    }
+    if (len <= RMQ_SHORTSTR_MAX)
+        return 1;
+    size_t shown = 40;
+    while (shown > 0 && ((unsigned char)text[shown] & 0xC0) == 0x80)
+        shown--;
+    snprintf(why, why_size,
+             "%s is %zu bytes, over the AMQP limit of %d for a short string: \"%.*s...\"", what,
+             len, RMQ_SHORTSTR_MAX, (int)shown, text);
+    return 0;
+}
+
+/* Every short string the publish would carry: one over the limit makes the
+ * broker close the connection, failing every unconfirmed message with it. */
+static int rmq_names_fit(const obx_instance *inst, const obx_message *m, amqp_bytes_t exchange,
+                         amqp_bytes_t routing_key, char *why, size_t why_size)
+{
+    const char *ct = m->content_type ? m->content_type : inst->content_type_default;
+    if (!rmq_fits("exchange", exchange.bytes, exchange.len, why, why_size) ||
+        !rmq_fits("routing key", routing_key.bytes, routing_key.len, why, why_size) ||
+        !rmq_fits("event type", m->event_type, strlen(m->event_type), why, why_size) ||
+        !rmq_fits("event id", m->event_id, strlen(m->event_id), why, why_size) ||
+        (ct && !rmq_fits("content type", ct, strlen(ct), why, why_size)))
+        return 0;
+    for (size_t i = 0; i < m->header_count; i++)
+        if (!rmq_fits("header key", m->headers[i].key, strlen(m->headers[i].key), why, why_size))
+            return 0;
+    return 1;
+}
+
+/* Sends one message. OBX_OK: it gets exactly one completion, now or later;
+ * else it is refused with that status and the reason in why (*down set when
+ * the broker cannot be reached). */
+static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char *why,
+                                  size_t why_size, int *code, int *down)
+{
     const char *dest = m->destination ? m->destination : "";
     const char *slash = strchr(dest, '/');
     amqp_bytes_t exchange = {slash ? (size_t)(slash - dest) : 0, (void *)dest};
     amqp_bytes_t routing_key = amqp_cstring_bytes(slash ? slash + 1 : dest);
-    int exists = rmq_exchange_exists(inst, dest, exchange.len, why, sizeof(why));
+    *code = 0;
+    if (!rmq_names_fit(inst, m, exchange, routing_key, why, why_size))
+        return OBX_PERMANENT;
+    if (!inst->conn && rmq_ensure_connected(inst) != 0) {
+        snprintf(why, why_size, "not connected: %s", inst->last_error);
+        *down = 1;
+        return rmq_unavailable(inst);
+    }
+    if (inst->blocked) {
+        snprintf(why, why_size, "broker blocked publishing: %s", inst->blocked_reason);
+        *down = 1;
+        return rmq_unavailable(inst);
+    }
+    int exists = rmq_exchange_exists(inst, dest, exchange.len, why, why_size);
     if (exists < 0) {
-        host->complete(host->host_ctx, m->token, OBX_RETRIABLE, 0, inst->last_error);
-        return;
+        snprintf(why, why_size, "not connected: %s", inst->last_error);
+        *down = 1;
+        return rmq_unavailable(inst);
     }
     if (exists == 0) {
-        host->complete(host->host_ctx, m->token, inst->unroutable, 404, why);
-        return;
+        *code = 404;
+        return inst->unroutable;
     }
 
     rmq_entry *e = rmq_entry_at(inst, inst->next_tag++);
     e->token = m->token;
+    e->aggregate = rmq_aggregate_hash(m);
     e->done = 0;
+    e->acked = 0;
     e->return_code = 0;
     e->return_text[0] = '\0';
     snprintf(e->event_id, sizeof(e->event_id), "%s", m->event_id ? m->event_id : "");
     inst->pending++;
     int rc = rmq_send(inst, m, exchange, routing_key);
     if (rc < 0) {
-        snprintf(why, sizeof(why), "publish failed, connection lost: %s", amqp_error_string2(rc));
-        rmq_disconnect(inst, why, 0); /* completes this one too */
+        char lost[160];
+        snprintf(lost, sizeof(lost), "publish failed, connection lost: %s", amqp_error_string2(rc));
+        rmq_disconnect(inst, lost, 0); /* completes this one too */
     }
+    return OBX_OK;
+}
+
+/* A refusal with its reason; a host without refuse (ABI 1.0) learns the
+ * reason only from a completion, so there the message is accepted and
+ * completed at once. */
+static void rmq_refuse(obx_instance *inst, const obx_message *m, obx_status *accept,
+                       obx_status status, int code, const char *why)
+{
+    const obx_host *host = inst->host;
+    if (OBX_HOST_HAS(host, refuse)) {
+        *accept = status;
+        host->refuse(host->host_ctx, m->token, code, why);
+    } else {
+        *accept = OBX_OK;
+        host->complete(host->host_ctx, m->token, status, code, why);
+    }
+}
+
+/* Aggregates with a refused message in this batch (their later ones are refused too). */
+static int rmq_held(obx_instance *inst, uint64_t aggregate)
+{
+    for (size_t i = 0; i < inst->held_count; i++)
+        if (inst->held[i] == aggregate)
+            return 1;
+    return 0;
+}
+
+static void rmq_hold(obx_instance *inst, uint64_t aggregate)
+{
+    if (inst->held_count == inst->held_cap) {
+        size_t cap = inst->held_cap ? inst->held_cap * 2 : 16;
+        uint64_t *grown = realloc(inst->held, cap * sizeof(*grown));
+        if (!grown)
+            return;
+        inst->held = grown;
+        inst->held_cap = cap;
+    }
+    inst->held[inst->held_count++] = aggregate;
 }
 
 obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
@@ -346,15 +506,33 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
      * socket, so the batch goes out on a fresh connection instead of failing. */
     if (inst->conn && count > 0)
         rmq_pump(inst, 0);
+    inst->held_count = 0;
+    obx_status down = OBX_OK; /* once the broker is unreachable, the rest waits too */
+    char why[400];
     for (size_t i = 0; i < count; i++) {
         const obx_message *m = &msgs[i];
-        /* Memory first: a refusal here carries no completion. */
-        if (rmq_reserve(inst) != 0 || rmq_reserve_headers(inst, 5 + m->header_count) != 0) {
-            accept[i] = OBX_RETRIABLE;
+        uint64_t aggregate = rmq_aggregate_hash(m);
+        int code = 0, unreachable = 0;
+        obx_status status;
+        if (down != OBX_OK) {
+            status = down;
+        } else if (rmq_held(inst, aggregate)) {
+            status = OBX_RETRIABLE;
+            snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
+        } else if (rmq_reserve(inst) != 0 || rmq_reserve_headers(inst, 5 + m->header_count) != 0) {
+            status = OBX_RETRIABLE;
+            snprintf(why, sizeof(why), "out of memory");
+        } else {
+            status = rmq_publish_one(inst, m, why, sizeof(why), &code, &unreachable);
+        }
+        if (status == OBX_OK) {
+            accept[i] = OBX_OK;
             continue;
         }
-        accept[i] = OBX_OK;
-        rmq_publish_one(inst, m);
+        if (unreachable)
+            down = status;
+        rmq_refuse(inst, m, &accept[i], status, code, why);
+        rmq_hold(inst, aggregate);
     }
     if (inst->conn && inst->pending > 0)
         rmq_pump(inst, 0); /* confirms that are already here; keeps the socket drained */

@@ -23,8 +23,9 @@ harness() {
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
 
 # Private RabbitMQ for fault tests (the shared one must never be stopped).
-PRIV_ENV=(SVC_DIR=/tmp/obx-rmqfault-$$ AMQP_PORT=${PRIV_AMQP_PORT:-57720} RMQ_DIST_PORT=57721
-          RMQ_CTL_PORT_MIN=57722 RMQ_EPMD_PORT=57730)
+# (ports overridable, so that runs on one machine do not collide)
+PRIV_ENV=(SVC_DIR=/tmp/obx-rmqfault-$$ AMQP_PORT=${PRIV_AMQP_PORT:-57720} RMQ_DIST_PORT=${PRIV_DIST_PORT:-57721}
+          RMQ_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57722} RMQ_EPMD_PORT=${PRIV_EPMD_PORT:-57730})
 priv() { env "${PRIV_ENV[@]}" "$SERVICES" "$@"; }
 priv_start() {
     note "starting a private RabbitMQ on 127.0.0.1:${PRIV_AMQP_PORT:-57720}"

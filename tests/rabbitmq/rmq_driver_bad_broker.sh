@@ -1,7 +1,8 @@
 #!/bin/bash
 # Wrong credentials, a closed port and a silent peer: create still returns an
-# instance, every message completes RETRIABLE with a clear reason, the driver
-# keeps retrying, never hangs, never crashes, never prints the password.
+# instance, every message is refused UNAVAILABLE with a clear reason, the
+# driver keeps retrying, never hangs, never crashes, never prints the
+# password. probe tells a closed port from a running broker.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rmq_common.sh"
 SILENT_PID=
@@ -32,6 +33,12 @@ cat "$WORK/out"; tail -3 "$WORK/err"
 [ $rc -eq 1 ] || fail "closed port: harness exit $rc"
 grep -q "not connected: connect to amqp://127.0.0.1:1 vhost /: " "$WORK/err" || fail "closed port: reason unclear"
 expect_eq "closed port ok" "$(field ok "$(tail -1 "$WORK/out")")" 0
+[ "$(field unavailable "$(tail -1 "$WORK/out")")" -gt 0 ] || fail "closed port: messages not refused UNAVAILABLE"
+
+# probe: UNAVAILABLE for the closed port, OK for the running broker
+expect_eq "probe, closed port" "$("$RMQ_HARNESS" "$RMQ_SO" -o url="amqp://guest:guest@127.0.0.1:1" probe 1000)" \
+    "probe=UNAVAILABLE"
+expect_eq "probe, running broker" "$("$RMQ_HARNESS" "$RMQ_SO" -o url="$AMQP_URL" probe 2000)" "probe=OK"
 
 # a peer that accepts TCP and never answers: the handshake times out
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

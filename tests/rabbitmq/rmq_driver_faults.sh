@@ -12,7 +12,7 @@ run_with_fault() { # NAME FAULT-COMMAND...
     local name=$1; shift
     local q=${Q}_$name
     "$RCONSUME" "$PRIV_URL" declare "$q"
-    harness url="$PRIV_URL" declare_queue="$q" heartbeat_s=5 connect_timeout_ms=2000 -- \
+    harness url="$PRIV_URL" declare_queue="$q" heartbeat_ms=5000 connect_timeout_ms=2000 -- \
         publish "$N" 50 "$q" --deadline 240 --pause-at $((N / 10)) "$WORK/$name.paced" \
         >"$WORK/$name.out" 2>"$WORK/$name.err" &
     local pid=$!
@@ -34,9 +34,11 @@ run_with_fault() { # NAME FAULT-COMMAND...
 
 restart() { note "rabbitmq stop"; priv rmq-stop; sleep 2; note "rabbitmq start"; priv rmq-start; }
 run_with_fault restart restart
-# a stopped broker fails what is in flight; a closed connection may not (its
-# acknowledgements can precede the close), so only the restart must retry
-[ "$(field retriable "$SUM")" -gt 0 ] || fail "restart: the fault did not hit in-flight messages"
+# a stopped broker fails what is in flight or refuses what comes while it is
+# away (UNAVAILABLE); a closed connection may not (its acknowledgements can
+# precede the close), so only the restart must show it
+[ $(($(field retriable "$SUM") + $(field unavailable "$SUM"))) -gt 0 ] \
+    || fail "restart: the fault did not hit any message"
 
 drop() { local i; for i in 1 2 3; do note "close_all_connections"; priv rmq-drop-conns; sleep 0.7; done; }
 run_with_fault drop drop

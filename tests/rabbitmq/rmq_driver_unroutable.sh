@@ -2,8 +2,9 @@
 # Unroutable messages through the driver alone: one to an exchange with no
 # matching binding (mandatory -> basic.return NO_ROUTE before the ack), one to
 # a missing exchange (NOT_FOUND, found by the passive check). Both fail
-# PERMANENT with the broker's text; every event around them is delivered, in
-# order, with all properties.
+# PERMANENT with the broker's text; the later events of their aggregates in
+# flight or in the batch fail with them (in order) and go again; every event
+# around them is delivered, in order, with all properties.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rmq_common.sh"
 trap 'rm -rf "$WORK"' EXIT
@@ -20,6 +21,9 @@ grep -q "permanent n=1500 status=2 detail=NO_ROUTE (exchange 'amq.topic', routin
     || fail "no NO_ROUTE detail for event 1500"
 grep -q "permanent n=2222 status=2 detail=NOT_FOUND - no exchange 'obx_no_such_exchange'" <<<"$out" \
     || fail "no NOT_FOUND detail for event 2222"
+# in order: the later events of 1500's and 2222's aggregates in their batches
+# were failed or refused with them (and delivered when sent again)
+[ "$(field held "$sum")" -ge 2 ] || fail "later events of a failed aggregate were not held back"
 
 # unroutable = retriable classifies (its 9 routable events are delivered too) the same return as RETRIABLE (the harness retries until its deadline)
 out=$(harness url="$AMQP_URL" unroutable=retriable -- publish 10 2 "$Q" --bad-dest 4 amq.topic/nope --deadline 2) \

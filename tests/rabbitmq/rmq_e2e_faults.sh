@@ -43,7 +43,7 @@ wait $relay || { tail -30 "$WORK/relay.log" >&2; fail "relay run --drain failed"
 expect_eq "published rows" "$(published)" "$N"
 expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
 retried=$(sql "SELECT count(*) FROM outbox WHERE attempts > 1")
-note "rows retried: $retried; reconnects logged: $(grep -c 'rabbitmq: connected' "$WORK/relay.log")"
+note "rows retried: $retried; reconnects logged: $(grep -c 'connected to' "$WORK/relay.log")"
 grep -q "reconnecting" "$WORK/relay.log" || fail "no reconnect logged"
 r=$("$RCONSUME" "$PRIV_URL" read "$Q" "$N" 10000 --header-n seq "") || { echo "$r"; fail "consumer checks failed"; }
 echo "$r"

@@ -3,7 +3,9 @@
  * The RabbitMQ tests use it for what does not need the database:
  *
  *   rmq_harness DRIVER.so [-o key=value]... publish N AGGREGATES DEST [--bad-dest K DEST2]...
- *       [--deadline S] [--pause-at K FILE]
+ *       [--long-type K] [--long-header K] [--deadline S] [--pause-at K FILE]
+ *     --long-type / --long-header give event K a 300-character event type /
+ *     header key (over AMQP's 255-byte short-string limit).
  *     With --pause-at, once K events went out it creates FILE and, until
  *     FILE.go exists, leaves each batch in flight 500 ms before reading its
  *     acknowledgements: a fault lands on messages in flight however slow the
@@ -12,11 +14,16 @@
  *     completion, republishes RETRIABLE ones (100 ms .. 1 s backoff) until all
  *     are OK or PERMANENT. Event K (each --bad-dest) goes to DEST2. Payload
  *     {"n": i}, aggregate agg-(i % AGGREGATES), header trace=t-i.
- *     Prints "ok=.. permanent=.. retriable=.. protocol_errors=.." and every
- *     PERMANENT detail; exits 0 when every event ended and no completion
- *     broke the contract (twice, unknown token, after close).
+ *     Prints "ok=.. permanent=.. retriable=.. refused=.. held=.. protocol_errors=.."
+ *     and every PERMANENT detail; exits 0 when every event ended and no
+ *     completion broke the contract (twice, unknown token, after close, for
+ *     a refused message). The fake host is an ABI 1.1 host: it has refuse,
+ *     checks option values against the driver's option_specs and treats a
+ *     refusal (with its reason) like a completion with that status.
  *   rmq_harness DRIVER.so [-o key=value]... create
  *     create only: prints the errstr and exits 1 when create refuses.
+ *   rmq_harness DRIVER.so [-o key=value]... probe TIMEOUT_MS
+ *     create, then probe: prints "probe=OK" or "probe=UNAVAILABLE".
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -50,7 +57,7 @@ typedef struct hctx {
     ev *evs;
     size_t n;
     int closed;
-    long completions, retriable, protocol_errors;
+    long completions, retriable, refused, unavailable, held, protocol_errors;
 } hctx;
 
 static void h_log(void *c, obx_log_level level, const char *fmt, ...)
@@ -115,6 +122,9 @@ static int h_property(void *c, size_t i, const char **k, const char **v)
     return 0;
 }
 
+/* The driver's reason for failing a message behind a failed one of its aggregate. */
+#define HELD_PREFIX "not sent in order"
+
 static void h_complete(void *c, uint64_t token, obx_status status, int code, const char *detail)
 {
     hctx *h = c;
@@ -130,6 +140,8 @@ static void h_complete(void *c, uint64_t token, obx_status status, int code, con
     e->inflight = 0;
     e->last = status;
     snprintf(e->detail, sizeof(e->detail), "%s", detail ? detail : "");
+    if (strncmp(e->detail, HELD_PREFIX, strlen(HELD_PREFIX)) == 0)
+        h->held++;
     if (status == OBX_OK)
         e->final = 1;
     else if (status == OBX_PERMANENT || status == OBX_FATAL)
@@ -138,11 +150,24 @@ static void h_complete(void *c, uint64_t token, obx_status status, int code, con
         h->retriable++;
 }
 
+/* A refusal at publish: no completion follows; the reason is kept like a completion's. */
+static void h_refuse(void *c, uint64_t token, int code, const char *detail)
+{
+    hctx *h = c;
+    (void)code;
+    if (token >= h->n || !h->evs[token].inflight) {
+        h->protocol_errors++;
+        fprintf(stderr, "harness: bad refusal token=%llu\n", (unsigned long long)token);
+        return;
+    }
+    snprintf(h->evs[token].detail, sizeof(h->evs[token].detail), "%s", detail ? detail : "");
+}
+
 static void hctx_init(hctx *h, size_t n)
 {
     memset(h, 0, sizeof(*h));
-    h->host = (obx_host){sizeof(obx_host), h,        h_log,      h_string,  h_int,
-                         h_bool,           h_double, h_property, h_complete, NULL};
+    h->host = (obx_host){sizeof(obx_host), h,        h_log,      h_string,   h_int,
+                         h_bool,           h_double, h_property, h_complete, h_refuse};
     h->evs = calloc(n ? n : 1, sizeof(ev));
     h->n = n;
 }
@@ -162,11 +187,14 @@ static void sleep_ms(int ms)
 
 /* Message storage for one batch (strings live until the next batch). */
 typedef struct mbuf {
-    char eid[40], agg[32], payload[64], trace[32], dest[256];
-    obx_header hdr[1];
+    char eid[40], agg[32], payload[64], trace[32], dest[256], longname[301];
+    obx_header hdr[2];
 } mbuf;
 
-static void fill(obx_message *m, mbuf *b, size_t i, size_t aggs, const char *dest, int attempt)
+enum { PLAIN = 0, LONG_TYPE = 1, LONG_HEADER = 2 };
+
+static void fill(obx_message *m, mbuf *b, size_t i, size_t aggs, const char *dest, int attempt,
+                 int shape)
 {
     /* ids unique per run: several runs may share a queue */
     snprintf(b->eid, sizeof(b->eid), "%08x-0000-4000-8000-%012zu", (unsigned)getpid(), i);
@@ -188,6 +216,16 @@ static void fill(obx_message *m, mbuf *b, size_t i, size_t aggs, const char *des
                        .headers = b->hdr,
                        .header_count = 1,
                        .attempt = (uint32_t)attempt};
+    if (shape != PLAIN) {
+        memset(b->longname, 'x', 300);
+        b->longname[300] = '\0';
+    }
+    if (shape == LONG_TYPE)
+        m->event_type = b->longname;
+    if (shape == LONG_HEADER) {
+        b->hdr[1] = (obx_header){b->longname, "v"};
+        m->header_count = 2;
+    }
 }
 
 /* Waits for every accepted message of the batch; 0, or -1 when the driver hangs. */
@@ -214,7 +252,8 @@ static int cmd_publish(int argc, char **argv)
         return 2;
     size_t n = strtoul(argv[0], NULL, 10), aggs = strtoul(argv[1], NULL, 10);
     const char *dest = argv[2], *bad_dest[8];
-    size_t bad_k[8], nbad = 0;
+    size_t bad_k[8], nbad = 0, long_k[8], nlong = 0;
+    int long_shape[8];
     double deadline = 300;
     size_t pause_at = 0;
     const char *pause_file = NULL;
@@ -223,6 +262,10 @@ static int cmd_publish(int argc, char **argv)
         if (strcmp(argv[i], "--bad-dest") == 0 && i + 2 < argc && nbad < 8) {
             bad_k[nbad] = strtoul(argv[++i], NULL, 10);
             bad_dest[nbad++] = argv[++i];
+        } else if ((strcmp(argv[i], "--long-type") == 0 || strcmp(argv[i], "--long-header") == 0) &&
+                   i + 1 < argc && nlong < 8) {
+            long_shape[nlong] = strcmp(argv[i], "--long-type") == 0 ? LONG_TYPE : LONG_HEADER;
+            long_k[nlong++] = strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
             deadline = atof(argv[++i]);
         } else if (strcmp(argv[i], "--pause-at") == 0 && i + 2 < argc) {
@@ -278,15 +321,31 @@ static int cmd_publish(int argc, char **argv)
             for (size_t j = 0; j < nbad; j++)
                 if (idx[k] == bad_k[j])
                     d = bad_dest[j];
-            fill(&msgs[k], &bufs[k], idx[k], aggs, d, e->attempts);
+            int shape = PLAIN;
+            for (size_t j = 0; j < nlong; j++)
+                if (idx[k] == long_k[j])
+                    shape = long_shape[j];
+            fill(&msgs[k], &bufs[k], idx[k], aggs, d, e->attempts, shape);
             e->inflight = 1;
         }
         obx_status rc = def->publish_batch(inst, msgs, cnt, accept);
         if (slow) /* the batch stays in flight (acknowledgements unread) for a while */
             sleep_ms(500);
-        for (size_t k = 0; k < cnt; k++)
-            if (accept[k] != OBX_OK)
-                h.evs[idx[k]].inflight = 0; /* refused: no completion will come */
+        for (size_t k = 0; k < cnt; k++) {
+            ev *e = &h.evs[idx[k]];
+            if (accept[k] == OBX_OK)
+                continue;
+            /* refused: no completion will come; the status counts like one */
+            e->inflight = 0;
+            e->last = accept[k];
+            h.refused++;
+            if (strncmp(e->detail, HELD_PREFIX, strlen(HELD_PREFIX)) == 0)
+                h.held++;
+            if (accept[k] == OBX_PERMANENT)
+                e->final = 2;
+            else if (accept[k] == OBX_UNAVAILABLE)
+                h.unavailable++;
+        }
         if (wait_batch(inst, &h, idx, cnt, 60) != 0) {
             fprintf(stderr, "harness: completions missing after 60 s (driver hangs)\n");
             hung = 1;
@@ -341,9 +400,36 @@ static int cmd_publish(int argc, char **argv)
     free(idx);
     free(retry);
     free(h.evs);
-    printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld protocol_errors=%ld seconds=%.2f\n",
-           ok, perm, open, h.retriable, h.protocol_errors, took);
+    printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld refused=%ld unavailable=%ld held=%ld "
+           "protocol_errors=%ld seconds=%.2f\n",
+           ok, perm, open, h.retriable, h.refused, h.unavailable, h.held, h.protocol_errors, took);
     return !hung && open == 0 && h.protocol_errors == 0 ? 0 : 1;
+}
+
+/* The host's check of one option value against the driver's declaration:
+ * NULL when it passes, else why not. */
+static const char *spec_check(const char *name, const char *value)
+{
+    for (size_t i = 0; def->options && def->options[i].name; i++) {
+        if (strcmp(def->options[i].name, name) != 0)
+            continue;
+        const obx_option_spec *sp = def->option_specs ? &def->option_specs[i] : NULL;
+        if (!sp)
+            return NULL;
+        if (def->options[i].type == OBX_OPT_INT && sp->min < sp->max) {
+            double v = strtod(value, NULL);
+            if (v < sp->min || v > sp->max)
+                return "out of range";
+        }
+        if (sp->choices) {
+            for (const char *const *c = sp->choices; *c; c++)
+                if (strcmp(*c, value) == 0)
+                    return NULL;
+            return "not one of the choices";
+        }
+        return NULL;
+    }
+    return "unknown option";
 }
 
 int main(int argc, char **argv)
@@ -370,12 +456,11 @@ int main(int argc, char **argv)
         *eq = '\0';
         opts[nopts].name = argv[i + 1];
         opts[nopts++].value = eq + 1;
-        int known = 0;
-        for (const obx_option *o = def->options; o && o->name; o++)
-            known |= strcmp(o->name, argv[i + 1]) == 0;
-        if (!known) {
-            fprintf(stderr, "harness: unknown option %s\n", argv[i + 1]);
-            return 2;
+        const char *why = spec_check(argv[i + 1], eq + 1);
+        if (why) {
+            /* what the host would refuse before create */
+            printf("create refused: option %s: %s\n", argv[i + 1], why);
+            return 1;
         }
     }
     if (i >= argc)
@@ -383,6 +468,23 @@ int main(int argc, char **argv)
     int rc = 2;
     if (strcmp(argv[i], "publish") == 0) {
         rc = cmd_publish(argc - i - 1, argv + i + 1);
+    } else if (strcmp(argv[i], "probe") == 0 && i + 1 < argc && def->probe) {
+        hctx h;
+        hctx_init(&h, 1);
+        char err[512] = "";
+        obx_instance *inst = def->create(&h.host, err, sizeof(err));
+        if (inst) {
+            obx_status st = def->probe(inst, atoi(argv[i + 1]));
+            printf("probe=%s\n", st == OBX_OK            ? "OK"
+                                 : st == OBX_UNAVAILABLE ? "UNAVAILABLE"
+                                                         : "other");
+            def->destroy(inst);
+            rc = 0;
+        } else {
+            printf("create refused: %s\n", err);
+            rc = 1;
+        }
+        free(h.evs);
     } else if (strcmp(argv[i], "create") == 0) {
         hctx h;
         hctx_init(&h, 1);
