@@ -50,7 +50,10 @@ static const char status_sql[] =
     "   OR {c.lease_until} < now())),"
     " count(*) FILTER (WHERE {c.dead_at} IS NULL AND {c.lease_until} >= now()),"
     " count(*) FILTER (WHERE {c.dead_at} IS NOT NULL),"
-    " coalesce(extract(epoch FROM now() - min({c.created_at}) FILTER (WHERE {c.dead_at} IS NULL)), 0)"
+    " coalesce(extract(epoch FROM now() - min({c.created_at}) FILTER (WHERE {c.dead_at} IS NULL)), 0),"
+    /* last put back, no attempt counted, because their output was unavailable */
+    " count(*) FILTER (WHERE {c.dead_at} IS NULL"
+    "   AND ({c.last_error} LIKE 'unavailable:%' OR {c.last_error} LIKE 'not sent:%'))"
     " FROM {table} WHERE {c.published_at} IS NULL";
 /* clang-format on */
 
@@ -71,18 +74,21 @@ int command_status(const relay_config *cfg, int json)
         long long pending = atoll(PQgetvalue(res, 0, 0)), in_flight = atoll(PQgetvalue(res, 0, 1)),
                   dead = atoll(PQgetvalue(res, 0, 2));
         double oldest = atof(PQgetvalue(res, 0, 3));
+        long long waiting = atoll(PQgetvalue(res, 0, 4));
         if (json) {
-            json_t *o = json_pack("{s:I,s:I,s:I,s:f}", "pending", (json_int_t)pending, "in_flight",
-                                  (json_int_t)in_flight, "dead", (json_int_t)dead,
-                                  "oldest_pending_seconds", oldest);
+            json_t *o = json_pack("{s:I,s:I,s:I,s:f,s:I}", "pending", (json_int_t)pending,
+                                  "in_flight", (json_int_t)in_flight, "dead", (json_int_t)dead,
+                                  "oldest_pending_seconds", oldest, "waiting_for_output",
+                                  (json_int_t)waiting);
             char *text = json_dumps(o, JSON_COMPACT);
             puts(text);
             free(text);
             json_decref(o);
         } else {
             printf("pending:                %lld\nin flight:              %lld\n"
-                   "dead:                   %lld\noldest pending age (s): %.3f\n",
-                   pending, in_flight, dead, oldest);
+                   "dead:                   %lld\noldest pending age (s): %.3f\n"
+                   "waiting for an output:  %lld (its broker was unreachable; no attempt counted)\n",
+                   pending, in_flight, dead, oldest, waiting);
         }
         rc = 0;
     }

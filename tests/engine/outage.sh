@@ -6,7 +6,8 @@
 # than max_attempts x backoff; then the file goes and the relay drains:
 # nothing dead-lettered, every event published exactly once, attempts = 1
 # for each, and the log says once that the output is unavailable and once
-# that it is back.
+# that it is back; during the outage `status` counts the events waiting for
+# the output.
 ENG_TEST=outage
 . "$(dirname "$0")/elib.sh"
 
@@ -26,6 +27,8 @@ sleep 3 # the outage goes on: probes, no claims, no attempts
 DURING=$(sql "SELECT count(*) FILTER (WHERE dead_at IS NOT NULL) || '/' || count(*) FILTER (WHERE published_at IS NOT NULL)
               || '/' || max(attempts) FROM outbox")
 SEEN=$(sql "SELECT string_agg(DISTINCT last_error, ' | ') FROM outbox WHERE last_error IS NOT NULL")
+WAITING=$("$OBX_BIN" status -c "$WORK/relay.cfg" --json | sed -n 's/.*"waiting_for_output":\([0-9]*\).*/\1/p')
+[ "${WAITING:-0}" -ge 1 ] || fail "status shows no event waiting for the unavailable output"
 rm -f "$WORK/down"
 wait_exit "$PID" 120
 expect_eq "relay exit code" "$EXIT_RC" 0
