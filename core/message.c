@@ -1,533 +1,96 @@
 #include "message.h"
 
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_scan.h"
 #include "queries.h"
+#include "route.h"
 
-#define ARENA_BLOCK (64 * 1024)
-
-struct arena_block {
-    struct arena_block *next;
-    size_t used, size;
-    max_align_t data[];
-};
-
-void *arena_alloc(arena *a, size_t size)
+/* A column's text, or NULL for SQL NULL. */
+static const char *row_value(result_row row, int col)
 {
-    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    struct arena_block *b = a->head;
-    if (!b || b->size - b->used < size) {
-        size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
-        b = malloc(sizeof *b + cap);
-        b->next = a->head;
-        b->used = 0;
-        b->size = cap;
-        a->head = b;
-    }
-    void *p = (char *)b->data + b->used;
-    b->used += size;
-    return p;
+    return PQgetisnull(row.res, row.index, col) ? NULL : PQgetvalue(row.res, row.index, col);
 }
 
-/* Keeps the newest block for the next batch, frees the rest. */
-void arena_reset(arena *a)
+/* The payload column as the driver gets it: bytea decoded, text checked to
+ * hold JSON, within max_payload_bytes. */
+static int read_payload(const message_source *src, result_row row, obx_message *msg, char *err,
+                        size_t err_size)
 {
-    if (!a->head)
-        return;
-    struct arena_block *b = a->head->next;
-    while (b) {
-        struct arena_block *next = b->next;
-        free(b);
-        b = next;
-    }
-    a->head->next = NULL;
-    a->head->used = 0;
-}
-
-void arena_free(arena *a)
-{
-    arena_reset(a);
-    free(a->head);
-    a->head = NULL;
-}
-
-static char *arena_strndup(arena *a, const char *s, size_t n)
-{
-    char *d = arena_alloc(a, n + 1);
-    memcpy(d, s, n);
-    d[n] = '\0';
-    return d;
-}
-
-static const char *field(const obx_message *msg, const char *name, size_t len)
-{
-#define FIELD(f)                                                                                   \
-    if (len == strlen(#f) && strncmp(name, #f, len) == 0)                                          \
-        return msg->f;
-    FIELD(event_type)
-    FIELD(aggregate_type)
-    FIELD(aggregate_id)
-    FIELD(event_id)
-#undef FIELD
-    return NULL;
-}
-
-int message_render(const char *tmpl, const obx_message *msg, arena *a, const char **out, char *err,
-                   size_t err_size)
-{
-    if (!strstr(tmpl, "${")) {
-        *out = tmpl;
-        return 0;
-    }
-    size_t len = 0, cap = strlen(tmpl) + 256;
-    char *buf = malloc(cap);
-    for (const char *p = tmpl; *p;) {
-        const char *piece = p, *end = NULL;
-        size_t n = 1;
-        if (p[0] == '$' && p[1] == '{' && (end = strchr(p, '}'))) {
-            piece = field(msg, p + 2, end - p - 2);
-            if (!piece || !*piece) {
-                snprintf(err, err_size, "destination template \"%s\" names %.*s, which is %s", tmpl,
-                         (int)(end - p - 2), p + 2, piece ? "empty" : "NULL or unknown");
-                free(buf);
-                return -1;
-            }
-            n = strlen(piece);
-        }
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            buf = realloc(buf, cap);
-        }
-        memcpy(buf + len, piece, n);
-        len += n;
-        p = end ? end + 1 : p + 1;
-    }
-    *out = arena_strndup(a, buf, len);
-    free(buf);
-    return 0;
-}
-
-/*
- * A JSON scanner (RFC 8259) for the payload and headers columns. PostgreSQL
- * has already parsed json/jsonb, so this mostly re-reads its output: it
- * checks the grammar and UTF-8, and hands header numbers on byte for byte as
- * PostgreSQL printed them (a double or a 64-bit integer would round 0.1 or
- * refuse 2^70).
- */
-#define JSON_MAX_DEPTH 1000
-
-typedef struct jscan {
-    const char *start, *p, *end;
-    char *err;
-    size_t err_size;
-} jscan;
-
-static int js_fail(jscan *s, const char *what)
-{
-    snprintf(s->err, s->err_size, "%s at byte %zu", what, (size_t)(s->p - s->start));
-    return -1;
-}
-
-static void js_space(jscan *s)
-{
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-        s->p++;
-}
-
-/* The length of the UTF-8 sequence at p (shortest form, no surrogates), or 0. */
-static size_t utf8_sequence(const unsigned char *p, const unsigned char *end)
-{
-    size_t n = p[0] < 0x80                    ? 1
-               : p[0] >= 0xC2 && p[0] <= 0xDF ? 2
-               : (p[0] & 0xF0) == 0xE0        ? 3
-               : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4
-                                              : 0;
-    if (!n || (size_t)(end - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0) ||
-        (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90))
-        return 0; /* overlong, a surrogate, or above U+10FFFF */
-    return n;
-}
-
-static int js_hex4(jscan *s, unsigned *out)
-{
-    unsigned v = 0;
-    if (s->end - s->p < 4)
-        return js_fail(s, "truncated \\u escape");
-    for (int i = 0; i < 4; i++, s->p++) {
-        char c = *s->p;
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0)
-            return js_fail(s, "bad \\u escape");
-        v = v << 4 | (unsigned)d;
-    }
-    *out = v;
-    return 0;
-}
-
-static char *utf8_put(char *d, unsigned cp)
-{
-    if (cp < 0x80) {
-        *d++ = (char)cp;
-    } else if (cp < 0x800) {
-        *d++ = (char)(0xC0 | cp >> 6);
-        *d++ = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        *d++ = (char)(0xE0 | cp >> 12);
-        *d++ = (char)(0x80 | (cp >> 6 & 0x3F));
-        *d++ = (char)(0x80 | (cp & 0x3F));
-    } else {
-        *d++ = (char)(0xF0 | cp >> 18);
-        *d++ = (char)(0x80 | (cp >> 12 & 0x3F));
-        *d++ = (char)(0x80 | (cp >> 6 & 0x3F));
-        *d++ = (char)(0x80 | (cp & 0x3F));
-    }
-    return d;
-}
-
-/* A string at s->p (on its quote). With a, *out receives the decoded text
- * (never longer than its escaped form), NUL-terminated, and \u0000 is
- * refused because message texts are C strings; without, it is only checked. */
-static int js_string(jscan *s, arena *a, const char **out)
-{
-    const char *q = ++s->p;
-    while (q < s->end && *q != '"')
-        q += *q == '\\' && q + 1 < s->end ? 2 : 1;
-    if (q >= s->end)
-        return js_fail(s, "unterminated string");
-    char *d = a ? arena_alloc(a, (size_t)(q - s->p) + 1) : NULL, *o = d;
-    while (*s->p != '"') {
-        unsigned char c = (unsigned char)*s->p;
-        if (c < 0x20)
-            return js_fail(s, "control character in a string");
-        if (c != '\\') {
-            size_t n = utf8_sequence((const unsigned char *)s->p, (const unsigned char *)q);
-            if (!n)
-                return js_fail(s, "invalid UTF-8 in a string");
-            if (d)
-                memcpy(d, s->p, n), d += n;
-            s->p += n;
-            continue;
-        }
-        char e = *++s->p;
-        const char *plain = strchr("\"\\/bfnrt", e);
-        if (e && plain) {
-            if (d)
-                *d++ = "\"\\/\b\f\n\r\t"[plain - "\"\\/bfnrt"];
-            s->p++;
-            continue;
-        }
-        unsigned cp, lo;
-        if (e != 'u')
-            return js_fail(s, "bad escape in a string");
-        s->p++;
-        if (js_hex4(s, &cp) < 0)
-            return -1;
-        if (cp >= 0xDC00 && cp <= 0xDFFF)
-            return js_fail(s, "lone low surrogate in a \\u escape");
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (s->end - s->p < 2 || s->p[0] != '\\' || s->p[1] != 'u')
-                return js_fail(s, "lone high surrogate in a \\u escape");
-            s->p += 2;
-            if (js_hex4(s, &lo) < 0)
-                return -1;
-            if (lo < 0xDC00 || lo > 0xDFFF)
-                return js_fail(s, "bad surrogate pair in a \\u escape");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        }
-        if (cp == 0 && a)
-            return js_fail(s, "\\u0000 (NUL) in a string");
-        if (d)
-            d = utf8_put(d, cp);
-    }
-    s->p++;
-    if (d) {
-        *d = '\0';
-        *out = o;
-    }
-    return 0;
-}
-
-/* A number at s->p: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int js_number(jscan *s)
-{
-#define DIGITS(s) ((s)->p < (s)->end && *(s)->p >= '0' && *(s)->p <= '9')
-    if (s->p < s->end && *s->p == '-')
-        s->p++;
-    if (!DIGITS(s))
-        return js_fail(s, "expected a JSON value");
-    if (*s->p++ != '0')
-        while (DIGITS(s))
-            s->p++;
-    if (s->p < s->end && *s->p == '.') {
-        s->p++;
-        if (!DIGITS(s))
-            return js_fail(s, "expected a digit after the decimal point");
-        while (DIGITS(s))
-            s->p++;
-    }
-    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
-        s->p++;
-        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
-            s->p++;
-        if (!DIGITS(s))
-            return js_fail(s, "expected a digit in the exponent");
-        while (DIGITS(s))
-            s->p++;
-    }
-    return 0;
-#undef DIGITS
-}
-
-static int js_literal(jscan *s, const char *word)
-{
-    size_t n = strlen(word);
-    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
-        return js_fail(s, "expected a JSON value");
-    s->p += n;
-    return 0;
-}
-
-static int js_value(jscan *s, int depth);
-
-/* An object or array at s->p, after its opening bracket was checked. */
-static int js_container(jscan *s, int depth)
-{
-    char close = *s->p == '{' ? '}' : ']';
-    if (depth >= JSON_MAX_DEPTH)
-        return js_fail(s, "nested too deeply");
-    s->p++;
-    js_space(s);
-    if (s->p < s->end && *s->p == close)
-        return s->p++, 0;
-    for (;;) {
-        if (close == '}') {
-            js_space(s);
-            if (s->p >= s->end || *s->p != '"')
-                return js_fail(s, "expected a string key");
-            if (js_string(s, NULL, NULL) < 0)
-                return -1;
-            js_space(s);
-            if (s->p >= s->end || *s->p != ':')
-                return js_fail(s, "expected ':'");
-            s->p++;
-        }
-        if (js_value(s, depth + 1) < 0)
-            return -1;
-        js_space(s);
-        if (s->p < s->end && *s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->end && *s->p == close)
-            return s->p++, 0;
-        return js_fail(s, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-}
-
-static int js_value(jscan *s, int depth)
-{
-    js_space(s);
-    if (s->p >= s->end)
-        return js_fail(s, "unexpected end");
-    switch (*s->p) {
-    case '{':
-    case '[': return js_container(s, depth);
-    case '"': return js_string(s, NULL, NULL);
-    case 't': return js_literal(s, "true");
-    case 'f': return js_literal(s, "false");
-    case 'n': return js_literal(s, "null");
-    default: return js_number(s);
-    }
-}
-
-/* Checks that text[0..len) is one JSON document. */
-static int json_check(const char *text, size_t len, char *err, size_t err_size)
-{
-    jscan s = {text, text, text + len, err, err_size};
-    if (js_value(&s, 0) < 0)
-        return -1;
-    js_space(&s);
-    return s.p == s.end ? 0 : js_fail(&s, "trailing characters");
-}
-
-/* One header value: a string (decoded), a number (as written) or a boolean.
- * Returns -1 on a syntax error (in s->err), -2 for another type of value. */
-static int header_value(jscan *s, arena *a, const char **out)
-{
-    const char *from = s->p;
-    char c = s->p < s->end ? *s->p : '\0';
-    int rc;
-    if (c == '"')
-        return js_string(s, a, out);
-    if (c == 't')
-        rc = js_literal(s, "true");
-    else if (c == 'f')
-        rc = js_literal(s, "false");
-    else if (c == '-' || (c >= '0' && c <= '9'))
-        rc = js_number(s);
-    else
-        return c == '{' || c == '[' || c == 'n' ? -2 : js_fail(s, "expected a JSON value");
-    if (rc == 0)
-        *out = arena_strndup(a, from, (size_t)(s->p - from));
-    return rc;
-}
-
-/* The headers column: a JSON object; scalar values are passed as text, in order. */
-static int parse_headers(const char *text, arena *a, obx_message *msg, char *err, size_t err_size)
-{
-    char why[200];
-    jscan s = {text, text, text + strlen(text), why, sizeof why};
-    size_t count = 0, cap = 8;
-    obx_header *h = arena_alloc(a, cap * sizeof *h);
-    js_space(&s);
-    if (s.p >= s.end || *s.p != '{') {
-        snprintf(err, err_size, "headers must be a JSON object of strings, numbers or booleans");
-        return -1;
-    }
-    s.p++;
-    js_space(&s);
-    int rc = 0, more = s.p < s.end && *s.p != '}';
-    while (rc == 0 && more) {
-        if (count == cap) { /* the old array stays in the arena until the batch ends */
-            obx_header *bigger = arena_alloc(a, 2 * cap * sizeof *h);
-            memcpy(bigger, h, cap * sizeof *h);
-            h = bigger, cap *= 2;
-        }
-        js_space(&s);
-        if (s.p >= s.end || *s.p != '"')
-            rc = js_fail(&s, "expected a string key");
-        else if ((rc = js_string(&s, a, &h[count].key)) == 0) {
-            js_space(&s);
-            if (s.p >= s.end || *s.p != ':')
-                rc = js_fail(&s, "expected ':'");
-        }
-        if (rc == 0) {
-            s.p++;
-            js_space(&s);
-            rc = header_value(&s, a, &h[count].value);
-            if (rc == -2) {
-                snprintf(err, err_size, "header \"%s\" must be a string, number or boolean",
-                         h[count].key);
-                return -1;
-            }
-        }
-        if (rc == 0) {
-            count++;
-            js_space(&s);
-            more = s.p < s.end && *s.p == ',';
-            s.p += more;
-        }
-    }
-    if (rc == 0) {
-        if (s.p >= s.end || *s.p != '}')
-            rc = js_fail(&s, "expected ',' or '}'");
-        else
-            s.p++;
-        js_space(&s);
-        if (rc == 0 && s.p != s.end)
-            rc = js_fail(&s, "trailing characters");
-    }
-    if (rc < 0) {
-        snprintf(err, err_size, "headers are not valid JSON: %s", why);
-        return -1;
-    }
-    msg->headers = count ? h : NULL;
-    msg->header_count = count;
-    return 0;
-}
-
-static const cfg_route *route_for(const relay_config *cfg, const obx_message *msg)
-{
-    for (size_t i = 0; i < cfg->route_count; i++) {
-        const cfg_route *r = &cfg->routes[i];
-        if (fnmatch(r->event_type, msg->event_type, 0) == 0 &&
-            fnmatch(r->aggregate_type, msg->aggregate_type, 0) == 0)
-            return r;
-    }
-    return NULL;
-}
-
-static const char *value_or_null(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
-}
-
-int message_build(const relay_config *cfg, payload_kind kind, const PGresult *res, int row,
-                  arena *a, obx_message *msg, size_t *output, char *err, size_t err_size)
-{
-    memset(msg, 0, sizeof *msg);
-    msg->event_id = value_or_null(res, row, ROW_EVENT_ID);
-    msg->event_type = value_or_null(res, row, ROW_EVENT_TYPE);
-    msg->aggregate_type = value_or_null(res, row, ROW_AGGREGATE_TYPE);
-    msg->aggregate_id = value_or_null(res, row, ROW_AGGREGATE_ID);
-    msg->created_at_us = strtoll(PQgetvalue(res, row, ROW_CREATED_US), NULL, 10);
-    msg->attempt = (uint32_t)strtoul(PQgetvalue(res, row, ROW_ATTEMPTS), NULL, 10) + 1;
-    if (!msg->event_id || !msg->event_type || !msg->aggregate_type || !msg->aggregate_id) {
-        snprintf(err, err_size,
-                 "event_id, event_type, aggregate_type and aggregate_id must not be NULL");
-        return -1;
-    }
-    const char *payload = value_or_null(res, row, ROW_PAYLOAD);
+    const char *payload = row_value(row, ROW_PAYLOAD);
     if (!payload) {
         snprintf(err, err_size, "payload is NULL");
         return -1;
     }
-    size_t len = PQgetlength(res, row, ROW_PAYLOAD);
-    if (kind == PAYLOAD_BYTES) { /* bytea arrives as \x hex text */
+    size_t len = PQgetlength(row.res, row.index, ROW_PAYLOAD);
+    if (src->payload == PAYLOAD_BYTES) { /* bytea arrives as \x hex text */
         unsigned char *raw = PQunescapeBytea((const unsigned char *)payload, &len);
         if (!raw) {
             snprintf(err, err_size, "payload: cannot decode bytea");
             return -1;
         }
-        void *copy = arena_alloc(a, len ? len : 1);
+        void *copy = arena_alloc(src->scratch, len ? len : 1);
         memcpy(copy, raw, len);
         PQfreemem(raw);
         payload = copy;
-    } else if (kind == PAYLOAD_TEXT) {
+    } else if (src->payload == PAYLOAD_TEXT) {
         char why[200];
         if (json_check(payload, len, why, sizeof why) < 0) {
             snprintf(err, err_size, "payload is not valid JSON: %s", why);
             return -1;
         }
     }
-    if (len > (size_t)cfg->max_payload_bytes) {
+    if (len > (size_t)src->cfg->max_payload_bytes) {
         snprintf(err, err_size, "payload of %zu bytes exceeds max_payload_bytes (%d)", len,
-                 cfg->max_payload_bytes);
+                 src->cfg->max_payload_bytes);
         return -1;
     }
     msg->payload = payload;
     msg->payload_len = len;
-    msg->content_type = kind == PAYLOAD_BYTES ? "application/octet-stream" : "application/json";
-    const char *headers = value_or_null(res, row, ROW_HEADERS);
-    if (headers && parse_headers(headers, a, msg, err, err_size) < 0)
+    msg->content_type =
+        src->payload == PAYLOAD_BYTES ? "application/octet-stream" : "application/json";
+    return 0;
+}
+
+int message_build(const message_source *src, result_row row, obx_message *msg, size_t *output,
+                  char *err, size_t err_size)
+{
+    memset(msg, 0, sizeof *msg);
+    msg->event_id = row_value(row, ROW_EVENT_ID);
+    msg->event_type = row_value(row, ROW_EVENT_TYPE);
+    msg->aggregate_type = row_value(row, ROW_AGGREGATE_TYPE);
+    msg->aggregate_id = row_value(row, ROW_AGGREGATE_ID);
+    msg->created_at_us = strtoll(PQgetvalue(row.res, row.index, ROW_CREATED_US), NULL, 10);
+    msg->attempt = (uint32_t)strtoul(PQgetvalue(row.res, row.index, ROW_ATTEMPTS), NULL, 10) + 1;
+    if (!msg->event_id || !msg->event_type || !msg->aggregate_type || !msg->aggregate_id) {
+        snprintf(err, err_size,
+                 "event_id, event_type, aggregate_type and aggregate_id must not be NULL");
         return -1;
-    const cfg_route *route = route_for(cfg, msg);
+    }
+    if (read_payload(src, row, msg, err, err_size) < 0)
+        return -1;
+    const char *headers = row_value(row, ROW_HEADERS);
+    if (headers && json_read_headers(headers, src->scratch, msg, err, err_size) < 0)
+        return -1;
+    const cfg_route *route = route_for(src->cfg, msg);
     if (!route) {
         snprintf(err, err_size, "no route matches event_type \"%s\", aggregate_type \"%s\"",
                  msg->event_type, msg->aggregate_type);
         return -1;
     }
     *output = route->output_index;
-    const char *override = value_or_null(res, row, ROW_DESTINATION);
+    const char *override = row_value(row, ROW_DESTINATION);
     if (override && *override) {
         msg->destination = override;
         return 0;
     }
-    if (message_render(route->destination, msg, a, &msg->destination, err, err_size) < 0)
+    if (route_render(route->destination, msg, src->scratch, &msg->destination, err, err_size) < 0)
         return -1;
     if (!*msg->destination) {
-        snprintf(err, err_size, "destination is empty (route at %s:%d)", cfg->path, route->line);
+        snprintf(err, err_size, "destination is empty (route at %s:%d)", src->cfg->path,
+                 route->line);
         return -1;
     }
     return 0;

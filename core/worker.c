@@ -116,8 +116,9 @@ static void publish(worker *w)
             snprintf(err, sizeof err, "payload of %lld bytes exceeds max_payload_bytes (%d)",
                      r->payload_bytes, w->cfg->max_payload_bytes);
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
-        } else if (message_build(w->cfg, w->st->payload, w->b.res, r->res_row, &w->arena,
-                                 &w->msgs[i], &s->output, err, sizeof err) < 0) {
+        } else if (message_build(&(message_source){w->cfg, w->st->payload, &w->arena},
+                                 (result_row){w->b.res, r->res_row}, &w->msgs[i], &s->output, err,
+                                 sizeof err) < 0) {
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
         } else {
             w->msgs[i].token = ((uint64_t)seq << 32) | (uint32_t)i;

@@ -1,7 +1,7 @@
 /*
  * Fuzz target: turning a claimed row into a message (payload check, the
  * headers column, routing, destination templates), through message_build on
- * a real libpq result built in memory, then message_render.
+ * a real libpq result built in memory, then route_render.
  *
  * Input: one byte choosing the payload kind, then NUL-separated fields:
  *   payload, headers, destination, event_type, aggregate_type, aggregate_id, template
@@ -22,6 +22,7 @@
 
 #include "message.h"
 #include "queries.h"
+#include "route.h"
 
 #define NCOLS (ROW_ATTEMPTS + 1)
 
@@ -150,7 +151,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     obx_message msg;
     size_t output = 0;
     char err[512] = "";
-    int ok = message_build(cfg, kind, res, 0, &a, &msg, &output, err, sizeof err) == 0;
+    message_source src = {cfg, kind, &a};
+    int ok = message_build(&src, (result_row){res, 0}, &msg, &output, err, sizeof err) == 0;
     if (ok) {
         if (output >= cfg->output_count || !msg.destination || !*msg.destination)
             abort();
@@ -159,7 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         const char *out = NULL;
         char rerr[512];
-        if (message_render(field[6], &msg, &a, &out, rerr, sizeof rerr) == 0 && !out)
+        if (route_render(field[6], &msg, &a, &out, rerr, sizeof rerr) == 0 && !out)
             abort();
     }
     if (kind == PAYLOAD_TEXT && field[0])

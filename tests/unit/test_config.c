@@ -347,9 +347,9 @@ static void test_errors_name_file_and_line(void **state)
         {MINIMAL "routes = ( );\n", 3, "routes must be a non-empty list"},
         {MINIMAL "routes = (\n { output = \"nowhere\"; } );\n", 4,
          "route names output \"nowhere\", which is not defined"},
-        /* not a row field, so read as an environment variable */
+        /* neither a row field nor a set environment variable */
         {MINIMAL "routes = ( {\n destination = \"t.${payload}\"; } );\n", 4,
-         "setting \"destination\": environment variable payload"},
+         "setting \"destination\": ${payload} is neither a row field"},
         {MINIMAL "routes = ( {\n output = \"out\"; to = \"x\"; } );\n", 4,
          "unknown setting \"to\" in route"},
         {"database = { conninfo = \"x\"; };\n"

@@ -13,6 +13,7 @@
 
 #include "claim_result.h"
 #include "message.h"
+#include "route.h"
 
 static arena scratch;
 static char err[512];
@@ -36,7 +37,7 @@ static const obx_message order = {.event_id = "ev-1",
 static void expect_render(const char *tmpl, const char *want)
 {
     const char *out = NULL;
-    if (message_render(tmpl, &order, &scratch, &out, err, sizeof err) != 0)
+    if (route_render(tmpl, &order, &scratch, &out, err, sizeof err) != 0)
         fail_msg("\"%s\" refused: %s", tmpl, err);
     assert_string_equal(out, want);
 }
@@ -65,7 +66,7 @@ static void test_render_constant_is_not_copied(void **state)
 {
     (void)state;
     const char *tmpl = "orders", *out = NULL;
-    assert_int_equal(message_render(tmpl, &order, &scratch, &out, err, sizeof err), 0);
+    assert_int_equal(route_render(tmpl, &order, &scratch, &out, err, sizeof err), 0);
     assert_ptr_equal(out, tmpl);
 }
 
@@ -80,8 +81,7 @@ static void test_render_long_value(void **state)
     m.aggregate_id = id;
     const char *out = NULL;
     assert_int_equal(
-        message_render("a.${aggregate_id}.${aggregate_id}", &m, &scratch, &out, err, sizeof err),
-        0);
+        route_render("a.${aggregate_id}.${aggregate_id}", &m, &scratch, &out, err, sizeof err), 0);
     assert_int_equal(strlen(out), 2 + 2000 + 1 + 2000);
     assert_memory_equal(out + 2, id, 2000);
 }
@@ -90,12 +90,12 @@ static void test_render_refusals(void **state)
 {
     (void)state;
     const char *out = NULL;
-    assert_int_equal(message_render("t.${payload}", &order, &scratch, &out, err, sizeof err), -1);
+    assert_int_equal(route_render("t.${payload}", &order, &scratch, &out, err, sizeof err), -1);
     assert_string_equal(err, "destination template \"t.${payload}\" names payload, which is NULL "
                              "or unknown");
     obx_message m = order;
     m.aggregate_id = "";
-    assert_int_equal(message_render("t.${aggregate_id}", &m, &scratch, &out, err, sizeof err), -1);
+    assert_int_equal(route_render("t.${aggregate_id}", &m, &scratch, &out, err, sizeof err), -1);
     assert_non_null(strstr(err, "names aggregate_id, which is empty"));
 }
 
@@ -127,7 +127,8 @@ static int build(claim_row row, payload_kind kind, obx_message *msg, size_t *out
     built = claim_result(&row, 1);
     *output = 99;
     err[0] = '\0';
-    return message_build(&cfg, kind, built, 0, &scratch, msg, output, err, sizeof err);
+    message_source src = {&cfg, kind, &scratch};
+    return message_build(&src, (result_row){built, 0}, msg, output, err, sizeof err);
 }
 
 static void test_build_fields(void **state)
@@ -239,7 +240,7 @@ static void test_build_refusals(void **state)
          "payload of 18 bytes exceeds max_payload_bytes "
          "(16)"},
         {ROW_HEADERS, "[1, 2]", "headers must be a JSON object of strings"},
-        {ROW_HEADERS, "{bad", "headers must be a JSON object of strings: "},
+        {ROW_HEADERS, "{bad", "headers are not valid JSON: expected a string key at byte 1"},
         {ROW_HEADERS, "{\"a\": {\"b\": 1}}", "header \"a\" must be a string, number or boolean"},
         {ROW_HEADERS, "{\"a\": null}", "header \"a\" must be a string, number or boolean"},
         {ROW_EVENT_TYPE, "nothing.routes.me", "no route matches event_type \"nothing.routes.me\""},
@@ -257,7 +258,8 @@ static void test_build_refusals(void **state)
             cfg.route_count = 1;
         }
         PGresult *res = claim_result(&row, 1);
-        int rc = message_build(&cfg, PAYLOAD_JSON, res, 0, &scratch, &m, &output, err, sizeof err);
+        message_source src = {&cfg, PAYLOAD_JSON, &scratch};
+        int rc = message_build(&src, (result_row){res, 0}, &m, &output, err, sizeof err);
         PQclear(res);
         if (rc != -1 || !strstr(err, cases[i].want))
             fail_msg("case %zu: rc %d, \"%s\"; want -1 and \"%s\"", i, rc, err, cases[i].want);
@@ -288,8 +290,8 @@ static void test_build_empty_destination(void **state)
     PGresult *res = claim_result(&row, 1);
     obx_message m;
     size_t output;
-    assert_int_equal(
-        message_build(&cfg, PAYLOAD_JSON, res, 0, &scratch, &m, &output, err, sizeof err), -1);
+    message_source src = {&cfg, PAYLOAD_JSON, &scratch};
+    assert_int_equal(message_build(&src, (result_row){res, 0}, &m, &output, err, sizeof err), -1);
     PQclear(res);
     assert_string_equal(err, "destination is empty (route at relay.conf:12)");
 }

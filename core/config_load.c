@@ -1,0 +1,98 @@
+/* config.h's entry points: read the file, load each part in order, free. */
+#include "config.h"
+
+#include <libconfig.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_outputs.h"
+#include "config_read.h"
+#include "config_sections.h"
+
+relay_config *config_load(const char *path, char *err, size_t err_size)
+{
+    static const char *const keys[] = {"database", "relay",  "log", "metrics",
+                                       "outputs",  "routes", NULL};
+    relay_config *cfg = calloc(1, sizeof *cfg);
+    cfg->path = strdup(path);
+    config_set_defaults(cfg);
+    cfg_reader st = {cfg, err, err_size, 0};
+
+    config_t lc;
+    config_init(&lc);
+    if (!config_read_file(&lc, path)) {
+        if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
+            snprintf(err, err_size, "%s: cannot read config file", path);
+        else
+            snprintf(err, err_size, "%s:%d: %s",
+                     config_error_file(&lc) ? config_error_file(&lc) : path, config_error_line(&lc),
+                     config_error_text(&lc));
+        config_destroy(&lc);
+        config_free(cfg);
+        return NULL;
+    }
+    const config_setting_t *root = config_root_setting(&lc);
+    const config_setting_t *db = cfg_member(root, "database");
+    if (cfg_check_keys(&st, root, "the top level", keys) == 0) {
+        config_load_database(&st, db);
+        config_load_relay(&st, cfg_member(root, "relay"));
+        config_load_log(&st, cfg_member(root, "log"), cfg_member(root, "metrics"));
+        if (!st.failed)
+            config_load_outputs(&st, cfg_member(root, "outputs"));
+        if (!st.failed)
+            config_load_routes(&st, cfg_member(root, "routes"));
+    }
+    config_destroy(&lc);
+    if (st.failed) {
+        config_free(cfg);
+        return NULL;
+    }
+    return cfg;
+}
+
+void config_free(relay_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < cfg->output_count; i++) {
+        cfg_output *o = &cfg->outputs[i];
+        for (size_t j = 0; j < o->option_count; j++) {
+            free(o->options[j].name);
+            free(o->options[j].s);
+        }
+        for (size_t j = 0; j < o->property_count; j++) {
+            free(o->properties[j].key);
+            free(o->properties[j].value);
+        }
+        free(o->options);
+        free(o->properties);
+        free(o->name);
+        free(o->driver);
+    }
+    for (size_t i = 0; i < cfg->route_count; i++) {
+        cfg_route *r = &cfg->routes[i];
+        free(r->event_type);
+        free(r->aggregate_type);
+        free(r->output);
+        free(r->destination);
+    }
+    config_free_columns(&cfg->col);
+    free(cfg->outputs);
+    free(cfg->routes);
+    free(cfg->path);
+    free(cfg->conninfo);
+    free(cfg->schema);
+    free(cfg->table);
+    free(cfg->drivers_dir);
+    free(cfg->metrics_listen);
+    free(cfg);
+}
+
+const cfg_value *config_output_option(const cfg_output *out, const char *name)
+{
+    for (size_t i = 0; i < out->option_count; i++)
+        if (strcmp(out->options[i].name, name) == 0)
+            return &out->options[i];
+    return NULL;
+}

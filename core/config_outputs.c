@@ -1,0 +1,188 @@
+/* The config's outputs (driver, options, native properties) and routes
+ * (globs, output, destination template). */
+#include "config_outputs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "obx/driver.h"
+
+static void load_option(cfg_reader *st, const config_setting_t *s, cfg_value *v)
+{
+    v->name = strdup(config_setting_name(s));
+    v->line = config_setting_source_line(s);
+    switch (config_setting_type(s)) {
+    case CONFIG_TYPE_STRING:
+        v->type = OBX_OPT_STRING;
+        v->s = cfg_expand(st, s, config_setting_get_string(s), 0);
+        break;
+    case CONFIG_TYPE_INT:
+    case CONFIG_TYPE_INT64:
+        v->type = OBX_OPT_INT;
+        v->i = config_setting_get_int64(s);
+        break;
+    case CONFIG_TYPE_FLOAT:
+        v->type = OBX_OPT_DOUBLE;
+        v->d = config_setting_get_float(s);
+        break;
+    case CONFIG_TYPE_BOOL:
+        v->type = OBX_OPT_BOOL;
+        v->b = config_setting_get_bool(s);
+        break;
+    default: cfg_fail(st, s, "option \"%s\" must be a string, number or boolean", v->name);
+    }
+}
+
+static void load_properties(cfg_reader *st, const config_setting_t *list, cfg_output *out)
+{
+    if (!config_setting_is_list(list) && !config_setting_is_array(list)) {
+        cfg_fail(st, list, "properties must be a list of [\"key\", \"value\"] pairs");
+        return;
+    }
+    int n = config_setting_length(list);
+    out->properties = calloc(n ? n : 1, sizeof *out->properties);
+    for (int i = 0; i < n && !st->failed; i++) {
+        const config_setting_t *pair = config_setting_get_elem(list, i);
+        if (!config_setting_is_array(pair) || config_setting_length(pair) != 2 ||
+            config_setting_type(config_setting_get_elem(pair, 0)) != CONFIG_TYPE_STRING ||
+            config_setting_type(config_setting_get_elem(pair, 1)) != CONFIG_TYPE_STRING) {
+            cfg_fail(st, pair, "each property must be a [\"key\", \"value\"] pair of strings");
+            return;
+        }
+        cfg_pair *p = &out->properties[out->property_count++];
+        p->key = strdup(config_setting_get_string_elem(pair, 0));
+        p->value = cfg_expand(st, pair, config_setting_get_string_elem(pair, 1), 0);
+    }
+}
+
+void config_load_outputs(cfg_reader *st, const config_setting_t *list)
+{
+    static const char *const keys[] = {"name", "driver", "options", "properties", NULL};
+    relay_config *cfg = st->cfg;
+    if (!list || !config_setting_is_list(list) || config_setting_length(list) == 0) {
+        cfg_fail(st, list,
+                 "outputs must be a non-empty list: outputs = ( { name = ...; driver = ...; } );");
+        return;
+    }
+    int n = config_setting_length(list);
+    cfg->outputs = calloc(n, sizeof *cfg->outputs);
+    for (int i = 0; i < n && !st->failed; i++) {
+        const config_setting_t *o = config_setting_get_elem(list, i);
+        cfg_output *out = &cfg->outputs[cfg->output_count++];
+        out->line = config_setting_source_line(o);
+        if (!config_setting_is_group(o)) {
+            cfg_fail(st, o, "each output must be a group { name = ...; driver = ...; }");
+            return;
+        }
+        if (cfg_check_keys(st, o, "output", keys) < 0 ||
+            cfg_get_string(st, o, "name", &out->name, 0) < 0 ||
+            cfg_get_string(st, o, "driver", &out->driver, 0) < 0)
+            return;
+        if (!out->name || !out->driver) {
+            cfg_fail(st, o, "output needs both name and driver");
+            return;
+        }
+        /* a driver given as a path (it has a slash) follows the config file */
+        if (strchr(out->driver, '/') &&
+            cfg_resolve_relative(st, cfg_member(o, "driver"), &out->driver) < 0)
+            return;
+        for (size_t j = 0; j + 1 < cfg->output_count; j++)
+            if (strcmp(cfg->outputs[j].name, out->name) == 0) {
+                cfg_fail(st, cfg_member(o, "name"), "output name \"%s\" is used twice", out->name);
+                return;
+            }
+        const config_setting_t *opts = cfg_member(o, "options");
+        if (opts) {
+            if (!config_setting_is_group(opts)) {
+                cfg_fail(st, opts, "options must be a group { key = value; ... }");
+                return;
+            }
+            int m = config_setting_length(opts);
+            out->options = calloc(m ? m : 1, sizeof *out->options);
+            for (int j = 0; j < m && !st->failed; j++)
+                load_option(st, config_setting_get_elem(opts, j),
+                            &out->options[out->option_count++]);
+        }
+        const config_setting_t *props = cfg_member(o, "properties");
+        if (props)
+            load_properties(st, props, out);
+    }
+}
+
+/* Checks ${...} in a destination template name known row fields. */
+static void check_template(cfg_reader *st, const config_setting_t *s, const char *tpl)
+{
+    for (const char *p = strstr(tpl, "${"); p; p = strstr(p + 2, "${")) {
+        const char *end = strchr(p, '}');
+        if (!end || !cfg_is_row_field(p + 2, end - p - 2)) {
+            cfg_fail(st, s,
+                     "destination \"%s\": unknown field; use ${event_type}, ${aggregate_type}, "
+                     "${aggregate_id} or ${event_id}",
+                     tpl);
+            return;
+        }
+    }
+}
+
+/* Where an event goes when its route names no destination. */
+#define DEFAULT_DESTINATION "outbox.${aggregate_type}"
+
+void config_load_routes(cfg_reader *st, const config_setting_t *list)
+{
+    static const char *const keys[] = {"event_type", "aggregate_type", "output", "destination",
+                                       NULL};
+    relay_config *cfg = st->cfg;
+    if (!list) { /* one default route: everything to the first output */
+        cfg->routes = calloc(1, sizeof *cfg->routes);
+        cfg->route_count = 1;
+        cfg->routes[0] = (cfg_route){strdup("*"),
+                                     strdup("*"),
+                                     strdup(cfg->outputs[0].name),
+                                     0,
+                                     strdup(DEFAULT_DESTINATION),
+                                     0};
+        return;
+    }
+    if (!config_setting_is_list(list) || config_setting_length(list) == 0) {
+        cfg_fail(st, list, "routes must be a non-empty list of groups");
+        return;
+    }
+    int n = config_setting_length(list);
+    cfg->routes = calloc(n, sizeof *cfg->routes);
+    for (int i = 0; i < n && !st->failed; i++) {
+        const config_setting_t *r = config_setting_get_elem(list, i);
+        cfg_route *route = &cfg->routes[cfg->route_count++];
+        route->line = config_setting_source_line(r);
+        if (!config_setting_is_group(r)) {
+            cfg_fail(st, r, "each route must be a group { output = ...; destination = ...; }");
+            return;
+        }
+        if (cfg_check_keys(st, r, "route", keys) < 0 ||
+            cfg_get_string(st, r, "event_type", &route->event_type, 0) < 0 ||
+            cfg_get_string(st, r, "aggregate_type", &route->aggregate_type, 0) < 0 ||
+            cfg_get_string(st, r, "output", &route->output, 0) < 0 ||
+            cfg_get_string(st, r, "destination", &route->destination, 1) < 0)
+            return;
+        if (!route->event_type)
+            route->event_type = strdup("*");
+        if (!route->aggregate_type)
+            route->aggregate_type = strdup("*");
+        if (!route->destination)
+            route->destination = strdup(DEFAULT_DESTINATION);
+        check_template(st, cfg_member(r, "destination"), route->destination);
+        if (!route->output) {
+            route->output = strdup(cfg->outputs[0].name);
+            if (cfg->output_count > 1)
+                cfg_fail(st, r, "route needs an output (there are several)");
+        }
+        size_t j = 0;
+        while (j < cfg->output_count && strcmp(cfg->outputs[j].name, route->output) != 0)
+            j++;
+        if (j == cfg->output_count) {
+            cfg_fail(st, cfg_member(r, "output"), "route names output \"%s\", which is not defined",
+                     route->output);
+            return;
+        }
+        route->output_index = j;
+    }
+}

@@ -1,0 +1,11 @@
+/* Loading the config's outputs and routes into st->cfg; errors go to st. */
+#ifndef OBX_CONFIG_OUTPUTS_H
+#define OBX_CONFIG_OUTPUTS_H
+
+#include "config_read.h"
+
+void config_load_outputs(cfg_reader *st, const config_setting_t *list);
+/* Needs the outputs loaded: a route names one (the first when absent). */
+void config_load_routes(cfg_reader *st, const config_setting_t *list);
+
+#endif

@@ -1,0 +1,67 @@
+/* Routing: the first route whose globs match, and its destination template
+ * rendered with the message's fields. */
+#include "route.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const cfg_route *route_for(const relay_config *cfg, const obx_message *msg)
+{
+    for (size_t i = 0; i < cfg->route_count; i++) {
+        const cfg_route *r = &cfg->routes[i];
+        if (fnmatch(r->event_type, msg->event_type, 0) == 0 &&
+            fnmatch(r->aggregate_type, msg->aggregate_type, 0) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+static const char *field(const obx_message *msg, const char *name, size_t len)
+{
+#define FIELD(f)                                                                                   \
+    if (len == strlen(#f) && strncmp(name, #f, len) == 0)                                          \
+        return msg->f;
+    FIELD(event_type)
+    FIELD(aggregate_type)
+    FIELD(aggregate_id)
+    FIELD(event_id)
+#undef FIELD
+    return NULL;
+}
+
+int route_render(const char *tmpl, const obx_message *msg, arena *a, const char **out, char *err,
+                 size_t err_size)
+{
+    if (!strstr(tmpl, "${")) {
+        *out = tmpl;
+        return 0;
+    }
+    size_t len = 0, cap = strlen(tmpl) + 256;
+    char *buf = malloc(cap);
+    for (const char *p = tmpl; *p;) {
+        const char *piece = p, *end = NULL;
+        size_t n = 1;
+        if (p[0] == '$' && p[1] == '{' && (end = strchr(p, '}'))) {
+            piece = field(msg, p + 2, end - p - 2);
+            if (!piece || !*piece) {
+                snprintf(err, err_size, "destination template \"%s\" names %.*s, which is %s", tmpl,
+                         (int)(end - p - 2), p + 2, piece ? "empty" : "NULL or unknown");
+                free(buf);
+                return -1;
+            }
+            n = strlen(piece);
+        }
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            buf = realloc(buf, cap);
+        }
+        memcpy(buf + len, piece, n);
+        len += n;
+        p = end ? end + 1 : p + 1;
+    }
+    *out = arena_strndup(a, buf, len);
+    free(buf);
+    return 0;
+}
