@@ -36,6 +36,7 @@ struct worker {
     int *published, *after_failure;
     decision *decisions;
     arena arena;
+    message_source source; /* how rows become messages, into arena */
 };
 
 static int stopping(const worker *w)
@@ -116,9 +117,8 @@ static void publish(worker *w)
             snprintf(err, sizeof err, "payload of %lld bytes exceeds max_payload_bytes (%d)",
                      r->payload_bytes, w->cfg->max_payload_bytes);
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
-        } else if (message_build(&(message_source){w->cfg, w->st->payload, &w->arena},
-                                 (result_row){w->b.res, r->res_row}, &w->msgs[i], &s->output, err,
-                                 sizeof err) < 0) {
+        } else if (message_build(&w->source, (result_row){w->b.res, r->res_row}, &w->msgs[i],
+                                 &s->output, err, sizeof err) < 0) {
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
         } else {
             w->msgs[i].token = ((uint64_t)seq << 32) | (uint32_t)i;
@@ -369,6 +369,7 @@ worker *worker_new(relay_state *st, int index, const char *payload_type)
     w->published = calloc(n, sizeof *w->published);
     w->after_failure = calloc(n, sizeof *w->after_failure);
     w->decisions = calloc(n, sizeof *w->decisions);
+    w->source = (message_source){w->cfg, st->payload, &w->arena};
     w->rand_state = (unsigned)(getpid() * 7919 + index * 104729 + now_ms());
     return w;
 }
