@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "obx/driver.h"
+#include "obx/driver_util.h"
 
 /* Declared options: the host rejects any other name and checks the types. */
 static const obx_option file_options[] = {
@@ -83,16 +84,6 @@ static obx_instance *file_create(const obx_host *host, char *errstr, size_t errs
     inst->own_fd = fd != STDOUT_FILENO;
     inst->fsync = do_fsync;
     return inst;
-}
-
-static void file_iso8601(int64_t us, char *out, size_t size)
-{
-    time_t secs = (time_t)(us >= 0 ? us / 1000000 : (us - 999999) / 1000000);
-    long micros = (long)(us - (int64_t)secs * 1000000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, size - n, ".%06ldZ", micros);
 }
 
 static char *file_base64(const unsigned char *in, size_t len)
@@ -158,7 +149,7 @@ static json_t *file_payload(const obx_message *m, int *base64)
 static json_t *file_to_json(const obx_message *m, file_refusal *why)
 {
     char created[40];
-    file_iso8601(m->created_at_us, created, sizeof created);
+    obx_format_time(m->created_at_us, created, sizeof created);
     *why = (file_refusal){OBX_RETRIABLE, "out of memory"};
 
     json_t *obj = json_object();

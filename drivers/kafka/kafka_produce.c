@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "kafka_int.h"
+#include "obx/driver_util.h"
 
 /* What travels with a message as its opaque, freed by its delivery report. */
 typedef struct kafka_msg {
@@ -28,19 +29,6 @@ typedef struct kafka_msg {
 
 #define KAFKA_HELD_DETAIL "not sent in order: an earlier event of its aggregate failed"
 #define KAFKA_PUBLISH_CHECK_MS 200 /* while down: does a broker answer again? */
-
-/* FNV-1a over aggregate type and id: a collision only fails a message early. */
-static uint64_t kafka_aggregate_hash(const obx_message *m)
-{
-    uint64_t h = 1469598103934665603ull;
-    const char *parts[2] = {m->aggregate_type, m->aggregate_id};
-    for (int i = 0; i < 2; i++) {
-        for (const unsigned char *p = (const unsigned char *)parts[i]; p && *p; p++)
-            h = (h ^ *p) * 1099511628211ull;
-        h = (h ^ 0xff) * 1099511628211ull; /* separator: ("ab","c") != ("a","bc") */
-    }
-    return h;
-}
 
 /* Remember that km's aggregate failed: its messages published so far must not succeed. */
 static void kafka_remember_failure(obx_instance *inst, const kafka_msg *km)
@@ -139,22 +127,6 @@ void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaq
     kafka_complete(inst, km.token, status, (int)err, detail);
 }
 
-/* created_at as ISO-8601 UTC with microseconds, e.g. 2024-05-01T12:34:56.123456Z */
-static void kafka_format_time(int64_t us, char *buf, size_t size)
-{
-    int64_t secs = us / 1000000, frac = us % 1000000;
-    struct tm tm;
-    time_t t;
-    if (frac < 0) {
-        frac += 1000000;
-        secs--;
-    }
-    t = (time_t)secs;
-    gmtime_r(&t, &tm);
-    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, size - n, ".%06lldZ", (long long)frac);
-}
-
 static void kafka_add_header(rd_kafka_headers_t *hdrs, const char *key, const char *value)
 {
     rd_kafka_header_add(hdrs, key, -1, value, value ? -1 : 0);
@@ -164,7 +136,7 @@ static rd_kafka_headers_t *kafka_headers(const obx_message *m)
 {
     char created[48];
     rd_kafka_headers_t *hdrs = rd_kafka_headers_new(5 + m->header_count);
-    kafka_format_time(m->created_at_us, created, sizeof created);
+    obx_format_time(m->created_at_us, created, sizeof created);
     kafka_add_header(hdrs, "event_id", m->event_id);
     kafka_add_header(hdrs, "event_type", m->event_type);
     kafka_add_header(hdrs, "aggregate_type", m->aggregate_type);
@@ -225,7 +197,7 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
     kafka_msg *km = malloc(sizeof *km);
     if (!km)
         return RD_KAFKA_RESP_ERR__QUEUE_FULL; /* refused for now, like a full queue */
-    *km = (kafka_msg){m->token, inst->published + 1, kafka_aggregate_hash(m)};
+    *km = (kafka_msg){m->token, inst->published + 1, obx_aggregate_hash(m)};
     const char *key = kafka_key(inst, m);
     rd_kafka_topic_t *topic = kafka_topic(inst, m->destination);
     rd_kafka_vu_t vu[6];

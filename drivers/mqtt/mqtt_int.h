@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "obx/driver.h"
+#include "obx/driver_util.h"
 
 #define MQTT_DETAIL_MAX 160
 
@@ -174,7 +175,6 @@ obx_status mqtt_probe(mqtt_inst *inst, int timeout_ms);
 const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m);
 /* An owned copy of m with its MQTT properties, or NULL (out of memory). */
 mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m);
-uint64_t mqtt_agg_hash(const obx_message *m);
 
 /* mqtt_publish.c */
 /* Hands queued messages to paho while the window has room (any thread, mu NOT held). */

@@ -67,19 +67,6 @@ const char *mqtt_topic_problem(const char *topic)
     return NULL;
 }
 
-uint64_t mqtt_agg_hash(const obx_message *m)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    const char *parts[2] = {m->aggregate_type ? m->aggregate_type : "",
-                            m->aggregate_id ? m->aggregate_id : ""};
-    for (int p = 0; p < 2; p++) {
-        for (const unsigned char *c = (const unsigned char *)parts[p]; *c; c++)
-            h = (h ^ *c) * 1099511628211ull;
-        h = (h ^ 0xFF) * 1099511628211ull; /* separator: ("ab","c") != ("a","bc") */
-    }
-    return h;
-}
-
 static const char *mqtt_content_type(const mqtt_inst *inst, const obx_message *m)
 {
     const char *ct = inst->content_type ? inst->content_type : m->content_type;
@@ -138,20 +125,6 @@ const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m)
     return NULL;
 }
 
-static void mqtt_format_time(int64_t us, char *buf, size_t size)
-{
-    time_t secs = (time_t)(us / 1000000);
-    long frac = (long)(us % 1000000);
-    if (frac < 0) {
-        frac += 1000000;
-        secs--;
-    }
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, size - n, ".%06ldZ", frac);
-}
-
 /* Appends s to the block at *cur, returns the copy. */
 static char *mqtt_put(char **cur, const char *s, size_t len)
 {
@@ -175,7 +148,7 @@ static void mqtt_user_prop(MQTTProperty *p, char **cur, const char *key, const c
 mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m)
 {
     char created[40];
-    mqtt_format_time(m->created_at_us, created, sizeof created);
+    obx_format_time(m->created_at_us, created, sizeof created);
     const char *fixed[5][2] = {{"event_id", m->event_id},
                                {"event_type", m->event_type},
                                {"aggregate_type", m->aggregate_type},
@@ -208,7 +181,7 @@ mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m)
     memset(it->props, 0, nprops * sizeof(MQTTProperty));
     char *cur = (char *)(it->props + nprops);
     it->token = m->token;
-    it->agg = mqtt_agg_hash(m);
+    it->agg = obx_aggregate_hash(m);
     it->topic = mqtt_put(&cur, m->destination, strlen(m->destination));
     it->payload = cur;
     if (m->payload_len)

@@ -320,7 +320,7 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
         const obx_message *m = &msgs[i];
-        uint64_t agg = mqtt_agg_hash(m);
+        uint64_t agg = obx_aggregate_hash(m);
         const char *problem = NULL;
         obx_status st = OBX_PERMANENT;
         mqtt_item *it = NULL;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "obx/driver.h"
+#include "obx/driver_util.h"
 
 #define RMQ_CHANNEL 1       /* publishing channel, in confirm mode */
 #define RMQ_CHECK_CHANNEL 2 /* passive exchange checks: a failure closes only this one */
@@ -94,6 +95,5 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
                              obx_status *accept);
 int rmq_pump(obx_instance *inst, int timeout_ms); /* completions made, -1 on connection loss */
 void rmq_fail_pending(obx_instance *inst, obx_status status, const char *detail);
-uint64_t rmq_aggregate_hash(const obx_message *m);
 
 #endif

@@ -83,19 +83,6 @@ static void rmq_fail(obx_instance *inst, uint64_t tag, obx_status status, int co
     }
 }
 
-/* FNV-1a over aggregate type and id: a collision only fails a message early. */
-uint64_t rmq_aggregate_hash(const obx_message *m)
-{
-    uint64_t h = 1469598103934665603ull;
-    const char *parts[2] = {m->aggregate_type, m->aggregate_id};
-    for (int i = 0; i < 2; i++) {
-        for (const unsigned char *p = (const unsigned char *)parts[i]; p && *p; p++)
-            h = (h ^ *p) * 1099511628211ull;
-        h = (h ^ 0xff) * 1099511628211ull; /* separator: ("ab","c") != ("a","bc") */
-    }
-    return h;
-}
-
 /* Drops completed entries from the front of the ring. */
 static void rmq_advance(obx_instance *inst)
 {
@@ -302,21 +289,6 @@ int rmq_pump(obx_instance *inst, int timeout_ms)
     return done;
 }
 
-/* "2024-05-01T12:00:00.123456Z" */
-static void rmq_format_time(int64_t us, char *buf, size_t size)
-{
-    time_t s = (time_t)(us / 1000000);
-    long frac = (long)(us % 1000000);
-    if (frac < 0) {
-        frac += 1000000;
-        s -= 1;
-    }
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, size - n, ".%06ldZ", frac);
-}
-
 static amqp_table_entry_t rmq_hdr(const char *key, const char *value)
 {
     amqp_table_entry_t e;
@@ -331,7 +303,7 @@ static int rmq_send(obx_instance *inst, const obx_message *m, amqp_bytes_t excha
                     amqp_bytes_t routing_key)
 {
     char created[40];
-    rmq_format_time(m->created_at_us, created, sizeof(created));
+    obx_format_time(m->created_at_us, created, sizeof(created));
     size_t n = 0;
     inst->hdr[n++] = rmq_hdr("aggregate_type", m->aggregate_type);
     inst->hdr[n++] = rmq_hdr("aggregate_id", m->aggregate_id);
@@ -444,7 +416,7 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
 
     rmq_entry *e = rmq_entry_at(inst, inst->next_tag++);
     e->token = m->token;
-    e->aggregate = rmq_aggregate_hash(m);
+    e->aggregate = obx_aggregate_hash(m);
     e->done = 0;
     e->acked = 0;
     e->return_code = 0;
@@ -511,7 +483,7 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
     char why[400];
     for (size_t i = 0; i < count; i++) {
         const obx_message *m = &msgs[i];
-        uint64_t aggregate = rmq_aggregate_hash(m);
+        uint64_t aggregate = obx_aggregate_hash(m);
         int code = 0, unreachable = 0;
         obx_status status;
         if (down != OBX_OK) {

@@ -9,6 +9,7 @@
 #include <openssl/hmac.h>
 
 #include "wh.h"
+#include "obx/driver_util.h"
 
 /* Adds "prefix+name: value"; "" sends an empty value ("name;" to curl) and
  * NULL removes a header curl would add. A line break in a value would let row
@@ -97,10 +98,7 @@ obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char
     memcpy(r->data, m->payload ? m->payload : "", m->payload_len);
     obx_status st = wh_url(inst, dest, r->url = r->data + m->payload_len, err, err_size);
     char created[40];
-    time_t secs = (time_t)(m->created_at_us / 1000000);
-    struct tm tm;
-    size_t n = strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%S", gmtime_r(&secs, &tm));
-    snprintf(created + n, sizeof created - n, ".%06dZ", (int)(m->created_at_us % 1000000));
+    obx_format_time(m->created_at_us, created, sizeof created);
     const char *fixed[][2] = {
         {"Content-Type", m->content_type ? m->content_type : "application/octet-stream"},
         {"X-Event-Id", WH_STR(m->event_id)},

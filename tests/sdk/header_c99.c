@@ -1,5 +1,6 @@
-/* include/obx/driver.h must compile alone as C99 -pedantic -Werror. */
+/* include/obx/driver.h and driver_util.h must compile alone as C99 -pedantic -Werror. */
 #include "obx/driver.h"
+#include "obx/driver_util.h"
 
 static obx_instance *hdr_create(const obx_host *host, char *errstr, size_t errstr_size)
 {

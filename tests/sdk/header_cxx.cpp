@@ -1,6 +1,7 @@
-// include/obx/driver.h must compile alone as C++ (no designated initializers here:
+// include/obx/driver.h (and driver_util.h) must compile alone as C++ (no designated initializers here:
 // OBX_DRIVER_DEF_HEAD is a C99 convenience).
 #include "obx/driver.h"
+#include "obx/driver_util.h"
 
 static_assert(sizeof(obx_status) == sizeof(int), "obx_status is an int-sized enum");
 static_assert(offsetof(obx_driver_def, magic) == 0, "magic comes first");
