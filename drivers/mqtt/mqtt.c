@@ -148,11 +148,11 @@ static mqtt_inst *mqtt_create(const obx_host *host, char *errstr, size_t errstr_
     cro.maxBufferedMessages = inst->window + 16;
     cro.restoreMessages = 0;
     cro.persistQoS0 = 0;
-    int rc = MQTTAsync_createWithOptions(&inst->client, inst->url, inst->client_id,
+    int rc = MQTTAsync_createWithOptions(&inst->client, inst->url_shown, inst->client_id,
                                          MQTTCLIENT_PERSISTENCE_NONE, NULL, &cro);
     if (rc != MQTTASYNC_SUCCESS) {
         inst->client = NULL;
-        snprintf(errstr, errstr_size, "cannot create MQTT client for %s: %s", inst->url,
+        snprintf(errstr, errstr_size, "cannot create MQTT client for %s: %s", inst->url_shown,
                  MQTTAsync_strerror(rc));
         goto fail;
     }
@@ -190,7 +190,7 @@ static mqtt_inst *mqtt_create(const obx_host *host, char *errstr, size_t errstr_
     snprintf(why, sizeof why, "%s", inst->last_connect_err);
     pthread_mutex_unlock(&inst->mu);
     if (auth_refused) {
-        snprintf(errstr, errstr_size, "broker %s refused the connection: %s", inst->url, why);
+        snprintf(errstr, errstr_size, "broker %s refused the connection: %s", inst->url_shown, why);
         mqtt_close(inst);
         mqtt_free(inst);
         return NULL;

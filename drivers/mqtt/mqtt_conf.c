@@ -13,8 +13,21 @@
 /* Only used to make client ids unique within a process. */
 static atomic_uint mqtt_instance_seq;
 
+/* The url as it may be printed: its user:password@ part, if any, masked as
+ * "***@". */
+static void mqtt_mask_url(const char *url, char *out, size_t size)
+{
+    const char *rest = strstr(url, "://");
+    const char *at = rest ? strrchr(rest + 3, '@') : NULL;
+    if (!at)
+        snprintf(out, size, "%s", url);
+    else
+        snprintf(out, size, "%.*s***%s", (int)(rest + 3 - url), url, at);
+}
+
 const obx_option mqtt_options[] = {
-    {"url", OBX_OPT_STRING, OBX_OPT_REQUIRED, "broker URL: tcp://host:port or ssl://host:port"},
+    {"url", OBX_OPT_STRING, OBX_OPT_REQUIRED | OBX_OPT_SECRET,
+     "broker URL: tcp://host:port or ssl://host:port (logged with any user:password@ masked)"},
     {"client_id_prefix", OBX_OPT_STRING, 0,
      "client id prefix; pid, instance number and a random suffix are appended"},
     {"username", OBX_OPT_STRING, 0, "user name"},
@@ -140,8 +153,7 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
     }
     int tls = strncmp(url, "ssl://", 6) == 0 || strncmp(url, "mqtts://", 8) == 0;
     if (!tls && strncmp(url, "tcp://", 6) != 0 && strncmp(url, "mqtt://", 7) != 0) {
-        snprintf(errstr, errstr_size, "option url \"%.200s\": must start with tcp:// or ssl://",
-                 url);
+        snprintf(errstr, errstr_size, "option url must start with tcp:// or ssl://");
         return -1;
     }
     if (strlen(url) >= sizeof inst->url) {
@@ -149,6 +161,7 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
         return -1;
     }
     strcpy(inst->url, url);
+    mqtt_mask_url(url, inst->url_shown, sizeof inst->url_shown);
 
     if (host->get_int(host->host_ctx, "qos", &v) && v == 0) {
         snprintf(errstr, errstr_size,

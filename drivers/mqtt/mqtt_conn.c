@@ -70,10 +70,10 @@ void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp)
         inst->backoff_ms = inst->reconnect_min_ms;
         if (inst->connect_attempts > 1 || inst->ever_connected)
             inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
-                            "connected to %s as %s after %d attempt(s)", inst->url, inst->client_id,
+                            "connected to %s as %s after %d attempt(s)", inst->url_shown, inst->client_id,
                             inst->connect_attempts);
         else
-            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s", inst->url,
+            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s", inst->url_shown,
                             inst->client_id);
         inst->connect_attempts = 0;
         inst->ever_connected = 1;
@@ -99,7 +99,7 @@ void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
         /* first failure and then every 10th: a broker outage should not flood the log */
         if (inst->connect_attempts % 10 == 1)
             inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
-                            "connect to %s failed (attempt %d): %s; retrying in %lld ms", inst->url,
+                            "connect to %s failed (attempt %d): %s; retrying in %lld ms", inst->url_shown,
                             inst->connect_attempts, inst->last_connect_err,
                             (long long)inst->backoff_ms);
         inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
@@ -127,7 +127,7 @@ static void mqtt_lost_locked(mqtt_inst *inst, const char *why)
     if (was || n)
         inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
                         "%s (%s); %d publish(es) in flight or queued given back, reconnecting", why,
-                        inst->url, n);
+                        inst->url_shown, n);
     if (!inst->connecting && inst->next_connect_ms < mqtt_now_ms() + inst->backoff_ms)
         inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
     pthread_cond_broadcast(&inst->cond);

@@ -82,6 +82,7 @@ struct obx_instance {
     MQTTAsync client;
     char client_id[128];
     char url[512];
+    char url_shown[512]; /* url with any user:password@ masked: the one logged */
 
     /* options */
     int qos;

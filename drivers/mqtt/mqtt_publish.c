@@ -291,7 +291,7 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
     inst->n_batches++;
     mqtt_wait_connected_locked(inst);
     int closed = inst->closed, connected = inst->connected, wedged = inst->wedged;
-    snprintf(why, sizeof why, "not connected to %.100s%s%s", inst->url,
+    snprintf(why, sizeof why, "not connected to %.100s%s%s", inst->url_shown,
              inst->last_connect_err[0] ? ": " : "", inst->last_connect_err);
     pthread_mutex_unlock(&inst->mu);
     /* paho may know of a lost connection before its callback reaches us */
