@@ -76,8 +76,7 @@ static int claim(worker *w)
     w->claimed_at = now_ms();
     batch_take(&w->b, res);
     atomic_fetch_add(&w->st->stats.claimed, w->b.count);
-    /* the next walk starts after the last aggregate this one reached; from the first after an empty
-     * one */
+    /* the next walk starts after the last aggregate claimed (from the first after none) */
     const char *type, *id;
     batch_walk_end(&w->b, &type, &id);
     free(w->after_type);
