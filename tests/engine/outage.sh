@@ -7,14 +7,17 @@
 # nothing dead-lettered, every event published exactly once, attempts = 1
 # for each, and the log says once that the output is unavailable and once
 # that it is back; during the outage `status` counts the events waiting for
-# the output.
+# the output, and /metrics shows it down.
 ENG_TEST=outage
 . "$(dirname "$0")/elib.sh"
 
 fresh_db eng_outage
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 20; max_attempts = 2;
     backoff = { initial_ms = 10; max_ms = 20; multiplier = 2.0; jitter = 0.0; };" \
-    "unavailable_file = \"$WORK/down\";"
+    "unavailable_file = \"$WORK/down\";" "metrics = { listen = \"127.0.0.1:$PORT\"; };"
+# scrape: GET /metrics, the body on stdout
+scrape() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT" && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && cat <&3); }
 init_db "$WORK/relay.cfg"
 enqueue_bulk 200 20
 touch "$WORK/down"
@@ -29,6 +32,7 @@ DURING=$(sql "SELECT count(*) FILTER (WHERE dead_at IS NOT NULL) || '/' || count
 SEEN=$(sql "SELECT string_agg(DISTINCT last_error, ' | ') FROM outbox WHERE last_error IS NOT NULL")
 WAITING=$("$OBX_BIN" status -c "$WORK/relay.cfg" --json | sed -n 's/.*"waiting_for_output":\([0-9]*\).*/\1/p')
 [ "${WAITING:-0}" -ge 1 ] || fail "status shows no event waiting for the unavailable output"
+scrape | grep -q '^outbox_relay_output_up{output="mem"} 0$' || fail "/metrics does not show the output down"
 rm -f "$WORK/down"
 wait_exit "$PID" 120
 expect_eq "relay exit code" "$EXIT_RC" 0
