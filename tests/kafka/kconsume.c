@@ -24,59 +24,10 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "delivery.h"
+
 #define MAX_EXTRA 8
 #define MAX_PARTS 1024
-
-/* A set of event ids (open addressing, grows at half full). */
-typedef struct idset {
-    char **slot;
-    size_t cap, used;
-} idset;
-
-static size_t id_hash(const char *s)
-{
-    size_t h = 1469598103934665603u;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211u;
-    return h;
-}
-
-static int idset_add(idset *set, const char *id); /* 1 if new */
-
-static void idset_grow(idset *set)
-{
-    idset bigger = {calloc(set->cap ? set->cap * 2 : 1024, sizeof(char *)),
-                    set->cap ? set->cap * 2 : 1024, 0};
-    for (size_t i = 0; i < set->cap; i++)
-        if (set->slot[i]) {
-            idset_add(&bigger, set->slot[i]);
-            free(set->slot[i]);
-        }
-    free(set->slot);
-    *set = bigger;
-}
-
-static int idset_add(idset *set, const char *id)
-{
-    if (2 * (set->used + 1) > set->cap)
-        idset_grow(set);
-    size_t i = id_hash(id) & (set->cap - 1);
-    while (set->slot[i]) {
-        if (!strcmp(set->slot[i], id))
-            return 0;
-        i = (i + 1) & (set->cap - 1);
-    }
-    set->slot[i] = strdup(id);
-    set->used++;
-    return 1;
-}
-
-static void idset_free(idset *set)
-{
-    for (size_t i = 0; i < set->cap; i++)
-        free(set->slot[i]);
-    free(set->slot);
-}
 
 static const char *const required_headers[] = {"event_id", "event_type", "aggregate_type",
                                                "aggregate_id", "created_at"};
@@ -187,7 +138,7 @@ static int iso_time(const char *s)
 
 /* Prints the message; returns the number of failed checks. */
 static int check_message(const rd_kafka_message_t *m, int check_key, const char **extra, int nextra,
-                         idset *ids)
+                         delivery *seen)
 {
     rd_kafka_headers_t *hdrs = NULL;
     char key[512] = "", val[512], agg[512] = "";
@@ -219,7 +170,7 @@ static int check_message(const rd_kafka_message_t *m, int check_key, const char 
     if (header_text(hdrs, "event_id", val, sizeof val))
         strcpy(val, "-");
     else
-        idset_add(ids, val);
+        delivery_add(seen, val, strlen(val), agg, strlen(agg), -1);
     printf("%d\t%lld\t%s\t%s", m->partition, (long long)m->offset, m->key ? key : "-", val);
     for (int i = 0; i < nextra; i++) {
         if (header_text(hdrs, extra[i], val, sizeof val))
@@ -270,11 +221,11 @@ int main(int argc, char **argv)
     long long last = now_ms();
     int64_t next[MAX_PARTS], high[MAX_PARTS];
     int at_end = 0; /* N distinct reached: read on to the end offsets seen then */
-    idset ids = {NULL, 0, 0};
+    delivery *seen = delivery_new("kconsume");
     for (int p = 0; p < parts && p < MAX_PARTS; p++)
         next[p] = 0;
     while (now_ms() - last < idle_ms) {
-        if (want >= 0 && !at_end && (long long)ids.used >= want) {
+        if (want >= 0 && !at_end && (long long)delivery_unique(seen) >= want) {
             at_end = 1;
             for (int p = 0; p < parts && p < MAX_PARTS; p++) {
                 int64_t lo;
@@ -296,7 +247,7 @@ int main(int argc, char **argv)
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 fprintf(stderr, "kconsume: %s\n", rd_kafka_message_errstr(m));
         } else {
-            bad += check_message(m, check_key, extra, nextra, &ids);
+            bad += check_message(m, check_key, extra, nextra, seen);
             if (m->partition >= 0 && m->partition < MAX_PARTS)
                 next[m->partition] = m->offset + 1;
             got++;
@@ -309,10 +260,11 @@ int main(int argc, char **argv)
     rd_kafka_destroy(rk);
     fprintf(
         stderr,
-        "kconsume: %s: %lld messages, %zu distinct event ids (%d partitions), %d failed checks\n",
-        topic, got, ids.used, parts, bad);
-    size_t distinct = ids.used;
-    idset_free(&ids);
+        "kconsume: %s: %lld messages, %zu distinct event ids, %zu duplicates (%d partitions), %d "
+        "failed checks\n",
+        topic, got, delivery_unique(seen), delivery_duplicates(seen), parts, bad);
+    size_t distinct = delivery_unique(seen);
+    delivery_free(seen);
     if (bad || (want >= 0 && (long long)distinct < want))
         return 1;
     return 0;

@@ -9,12 +9,10 @@
  * Scenarios: basic, abort, timeout, badprop, oversize, faults, recover, probe (see below).
  * -e writes the event ids completed OK, one a line, for the consumer check.
  * Exit 0 on success; every failed check prints "FAIL: ..." and exits 1.
- * The fake host is an ABI 1.1 host: it has refuse (a refusal's reason is
- * kept like a completion's detail) and checks option values against the
- * driver's option_specs before create, as the relay does.
+ * The host is tests/common's recording host (the relay's own, with refuse:
+ * a refusal's reason is kept like a completion's detail); options are
+ * checked as the relay checks them before create.
  */
-#include <dlfcn.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,29 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "obx/driver.h"
+#include "fake_host.h"
+#include "messages.h"
 
 #define MAX_KV 32
 
-typedef struct kv {
-    char *key, *value;
-} kv;
-
-typedef struct fake_host {
-    obx_host host;
-    const obx_driver_def *def;
-    kv opts[MAX_KV], props[MAX_KV];
-    int nopts, nprops;
-    pthread_mutex_t mu;
-    size_t cap;          /* tokens 0..cap-1 */
-    unsigned char *done; /* completions per token */
-    obx_status *status;
-    char (*detail)[160];
-    size_t completions, dups, late, unknown, refusals;
-    int closed;
-    long long last_ok_ms, longest_no_ok_ms; /* OK completions over time (recover) */
-} fake_host;
-
+static const loaded_driver *drv;
 static const obx_driver_def *def;
 static int failures;
 
@@ -62,265 +43,24 @@ static void failf(const char *fmt, ...)
 
 static long long now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ------------------------------------------------------------ fake host */
-static void h_log(void *ctx, obx_log_level level, const char *fmt, ...)
-{
-    static const char *names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
-    va_list ap;
-    (void)ctx;
-    if (level == OBX_LOG_DEBUG)
-        return;
-    va_start(ap, fmt);
-    fprintf(stderr, "[driver %s] ", names[level]);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static const char *h_find(void *ctx, const char *name, obx_option_type type)
-{
-    fake_host *fh = ctx;
-    for (int i = 0; i < fh->nopts; i++) {
-        if (strcmp(fh->opts[i].key, name))
-            continue;
-        for (const obx_option *o = fh->def->options; o && o->name; o++)
-            if (!strcmp(o->name, name) && o->type == type)
-                return fh->opts[i].value;
-    }
-    return NULL;
-}
-
-static int h_string(void *ctx, const char *name, const char **out)
-{
-    const char *v = h_find(ctx, name, OBX_OPT_STRING);
-    if (v)
-        *out = v;
-    return v != NULL;
-}
-
-static int h_int(void *ctx, const char *name, int64_t *out)
-{
-    const char *v = h_find(ctx, name, OBX_OPT_INT);
-    if (v)
-        *out = atoll(v);
-    return v != NULL;
-}
-
-static int h_bool(void *ctx, const char *name, int *out)
-{
-    const char *v = h_find(ctx, name, OBX_OPT_BOOL);
-    if (v)
-        *out = !strcmp(v, "true");
-    return v != NULL;
-}
-
-static int h_double(void *ctx, const char *name, double *out)
-{
-    const char *v = h_find(ctx, name, OBX_OPT_DOUBLE);
-    if (v)
-        *out = atof(v);
-    return v != NULL;
-}
-
-static int h_property(void *ctx, size_t index, const char **key, const char **value)
-{
-    fake_host *fh = ctx;
-    if (index >= (size_t)fh->nprops)
-        return 0;
-    *key = fh->props[index].key;
-    *value = fh->props[index].value;
-    return 1;
-}
-
-static void h_complete(void *ctx, uint64_t token, obx_status status, int code, const char *detail)
-{
-    fake_host *fh = ctx;
-    (void)code;
-    pthread_mutex_lock(&fh->mu);
-    if (fh->closed)
-        fh->late++;
-    if (token >= fh->cap) {
-        fh->unknown++;
-    } else {
-        if (fh->done[token])
-            fh->dups++;
-        fh->done[token]++;
-        fh->status[token] = status;
-        if (status == OBX_OK) {
-            long long t = now_ms();
-            if (fh->last_ok_ms && t - fh->last_ok_ms > fh->longest_no_ok_ms)
-                fh->longest_no_ok_ms = t - fh->last_ok_ms;
-            fh->last_ok_ms = t;
-        }
-        snprintf(fh->detail[token], sizeof fh->detail[token], "%s", detail ? detail : "");
-    }
-    fh->completions++;
-    pthread_mutex_unlock(&fh->mu);
-}
-
-/* A refusal at publish: kept like a completion's detail, but no completion counts. */
-static void h_refuse(void *ctx, uint64_t token, int code, const char *detail)
-{
-    fake_host *fh = ctx;
-    (void)code;
-    pthread_mutex_lock(&fh->mu);
-    fh->refusals++;
-    if (token < fh->cap)
-        snprintf(fh->detail[token], sizeof fh->detail[token], "%s", detail ? detail : "");
-    pthread_mutex_unlock(&fh->mu);
-}
-
-/* The host's check of the options against the driver's option_specs: 0, or
- * -1 with a reason naming the option (the relay refuses before create). */
-static int spec_check(const fake_host *fh, char *err, size_t err_size)
-{
-    for (int k = 0; k < fh->nopts; k++) {
-        for (size_t i = 0; def->option_specs && def->options[i].name; i++) {
-            const obx_option_spec *sp = &def->option_specs[i];
-            const char *name = def->options[i].name, *v = fh->opts[k].value;
-            if (strcmp(name, fh->opts[k].key))
-                continue;
-            if (def->options[i].type == OBX_OPT_INT && sp->min < sp->max &&
-                (atof(v) < sp->min || atof(v) > sp->max)) {
-                snprintf(err, err_size, "option %s = %s: out of range %.0f..%.0f", name, v, sp->min,
-                         sp->max);
-                return -1;
-            }
-            int found = !sp->choices;
-            for (const char *const *c = sp->choices; c && *c; c++)
-                found |= !strcmp(*c, v);
-            if (!found) {
-                snprintf(err, err_size, "option %s = \"%s\": not one of the choices", name, v);
-                return -1;
-            }
-        }
-    }
-    return 0;
-}
-
-/* create as the relay calls it: after the spec check. */
-static obx_instance *host_create(fake_host *fh, char *err, size_t err_size)
-{
-    if (spec_check(fh, err, err_size))
-        return NULL;
-    return def->create(&fh->host, err, err_size);
-}
-
-static void kv_add(kv *arr, int *n, const char *spec)
-{
-    const char *eq = strchr(spec, '=');
-    if (!eq || *n >= MAX_KV) {
-        fprintf(stderr, "kdrv: bad key=value \"%s\"\n", spec);
-        exit(2);
-    }
-    arr[*n].key = strndup(spec, (size_t)(eq - spec));
-    arr[*n].value = strdup(eq + 1);
-    (*n)++;
-}
-
-static fake_host *fake_new(size_t cap)
-{
-    fake_host *fh = calloc(1, sizeof *fh);
-    fh->def = def;
-    pthread_mutex_init(&fh->mu, NULL);
-    fh->cap = cap;
-    fh->done = calloc(cap ? cap : 1, 1);
-    fh->status = calloc(cap ? cap : 1, sizeof *fh->status);
-    fh->detail = calloc(cap ? cap : 1, sizeof *fh->detail);
-    fh->host = (obx_host){.struct_size = sizeof(obx_host),
-                          .host_ctx = fh,
-                          .log = h_log,
-                          .get_string = h_string,
-                          .get_int = h_int,
-                          .get_bool = h_bool,
-                          .get_double = h_double,
-                          .get_property = h_property,
-                          .complete = h_complete,
-                          .refuse = h_refuse};
-    return fh;
-}
-
-static void fake_free(fake_host *fh)
-{
-    for (int i = 0; i < fh->nopts; i++)
-        free(fh->opts[i].key), free(fh->opts[i].value);
-    for (int i = 0; i < fh->nprops; i++)
-        free(fh->props[i].key), free(fh->props[i].value);
-    free(fh->done);
-    free(fh->status);
-    free(fh->detail);
-    free(fh);
-}
-
-static size_t fake_completions(fake_host *fh)
-{
-    pthread_mutex_lock(&fh->mu);
-    size_t n = fh->completions;
-    pthread_mutex_unlock(&fh->mu);
-    return n;
+    return (long long)fh_now_ms();
 }
 
 /* ------------------------------------------------------------ messages */
-typedef struct msgset {
-    size_t n;
-    obx_message *m;
-    char (*event_id)[48];
-    char (*agg)[32];
-    char (*seq)[24];
-    char (*payload)[64];
-    obx_header (*hdrs)[2];
-} msgset;
-
 static unsigned run_id;
 
-static void msgs_init(msgset *s, size_t n, const char *topic, unsigned salt)
+/* n messages to topic: 50 aggregates, headers traceparent and seq = n. */
+static void msgs_init(msg_set *s, size_t n, const char *topic, unsigned salt)
 {
-    s->n = n;
-    s->m = calloc(n, sizeof *s->m);
-    s->event_id = calloc(n, sizeof *s->event_id);
-    s->agg = calloc(n, sizeof *s->agg);
-    s->seq = calloc(n, sizeof *s->seq);
-    s->payload = calloc(n, sizeof *s->payload);
-    s->hdrs = calloc(n, sizeof *s->hdrs);
-    for (size_t i = 0; i < n; i++) {
-        obx_message *m = &s->m[i];
-        snprintf(s->event_id[i], sizeof s->event_id[i], "%08x-%04x-4000-8000-%012zx", run_id,
-                 salt & 0xffffu, i & 0xffffffffffffu);
-        snprintf(s->agg[i], sizeof s->agg[i], "agg-%zu", i % 50);
-        snprintf(s->seq[i], sizeof s->seq[i], "%zu", i);
-        snprintf(s->payload[i], sizeof s->payload[i], "{\"n\": %zu}", i);
-        s->hdrs[i][0] =
-            (obx_header){"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"};
-        s->hdrs[i][1] = (obx_header){"seq", s->seq[i]};
-        *m = (obx_message){.token = i,
-                           .event_id = s->event_id[i],
-                           .event_type = "order.created",
-                           .aggregate_type = "Order",
-                           .aggregate_id = s->agg[i],
-                           .destination = topic,
-                           .payload = s->payload[i],
-                           .payload_len = strlen(s->payload[i]),
-                           .content_type = "application/json",
-                           .created_at_us = (int64_t)time(NULL) * 1000000 + 123456,
-                           .headers = s->hdrs[i],
-                           .header_count = 2,
-                           .attempt = 1};
-    }
-}
-
-static void msgs_free(msgset *s)
-{
-    free(s->m);
-    free(s->event_id);
-    free(s->agg);
-    free(s->seq);
-    free(s->payload);
-    free(s->hdrs);
+    static const obx_header trace[] = {
+        {"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};
+    msg_shape shape = {.run = run_id,
+                       .salt = salt,
+                       .destination = topic,
+                       .headers = trace,
+                       .header_count = 1,
+                       .seq_header = "seq"};
+    msg_set_make(s, n, &shape);
 }
 
 /* Publishes a batch; returns how many were accepted. */
@@ -328,23 +68,15 @@ static size_t publish(obx_instance *inst, fake_host *fh, const obx_message *msgs
                       obx_status *accept)
 {
     size_t ok = 0;
-    obx_status rc = def->publish_batch(inst, msgs, count, accept);
+    obx_status rc = fh_publish(fh, inst, msgs, count, accept);
     if (rc != OBX_OK)
         failf("publish_batch returned %d", rc);
     for (size_t i = 0; i < count; i++)
         ok += accept[i] == OBX_OK;
-    (void)fh;
     return ok;
 }
 
-static void wait_completions(obx_instance *inst, fake_host *fh, size_t want, int timeout_ms)
-{
-    long long deadline = now_ms() + timeout_ms;
-    while (fake_completions(fh) < want && now_ms() < deadline)
-        def->poll(inst, 100);
-}
-
-static void write_events(const char *path, fake_host *fh, const msgset *s)
+static void write_events(const char *path, fake_host *fh, const msg_set *s)
 {
     FILE *fp;
     if (!path)
@@ -355,34 +87,28 @@ static void write_events(const char *path, fake_host *fh, const msgset *s)
         return;
     }
     for (size_t i = 0; i < s->n && i < fh->cap; i++)
-        if (fh->done[i] && fh->status[i] == OBX_OK)
-            fprintf(fp, "%s\n", s->event_id[i]);
+        if (fh->tok[i].completions && fh->tok[i].status == OBX_OK)
+            fprintf(fp, "%s\n", s->text[i].event_id);
     fclose(fp);
 }
 
 static void close_checked(obx_instance *inst, fake_host *fh, const char *what)
 {
-    def->close(inst);
-    pthread_mutex_lock(&fh->mu);
-    fh->closed = 1;
-    pthread_mutex_unlock(&fh->mu);
+    char why[512];
+    fh_close(fh, inst);
     def->close(inst); /* twice: harmless */
     def->poll(inst, 50);
     if (def->flush(inst, 10) != 0)
         failf("%s: flush after close reports messages in flight", what);
     def->destroy(inst);
-    if (fh->late)
-        failf("%s: %zu completions after close", what, fh->late);
-    if (fh->dups)
-        failf("%s: %zu duplicate completions", what, fh->dups);
-    if (fh->unknown)
-        failf("%s: %zu completions with unknown tokens", what, fh->unknown);
+    if (fh_violations(fh, why, sizeof why))
+        failf("%s: %s", what, why);
 }
 
 static obx_instance *create_ok(fake_host *fh)
 {
     char err[512] = "";
-    obx_instance *inst = host_create(fh, err, sizeof err);
+    obx_instance *inst = fh_create(fh, err, sizeof err);
     if (!inst) {
         fprintf(stderr, "FAIL: create: %s\n", err);
         exit(1);
@@ -394,24 +120,26 @@ static obx_instance *create_ok(fake_host *fh)
 typedef struct args {
     const char *bootstrap, *topic, *events;
     size_t n;
-    fake_host *proto; /* options and properties from the command line */
+    const char *opts[MAX_KV], *props[MAX_KV]; /* name=value from the command line */
+    int nopts, nprops;
     pid_t kmock;
 } args;
 
+static void must(int rc)
+{
+    if (rc < 0)
+        exit(2);
+}
+
+/* A host for tokens 0 .. cap-1 with the command line's options and properties. */
 static fake_host *fake_from(const args *a, size_t cap)
 {
-    fake_host *fh = fake_new(cap);
-    char spec[1024];
-    snprintf(spec, sizeof spec, "bootstrap_servers=%s", a->bootstrap);
-    kv_add(fh->opts, &fh->nopts, spec);
-    for (int i = 0; i < a->proto->nopts; i++) {
-        snprintf(spec, sizeof spec, "%s=%s", a->proto->opts[i].key, a->proto->opts[i].value);
-        kv_add(fh->opts, &fh->nopts, spec);
-    }
-    for (int i = 0; i < a->proto->nprops; i++) {
-        snprintf(spec, sizeof spec, "%s=%s", a->proto->props[i].key, a->proto->props[i].value);
-        kv_add(fh->props, &fh->nprops, spec);
-    }
+    fake_host *fh = fh_new(drv, cap);
+    must(fh_set(fh, "bootstrap_servers", a->bootstrap));
+    for (int i = 0; i < a->nopts; i++)
+        must(fh_option(fh, a->opts[i]));
+    for (int i = 0; i < a->nprops; i++)
+        must(fh_property(fh, a->props[i]));
     return fh;
 }
 
@@ -420,12 +148,13 @@ static void expect_all(fake_host *fh, size_t n, obx_status want, const char *det
 {
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
-        if (fh->done[i] != 1 || fh->status[i] != want ||
-            (detail_part && !strstr(fh->detail[i], detail_part))) {
+        const fh_token *t = &fh->tok[i];
+        if (t->completions != 1 || t->status != want ||
+            (detail_part && !strstr(t->detail, detail_part))) {
             if (bad++ < 3)
                 failf(
-                    "%s: token %zu: %d completions, status %d, detail \"%s\" (want status %d%s%s)",
-                    what, i, fh->done[i], fh->status[i], fh->detail[i], want,
+                    "%s: token %zu: %u completions, status %d, detail \"%s\" (want status %d%s%s)",
+                    what, i, t->completions, t->status, t->detail, want,
                     detail_part ? " with " : "", detail_part ? detail_part : "");
         }
     }
@@ -436,7 +165,7 @@ static void expect_all(fake_host *fh, size_t n, obx_status want, const char *det
 /* basic: batches of 0, 1 and many; two instances at once; all OK exactly once. */
 static void scenario_basic(const args *a)
 {
-    msgset s, s2;
+    msg_set s, s2;
     size_t n = a->n ? a->n : 2000, accepted = 0;
     fake_host *fh = fake_from(a, n), *fh2 = fake_from(a, 10);
     obx_instance *inst = create_ok(fh), *inst2 = create_ok(fh2);
@@ -457,8 +186,8 @@ static void scenario_basic(const args *a)
         failf("second instance refused messages");
     if (accepted != n)
         failf("basic: accepted %zu of %zu", accepted, n);
-    wait_completions(inst, fh, n, 30000);
-    wait_completions(inst2, fh2, 10, 30000);
+    fh_wait_completions(fh, inst, n, 30000);
+    fh_wait_completions(fh2, inst2, 10, 30000);
     if (def->flush(inst, 5000) != 0 || def->flush(inst2, 5000) != 0)
         failf("basic: flush reports messages still in flight");
     expect_all(fh, n, OBX_OK, NULL, "basic");
@@ -468,17 +197,17 @@ static void scenario_basic(const args *a)
     write_events(a->events, fh2, &s2);
     close_checked(inst, fh, "basic");
     close_checked(inst2, fh2, "basic (second instance)");
-    fake_free(fh);
-    fake_free(fh2);
-    msgs_free(&s);
-    msgs_free(&s2);
+    fh_free(fh);
+    fh_free(fh2);
+    msg_set_free(&s);
+    msg_set_free(&s2);
     free(accept);
 }
 
 /* abort: nothing can be delivered; close completes everything RETRIABLE, "aborted". */
 static void scenario_abort(const args *a)
 {
-    msgset s;
+    msg_set s;
     size_t n = a->n ? a->n : 200, left;
     fake_host *fh = fake_from(a, n);
     obx_instance *inst = create_ok(fh);
@@ -492,15 +221,15 @@ static void scenario_abort(const args *a)
         failf("abort: flush(300) says %zu in flight, want %zu", left, n);
     long long t0 = now_ms();
     def->close(inst);
-    fprintf(stderr, "abort: close completed %zu messages in %lld ms\n", fake_completions(fh),
+    fprintf(stderr, "abort: close completed %zu messages in %lld ms\n", fh_completions(fh),
             now_ms() - t0);
     expect_all(fh, n, OBX_RETRIABLE, "aborted", "abort");
     /* after close: publish refuses, nothing completes */
-    if (def->publish_batch(inst, s.m, 1, accept) == OBX_OK && accept[0] == OBX_OK)
+    if (fh_publish(fh, inst, s.m, 1, accept) == OBX_OK && accept[0] == OBX_OK)
         failf("abort: publish after close accepted a message");
     close_checked(inst, fh, "abort");
-    msgs_free(&s);
-    fake_free(fh);
+    msg_set_free(&s);
+    fh_free(fh);
     free(accept);
 }
 
@@ -508,7 +237,7 @@ static void scenario_abort(const args *a)
  * message's fault) after message_timeout_ms. */
 static void scenario_timeout(const args *a)
 {
-    msgset s;
+    msg_set s;
     size_t n = a->n ? a->n : 20;
     fake_host *fh = fake_from(a, n);
     long long t0 = now_ms();
@@ -520,13 +249,13 @@ static void scenario_timeout(const args *a)
     msgs_init(&s, n, a->topic, 4);
     if (publish(inst, fh, s.m, n, accept) != n)
         failf("timeout: not all accepted");
-    wait_completions(inst, fh, n, 60000);
-    fprintf(stderr, "timeout: %zu completions after %lld ms: \"%s\"\n", fake_completions(fh),
-            now_ms() - t0, fh->detail[0]);
+    fh_wait_completions(fh, inst, n, 60000);
+    fprintf(stderr, "timeout: %zu completions after %lld ms: \"%s\"\n", fh_completions(fh),
+            now_ms() - t0, fh->tok[0].detail);
     expect_all(fh, n, OBX_UNAVAILABLE, "timed out", "timeout");
     close_checked(inst, fh, "timeout");
-    msgs_free(&s);
-    fake_free(fh);
+    msg_set_free(&s);
+    fh_free(fh);
     free(accept);
 }
 
@@ -554,10 +283,10 @@ static void scenario_badprop(const args *a)
         fake_host *fh = fake_from(a, 1);
         char err[512] = "";
         if (cases[i].opt)
-            kv_add(fh->opts, &fh->nopts, cases[i].opt);
+            must(fh_option(fh, cases[i].opt));
         if (cases[i].prop)
-            kv_add(fh->props, &fh->nprops, cases[i].prop);
-        obx_instance *inst = host_create(fh, err, sizeof err);
+            must(fh_property(fh, cases[i].prop));
+        obx_instance *inst = fh_create(fh, err, sizeof err);
         if (inst) {
             failf("badprop: %s accepted", cases[i].opt ? cases[i].opt : cases[i].prop);
             def->destroy(inst);
@@ -567,34 +296,34 @@ static void scenario_badprop(const args *a)
         } else {
             fprintf(stderr, "badprop: refused: %s\n", err);
         }
-        fake_free(fh);
+        fh_free(fh);
     }
     /* missing bootstrap_servers (the host checks REQUIRED too; the driver must not crash) */
-    fake_host *fh = fake_new(1);
+    fake_host *fh = fh_new(drv, 1);
     char err[512] = "";
-    obx_instance *inst = def->create(&fh->host, err, sizeof err);
+    obx_instance *inst = fh_create_unchecked(fh, err, sizeof err);
     if (inst || !strstr(err, "bootstrap_servers"))
         failf("badprop: missing bootstrap_servers: %s", inst ? "accepted" : err);
     if (inst)
         def->destroy(inst);
-    fake_free(fh);
+    fh_free(fh);
     /* pass-through properties that keep the guarantees are fine */
     fh = fake_from(a, 1);
-    kv_add(fh->props, &fh->nprops, "linger.ms=5");
-    kv_add(fh->props, &fh->nprops, "compression.type=lz4");
-    kv_add(fh->props, &fh->nprops, "acks=all");
-    kv_add(fh->props, &fh->nprops, "enable.idempotence=true");
-    kv_add(fh->opts, &fh->nopts, "key=event_id");
-    kv_add(fh->opts, &fh->nopts, "max_in_flight=1");
+    must(fh_property(fh, "linger.ms=5"));
+    must(fh_property(fh, "compression.type=lz4"));
+    must(fh_property(fh, "acks=all"));
+    must(fh_property(fh, "enable.idempotence=true"));
+    must(fh_option(fh, "key=event_id"));
+    must(fh_option(fh, "max_in_flight=1"));
     inst = create_ok(fh);
     close_checked(inst, fh, "badprop (good properties)");
-    fake_free(fh);
+    fh_free(fh);
 }
 
 /* oversize: small, big, small: OK, refused PERMANENT with librdkafka's text, OK. */
 static void scenario_oversize(const args *a)
 {
-    msgset s;
+    msg_set s;
     fake_host *fh = fake_from(a, 3);
     obx_instance *inst = create_ok(fh);
     obx_status accept[3];
@@ -609,17 +338,19 @@ static void scenario_oversize(const args *a)
         failf("oversize: want the big message refused PERMANENT and its neighbours accepted: "
               "%d %d %d",
               accept[0], accept[1], accept[2]);
-    wait_completions(inst, fh, 2, 30000);
-    if (fh->status[0] != OBX_OK || fh->status[2] != OBX_OK)
-        failf("oversize: neighbours not OK: %d \"%s\", %d \"%s\"", fh->status[0], fh->detail[0],
-              fh->status[2], fh->detail[2]);
-    if (fh->done[1] || !strstr(fh->detail[1], "too large"))
-        failf("oversize: big message: %d completions, reason \"%s\"", fh->done[1], fh->detail[1]);
-    fprintf(stderr, "oversize: big message refused %d: \"%s\"\n", accept[1], fh->detail[1]);
+    fh_wait_completions(fh, inst, 2, 30000);
+    const fh_token *t = fh->tok;
+    if (t[0].status != OBX_OK || t[2].status != OBX_OK)
+        failf("oversize: neighbours not OK: %d \"%s\", %d \"%s\"", t[0].status, t[0].detail,
+              t[2].status, t[2].detail);
+    if (t[1].completions || !strstr(t[1].detail, "too large"))
+        failf("oversize: big message: %u completions, reason \"%s\"", t[1].completions,
+              t[1].detail);
+    fprintf(stderr, "oversize: big message refused %d: \"%s\"\n", accept[1], t[1].detail);
     write_events(a->events, fh, &s);
     close_checked(inst, fh, "oversize");
-    msgs_free(&s);
-    fake_free(fh);
+    msg_set_free(&s);
+    fh_free(fh);
     free(big);
 }
 
@@ -631,7 +362,7 @@ static void scenario_oversize(const args *a)
  */
 static void scenario_faults(const args *a)
 {
-    msgset s;
+    msg_set s;
     size_t n = a->n ? a->n : 20000, next = 0, retries = 0, ok = 0;
     fake_host *fh = fake_from(a, n);
     obx_instance *inst = create_ok(fh);
@@ -666,29 +397,30 @@ static void scenario_faults(const args *a)
         while (next < qn && bn < 500)
             batch[bn++] = s.m[queue[next++]];
         if (bn) {
-            def->publish_batch(inst, batch, bn, accept);
+            fh_publish(fh, inst, batch, bn, accept);
             for (size_t i = 0; i < bn; i++)
                 if (accept[i] != OBX_OK)
                     queue[qn++] = batch[i].token; /* refused: try again later */
         }
         def->poll(inst, 50);
         /* collect results: retriable ones go back in the queue */
-        pthread_mutex_lock(&fh->mu);
+        pthread_mutex_lock(&fh->lock);
         ok = 0;
         for (size_t i = 0; i < n; i++) {
-            if (fh->done[i] && fh->status[i] == OBX_OK)
+            fh_token *t = &fh->tok[i];
+            if (t->completions && t->status == OBX_OK)
                 ok++;
-            else if (fh->done[i]) {
-                if (fh->status[i] != OBX_RETRIABLE && fh->status[i] != OBX_UNAVAILABLE)
-                    failf("faults: token %zu completed %d \"%s\"", i, fh->status[i], fh->detail[i]);
-                fh->done[i] = 0;
+            else if (t->completions) {
+                if (t->status != OBX_RETRIABLE && t->status != OBX_UNAVAILABLE)
+                    failf("faults: token %zu completed %d \"%s\"", i, t->status, t->detail);
+                t->completions = 0; /* taken: offered again */
                 fh->completions--;
                 retries++;
                 s.m[i].attempt++;
                 queue[qn++] = i;
             }
         }
-        pthread_mutex_unlock(&fh->mu);
+        pthread_mutex_unlock(&fh->lock);
         if (next == qn) { /* compact the queue */
             next = qn = 0;
         } else if (qn > n) {
@@ -713,8 +445,8 @@ static void scenario_faults(const args *a)
         failf("faults: flush reports messages in flight");
     write_events(a->events, fh, &s);
     close_checked(inst, fh, "faults");
-    msgs_free(&s);
-    fake_free(fh);
+    msg_set_free(&s);
+    fh_free(fh);
     free(queue);
 }
 
@@ -732,7 +464,7 @@ static void scenario_recover(const args *a)
     fake_host *fh = fake_from(a, n);
     obx_instance *inst = create_ok(fh);
     obx_status accept[20];
-    msgset s;
+    msg_set s;
     long long t0 = now_ms(), down_at = 0, up_at = 0, first_ok_after_up = 0, stop_at = 0;
     size_t *queue = malloc((2 * n + 500) * sizeof *queue), qn = 0;
     const char *env = getenv("KDRV_DOWN_MS");
@@ -764,19 +496,20 @@ static void scenario_recover(const args *a)
         while (bn < 20 && !stop_at && sent < n)
             batch[bn++] = s.m[sent++];
         if (bn) {
-            def->publish_batch(inst, batch, bn, accept);
+            fh_publish(fh, inst, batch, bn, accept);
             for (size_t i = 0; i < bn; i++)
                 if (accept[i] != OBX_OK)
                     queue[qn++] = batch[i].token;
         }
         def->poll(inst, 10);
-        pthread_mutex_lock(&fh->mu);
+        pthread_mutex_lock(&fh->lock);
         ok = 0;
         for (size_t i = 0; i < sent; i++) {
-            if (fh->done[i] && fh->status[i] == OBX_OK) {
+            fh_token *t = &fh->tok[i];
+            if (t->completions && t->status == OBX_OK) {
                 ok++;
-            } else if (fh->done[i]) {
-                fh->done[i] = 0;
+            } else if (t->completions) {
+                t->completions = 0; /* taken: offered again */
                 fh->completions--;
                 again++;
                 queue[qn++] = i;
@@ -784,7 +517,7 @@ static void scenario_recover(const args *a)
         }
         if (up_at && !first_ok_after_up && fh->last_ok_ms > up_at)
             first_ok_after_up = fh->last_ok_ms - up_at;
-        pthread_mutex_unlock(&fh->mu);
+        pthread_mutex_unlock(&fh->lock);
         if (next == qn) {
             next = qn = 0;
         } else if (qn > n) { /* compact: at most n are pending */
@@ -803,12 +536,12 @@ static void scenario_recover(const args *a)
             "recover: %zu messages acknowledged, %zu failed completions published again; "
             "brokers down %lld ms; longest stretch without an acknowledgement %lld ms; first "
             "acknowledgement %lld ms after the brokers came back\n",
-            ok, again, up_at - down_at, fh->longest_no_ok_ms, first_ok_after_up);
+            ok, again, up_at - down_at, (long long)fh->longest_no_ok_ms, first_ok_after_up);
     if (!first_ok_after_up)
         failf("recover: nothing acknowledged after the brokers came back");
     close_checked(inst, fh, "recover");
-    msgs_free(&s);
-    fake_free(fh);
+    msg_set_free(&s);
+    fh_free(fh);
     free(queue);
 }
 
@@ -833,20 +566,17 @@ static void scenario_probe(const args *a)
     if ((st = def->probe(inst, 5000)) != OBX_OK)
         failf("probe: brokers back: %d, want OK", st);
     close_checked(inst, fh, "probe");
-    fake_free(fh);
+    fh_free(fh);
 }
 
 int main(int argc, char **argv)
 {
     const char *driver = NULL, *scenario = argc > 1 ? argv[1] : "";
-    args a = {.proto = NULL};
+    args a = {.bootstrap = NULL};
     int opt;
 
     run_id = (unsigned)(time(NULL) ^ (getpid() << 16));
     optind = 2;
-    def = NULL;
-    fake_host proto = {.nopts = 0};
-    a.proto = &proto;
     while ((opt = getopt(argc, argv, "d:b:t:n:e:o:p:K:")) != -1) {
         switch (opt) {
         case 'd': driver = optarg; break;
@@ -854,8 +584,14 @@ int main(int argc, char **argv)
         case 't': a.topic = optarg; break;
         case 'n': a.n = (size_t)atoll(optarg); break;
         case 'e': a.events = optarg; break;
-        case 'o': kv_add(proto.opts, &proto.nopts, optarg); break;
-        case 'p': kv_add(proto.props, &proto.nprops, optarg); break;
+        case 'o':
+            if (a.nopts < MAX_KV)
+                a.opts[a.nopts++] = optarg;
+            break;
+        case 'p':
+            if (a.nprops < MAX_KV)
+                a.props[a.nprops++] = optarg;
+            break;
         case 'K': a.kmock = (pid_t)atoi(optarg); break;
         default: return 2;
         }
@@ -866,17 +602,14 @@ int main(int argc, char **argv)
     }
     if (!a.topic)
         a.topic = "kdrv.events";
-    void *dl = dlopen(driver, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        fprintf(stderr, "FAIL: dlopen: %s\n", dlerror());
+    char err[1024];
+    /* never closed: keeps symbols for leak reports; librdkafka holds global state anyway */
+    drv = fh_load(driver, err, sizeof err);
+    if (!drv) {
+        fprintf(stderr, "FAIL: %s\n", err);
         return 1;
     }
-    obx_driver_entry_fn entry = (obx_driver_entry_fn)dlsym(dl, OBX_DRIVER_ENTRY_SYMBOL);
-    if (!entry || !(def = entry()) || def->magic != OBX_DRIVER_MAGIC ||
-        def->abi_major != OBX_ABI_MAJOR) {
-        fprintf(stderr, "FAIL: %s is not an outbox-relay driver\n", driver);
-        return 1;
-    }
+    def = &drv->def;
     if (!strcmp(scenario, "basic"))
         scenario_basic(&a);
     else if (!strcmp(scenario, "abort"))
@@ -897,12 +630,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "kdrv: unknown scenario \"%s\"\n", scenario);
         return 2;
     }
-    for (int i = 0; i < proto.nopts; i++)
-        free(proto.opts[i].key), free(proto.opts[i].value);
-    for (int i = 0; i < proto.nprops; i++)
-        free(proto.props[i].key), free(proto.props[i].value);
-    /* no dlclose: keeps symbols for leak reports; librdkafka holds global state anyway */
-    (void)dl;
     if (failures)
         fprintf(stderr, "kdrv %s: %d failed checks\n", scenario, failures);
     else

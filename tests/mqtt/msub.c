@@ -4,7 +4,7 @@
  * Counts messages, duplicates (by the event_id user property), messages
  * missing a required user property, and per-aggregate order violations: the
  * payload is JSON carrying "n", a sequence that grows within an aggregate, so
- * a first-seen event whose n is below the aggregate's highest n so far was
+ * a first-seen event whose n is not above its aggregate's highest n so far was
  * delivered out of order. Survives broker restarts (reconnects; with -P it
  * keeps a persistent session so nothing is missed while it is away).
  *
@@ -24,72 +24,15 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- a string -> int64 hash map (open addressing), enough for a test */
-typedef struct {
-    char **keys;
-    int64_t *vals;
-    size_t cap, len;
-} smap;
-
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
-}
-
-static int64_t *smap_slot(smap *m, const char *key, int *created);
-
-static void smap_grow(smap *m)
-{
-    smap old = *m;
-    m->cap = old.cap ? old.cap * 2 : 1024;
-    m->keys = calloc(m->cap, sizeof *m->keys);
-    m->vals = calloc(m->cap, sizeof *m->vals);
-    m->len = 0;
-    if (!m->keys || !m->vals) {
-        fprintf(stderr, "msub: out of memory\n");
-        exit(2);
-    }
-    for (size_t i = 0; i < old.cap; i++) {
-        if (old.keys[i]) {
-            int c;
-            *smap_slot(m, old.keys[i], &c) = old.vals[i];
-            free(old.keys[i]);
-        }
-    }
-    free(old.keys);
-    free(old.vals);
-}
-
-static int64_t *smap_slot(smap *m, const char *key, int *created)
-{
-    if ((m->len + 1) * 2 > m->cap)
-        smap_grow(m);
-    size_t i = hash(key) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strcmp(m->keys[i], key) == 0) {
-            *created = 0;
-            return &m->vals[i];
-        }
-        i = (i + 1) & (m->cap - 1);
-    }
-    m->keys[i] = strdup(key);
-    m->vals[i] = 0;
-    m->len++;
-    *created = 1;
-    return &m->vals[i];
-}
+#include "delivery.h"
 
 /* ---- options and counters */
 static const char *url, *filter, *client_id = "msub", *ready_file, *out_file;
 static const char *want_key, *want_val;
 static long expected = -1, linger_ms = 1000, timeout_s = 600;
 static int persistent;
-static unsigned long received, unique_n, duplicates, missing_props, bad_header, order_violations,
-    no_seq;
-static smap seen, last_n;
+static unsigned long received, missing_props, bad_header, no_seq;
+static delivery *seen; /* duplicates and per-aggregate order */
 static FILE *out;
 static volatile sig_atomic_t stop;
 
@@ -150,31 +93,18 @@ static void on_message(MQTTAsync_message *m)
     }
     user_prop(&m->properties, "event_id", eid, sizeof eid);
     user_prop(&m->properties, "aggregate_id", agg, sizeof agg);
-    int created;
-    smap_slot(&seen, eid, &created);
-    if (!created) {
-        duplicates++;
+    long long n;
+    int has_n = payload_seq(m->payload, (size_t)m->payloadlen, &n);
+    if (delivery_add(seen, eid, strlen(eid), agg, strlen(agg), has_n ? n : -1) ==
+        DELIVERY_DUPLICATE)
         return;
-    }
-    unique_n++;
     if (out)
         fprintf(out, "%s\n", eid);
     if (want_key &&
         (!user_prop(&m->properties, want_key, val, sizeof val) || strcmp(val, want_val) != 0))
         bad_header++;
-    long long n;
-    if (!payload_seq(m->payload, (size_t)m->payloadlen, &n)) {
+    if (!has_n)
         no_seq++;
-        return;
-    }
-    int64_t *last = smap_slot(&last_n, agg, &created);
-    if (!created && n < *last) {
-        if (order_violations++ < 5)
-            fprintf(stderr, "msub: order violation in aggregate %s: n=%lld after n=%lld\n", agg, n,
-                    (long long)*last);
-    } else {
-        *last = n;
-    }
 }
 
 /* Connection state, shared with paho's callbacks. Messages are counted in
@@ -336,6 +266,7 @@ int main(int argc, char **argv)
         perror(out_file);
         return 2;
     }
+    seen = delivery_new("msub");
     MQTTProperty sp = {.identifier = MQTTPROPERTY_CODE_SESSION_EXPIRY_INTERVAL};
     sp.value.integer4 = 3600;
     MQTTProperties_add(&conn_props, &sp);
@@ -381,7 +312,7 @@ int main(int argc, char **argv)
         if (now >= deadline)
             break;
         pthread_mutex_lock(&mu);
-        long got = (long)unique_n;
+        long got = (long)delivery_unique(seen);
         int up = connected, busy = connecting;
         pthread_mutex_unlock(&mu);
         if (got >= expected) {
@@ -418,13 +349,15 @@ int main(int argc, char **argv)
     pthread_mutex_lock(&mu);
     if (out)
         fclose(out);
-    printf("msub: received=%lu unique=%lu duplicates=%lu missing_props=%lu bad_header=%lu "
-           "order_violations=%lu no_seq=%lu aggregates=%zu reconnects=%lu sessions_lost=%d "
+    printf("msub: received=%lu unique=%zu duplicates=%zu missing_props=%lu bad_header=%lu "
+           "order_violations=%zu no_seq=%lu aggregates=%zu reconnects=%lu sessions_lost=%d "
            "expected=%ld\n",
-           received, unique_n, duplicates, missing_props, bad_header, order_violations, no_seq,
-           last_n.len, reconnects, sessions_lost, expected);
-    int ok = (long)unique_n == expected && !missing_props && !bad_header && !order_violations &&
-             !sessions_lost;
+           received, delivery_unique(seen), delivery_duplicates(seen), missing_props, bad_header,
+           delivery_order_breaks(seen), no_seq, delivery_aggregates(seen), reconnects,
+           sessions_lost, expected);
+    int ok = (long)delivery_unique(seen) == expected && !missing_props && !bad_header &&
+             !delivery_order_breaks(seen) && !sessions_lost;
+    delivery_free(seen);
     pthread_mutex_unlock(&mu);
     fflush(stdout);
     return ok ? 0 : 1;

@@ -23,89 +23,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-/* A string -> int64 map with open addressing (keys are copied). */
-typedef struct smap {
-    char **keys;
-    int64_t *vals;
-    size_t cap, count;
-} smap;
-
-static uint64_t hash(const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 1099511628211ull;
-    return h;
-}
-
-static void smap_init(smap *m, size_t cap)
-{
-    m->cap = 1024;
-    while (m->cap < cap * 2)
-        m->cap *= 2;
-    m->keys = calloc(m->cap, sizeof(char *));
-    m->vals = calloc(m->cap, sizeof(int64_t));
-    m->count = 0;
-}
-
-/* Returns the slot for key (len bytes); *found says if it was there. */
-static size_t smap_slot(smap *m, const void *key, size_t len, int *found);
-
-static void smap_grow(smap *m)
-{
-    smap old = *m;
-    smap_init(m, old.cap);
-    for (size_t i = 0; i < old.cap; i++) {
-        if (!old.keys[i])
-            continue;
-        int f;
-        size_t s = smap_slot(m, old.keys[i], strlen(old.keys[i]), &f);
-        m->keys[s] = old.keys[i];
-        m->vals[s] = old.vals[i];
-        m->count++;
-    }
-    free(old.keys);
-    free(old.vals);
-}
-
-static size_t smap_slot(smap *m, const void *key, size_t len, int *found)
-{
-    size_t i = hash(key, len) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (strlen(m->keys[i]) == len && memcmp(m->keys[i], key, len) == 0) {
-            *found = 1;
-            return i;
-        }
-        i = (i + 1) & (m->cap - 1);
-    }
-    *found = 0;
-    return i;
-}
-
-/* Finds or inserts; returns a pointer to the value and sets *isnew. */
-static int64_t *smap_get(smap *m, const void *key, size_t len, int *isnew)
-{
-    if ((m->count + 1) * 2 > m->cap)
-        smap_grow(m);
-    int found;
-    size_t s = smap_slot(m, key, len, &found);
-    *isnew = !found;
-    if (!found) {
-        m->keys[s] = strndup(key, len);
-        m->vals[s] = 0;
-        m->count++;
-    }
-    return &m->vals[s];
-}
-
-static void smap_free(smap *m)
-{
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->keys[i]);
-    free(m->keys);
-    free(m->vals);
-}
+#include "delivery.h"
 
 static void die_reply(amqp_rpc_reply_t r, const char *what)
 {
@@ -192,13 +110,13 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
                        amqp_empty_table);
     die_reply(amqp_get_rpc_reply(conn), "basic.consume");
 
-    smap ids, aggs;
-    smap_init(&ids, (size_t)expected);
-    smap_init(&aggs, 1024);
-    long received = 0, unique = 0, dups = 0, order = 0, unacked = 0;
+    delivery *seen = delivery_new("rconsume");
+    long received = 0, unacked = 0;
     uint64_t last_tag = 0;
     for (;;) {
-        int wait = unique >= expected ? 500 : idle_ms; /* linger briefly for late duplicates */
+        int wait = (long)delivery_unique(seen) >= expected
+                       ? 500
+                       : idle_ms; /* linger briefly for late duplicates */
         struct timeval tv = {wait / 1000, (wait % 1000) * 1000};
         amqp_envelope_t env;
         amqp_maybe_release_buffers(conn);
@@ -253,31 +171,17 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
         if (n < 0)
             bad("payload has no \"n\"", n);
 
-        int isnew;
-        smap_get(&ids, eid->value.bytes.bytes, eid->value.bytes.len, &isnew);
-        if (!isnew) {
-            dups++;
-        } else {
-            unique++;
-            int aggnew;
-            int64_t *last = smap_get(&aggs, agg->value.bytes.bytes, agg->value.bytes.len, &aggnew);
-            if (!aggnew && n <= *last) {
-                if (order++ < 10)
-                    fprintf(stderr, "rconsume: aggregate %.*s: n=%ld after n=%ld\n",
-                            (int)agg->value.bytes.len, (char *)agg->value.bytes.bytes, n,
-                            (long)*last);
-            }
-            if (aggnew || n > *last)
-                *last = n;
-        }
+        delivery_add(seen, eid->value.bytes.bytes, eid->value.bytes.len, agg->value.bytes.bytes,
+                     agg->value.bytes.len, n);
         amqp_destroy_envelope(&env);
     }
     if (unacked)
         amqp_basic_ack(conn, 1, last_tag, 1);
-    printf("received=%ld unique=%ld duplicates=%ld order_violations=%ld bad=%ld aggregates=%zu\n",
-           received, unique, dups, order, bad_count, aggs.count);
-    smap_free(&ids);
-    smap_free(&aggs);
+    long unique = (long)delivery_unique(seen), order = (long)delivery_order_breaks(seen);
+    printf("received=%ld unique=%ld duplicates=%zu order_violations=%ld bad=%ld aggregates=%zu\n",
+           received, unique, delivery_duplicates(seen), order, bad_count,
+           delivery_aggregates(seen));
+    delivery_free(seen);
     return unique == expected && order == 0 && bad_count == 0 ? 0 : 1;
 }
 

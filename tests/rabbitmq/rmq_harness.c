@@ -17,234 +17,87 @@
  *     Prints "ok=.. permanent=.. retriable=.. refused=.. held=.. protocol_errors=.."
  *     and every PERMANENT detail; exits 0 when every event ended and no
  *     completion broke the contract (twice, unknown token, after close, for
- *     a refused message). The fake host is an ABI 1.1 host: it has refuse,
- *     checks option values against the driver's option_specs and treats a
- *     refusal (with its reason) like a completion with that status.
+ *     a refused message). The host is tests/common's recording host (the
+ *     relay's own, with refuse); options are checked as the relay checks
+ *     them, and a refusal (with its reason) counts like a completion with
+ *     that status.
  *   rmq_harness DRIVER.so [-o key=value]... create
  *     create only: prints the errstr and exits 1 when create refuses.
  *   rmq_harness DRIVER.so [-o key=value]... probe TIMEOUT_MS
  *     create, then probe: prints "probe=OK" or "probe=UNAVAILABLE".
  */
-#include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "obx/driver.h"
+#include "fake_host.h"
+#include "messages.h"
 
 #define MAX_OPTS 32
 #define BATCH 500
 
+static const loaded_driver *drv;
 static const obx_driver_def *def;
-static struct {
-    const char *name, *value;
-} opts[MAX_OPTS];
+static const char *opts[MAX_OPTS]; /* name=value, as given */
 static int nopts;
-
-typedef struct ev {
-    int inflight; /* accepted, not completed */
-    int final;    /* 0 pending, 1 OK, 2 PERMANENT */
-    int attempts;
-    char detail[256];
-    obx_status last;
-} ev;
-
-typedef struct hctx {
-    obx_host host;
-    ev *evs;
-    size_t n;
-    int closed;
-    long completions, retriable, refused, unavailable, held, protocol_errors;
-} hctx;
-
-static void h_log(void *c, obx_log_level level, const char *fmt, ...)
-{
-    (void)c;
-    static const char *names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "[driver %s] ", names[level & 3]);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static const char *opt_value(const char *name)
-{
-    for (int i = 0; i < nopts; i++)
-        if (strcmp(opts[i].name, name) == 0)
-            return opts[i].value;
-    return NULL;
-}
-
-static int h_string(void *c, const char *name, const char **out)
-{
-    (void)c;
-    const char *v = opt_value(name);
-    if (v)
-        *out = v;
-    return v != NULL;
-}
-
-static int h_int(void *c, const char *name, int64_t *out)
-{
-    (void)c;
-    const char *v = opt_value(name);
-    if (v)
-        *out = strtoll(v, NULL, 10);
-    return v != NULL;
-}
-
-static int h_bool(void *c, const char *name, int *out)
-{
-    (void)c;
-    const char *v = opt_value(name);
-    if (v)
-        *out = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
-    return v != NULL;
-}
-
-static int h_double(void *c, const char *name, double *out)
-{
-    (void)c;
-    const char *v = opt_value(name);
-    if (v)
-        *out = strtod(v, NULL);
-    return v != NULL;
-}
-
-static int h_property(void *c, size_t i, const char **k, const char **v)
-{
-    (void)c, (void)i, (void)k, (void)v;
-    return 0;
-}
 
 /* The driver's reason for failing a message behind a failed one of its aggregate. */
 #define HELD_PREFIX "not sent in order"
 
-static void h_complete(void *c, uint64_t token, obx_status status, int code, const char *detail)
+/* A host for tokens 0 .. cap-1 with the options; NULL (after saying why on
+ * stdout) when the relay would refuse them before create. */
+static fake_host *host_for(size_t cap)
 {
-    hctx *h = c;
-    (void)code;
-    h->completions++;
-    if (h->closed || token >= h->n || !h->evs[token].inflight) {
-        h->protocol_errors++;
-        fprintf(stderr, "harness: bad completion token=%llu closed=%d\n", (unsigned long long)token,
-                h->closed);
-        return;
+    fake_host *fh = fh_new(drv, cap);
+    char err[1024];
+    for (int i = 0; i < nopts; i++)
+        if (fh_option(fh, opts[i]) < 0)
+            exit(2);
+    if (fh_validate(fh, err, sizeof err) < 0) {
+        printf("create refused: %s\n", err);
+        fh_free(fh);
+        return NULL;
     }
-    ev *e = &h->evs[token];
-    e->inflight = 0;
-    e->last = status;
-    snprintf(e->detail, sizeof(e->detail), "%s", detail ? detail : "");
-    if (strncmp(e->detail, HELD_PREFIX, strlen(HELD_PREFIX)) == 0)
-        h->held++;
-    if (status == OBX_OK)
-        e->final = 1;
-    else if (status == OBX_PERMANENT || status == OBX_FATAL)
-        e->final = 2;
-    else
-        h->retriable++;
-}
-
-/* A refusal at publish: no completion follows; the reason is kept like a completion's. */
-static void h_refuse(void *c, uint64_t token, int code, const char *detail)
-{
-    hctx *h = c;
-    (void)code;
-    if (token >= h->n || !h->evs[token].inflight) {
-        h->protocol_errors++;
-        fprintf(stderr, "harness: bad refusal token=%llu\n", (unsigned long long)token);
-        return;
-    }
-    snprintf(h->evs[token].detail, sizeof(h->evs[token].detail), "%s", detail ? detail : "");
-}
-
-static void hctx_init(hctx *h, size_t n)
-{
-    memset(h, 0, sizeof(*h));
-    h->host = (obx_host){sizeof(obx_host), h,        h_log,      h_string,   h_int,
-                         h_bool,           h_double, h_property, h_complete, h_refuse};
-    h->evs = calloc(n ? n : 1, sizeof(ev));
-    h->n = n;
+    return fh;
 }
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
+    return fh_now_ms() / 1000.0;
 }
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Message storage for one batch (strings live until the next batch). */
-typedef struct mbuf {
-    char eid[40], agg[32], payload[64], trace[32], dest[256], longname[301];
-    obx_header hdr[2];
-} mbuf;
 
 enum { PLAIN = 0, LONG_TYPE = 1, LONG_HEADER = 2 };
 
-static void fill(obx_message *m, mbuf *b, size_t i, size_t aggs, const char *dest, int attempt,
-                 int shape)
+/* Message i: the factory's, to DEST, with a 300-character event type or header key for SHAPE. */
+static void fill(obx_message *m, msg_text *text, size_t i, size_t aggs, const char *dest,
+                 int attempt, int shape)
 {
-    /* ids unique per run: several runs may share a queue */
-    snprintf(b->eid, sizeof(b->eid), "%08x-0000-4000-8000-%012zu", (unsigned)getpid(), i);
-    snprintf(b->agg, sizeof(b->agg), "agg-%x-%zu", (unsigned)getpid(), i % aggs);
-    snprintf(b->payload, sizeof(b->payload), "{\"n\": %zu}", i);
-    snprintf(b->trace, sizeof(b->trace), "t-%zu", i);
-    snprintf(b->dest, sizeof(b->dest), "%s", dest);
-    b->hdr[0] = (obx_header){"trace", b->trace};
-    *m = (obx_message){.token = i,
-                       .event_id = b->eid,
-                       .event_type = "order.created",
-                       .aggregate_type = "Order",
-                       .aggregate_id = b->agg,
-                       .destination = b->dest,
-                       .payload = b->payload,
-                       .payload_len = strlen(b->payload),
-                       .content_type = "application/json",
-                       .created_at_us = (int64_t)time(NULL) * 1000000 + 123456,
-                       .headers = b->hdr,
-                       .header_count = 1,
-                       .attempt = (uint32_t)attempt};
-    if (shape != PLAIN) {
-        memset(b->longname, 'x', 300);
-        b->longname[300] = '\0';
-    }
+    static char longname[301];
+    char agg_prefix[32];
+    /* ids and aggregates unique per run: several runs may share a queue */
+    snprintf(agg_prefix, sizeof agg_prefix, "agg-%x-", (unsigned)getpid());
+    msg_shape ms = {.run = (unsigned)getpid(),
+                    .aggregates = aggs,
+                    .aggregate_prefix = agg_prefix,
+                    .destination = dest,
+                    .seq_header = "trace",
+                    .seq_prefix = "t-"};
+    msg_make(&ms, i, text, m);
+    m->attempt = (uint32_t)attempt;
+    memset(longname, 'x', 300);
     if (shape == LONG_TYPE)
-        m->event_type = b->longname;
-    if (shape == LONG_HEADER) {
-        b->hdr[1] = (obx_header){b->longname, "v"};
-        m->header_count = 2;
-    }
+        m->event_type = longname;
+    if (shape == LONG_HEADER)
+        text->headers[m->header_count++] = (obx_header){longname, "v"};
 }
 
-/* Waits for every accepted message of the batch; 0, or -1 when the driver hangs. */
-static int wait_batch(obx_instance *inst, hctx *h, const size_t *idx, size_t cnt, double limit_s)
-{
-    double until = now_s() + limit_s;
-    for (;;) {
-        size_t open = 0;
-        for (size_t k = 0; k < cnt; k++)
-            open += h->evs[idx[k]].inflight;
-        if (open == 0)
-            return 0;
-        if (now_s() > until)
-            return -1;
-        if (def->poll)
-            def->poll(inst, 200);
-        def->flush(inst, 200);
-    }
-}
+/* The tiny engine's view of one event. */
+typedef struct ev {
+    int final; /* 0 pending, 1 OK, 2 PERMANENT */
+    int attempts;
+    obx_status last;
+} ev;
 
 static int cmd_publish(int argc, char **argv)
 {
@@ -276,16 +129,20 @@ static int cmd_publish(int argc, char **argv)
             return 2;
         }
     }
-    hctx h;
-    hctx_init(&h, n);
+    fake_host *fh = host_for(n);
+    if (!fh)
+        return 1;
     char err[512] = "";
-    obx_instance *inst = def->create(&h.host, err, sizeof(err));
+    obx_instance *inst = fh_create_unchecked(fh, err, sizeof(err));
     if (!inst) {
         fprintf(stderr, "harness: create failed: %s\n", err);
+        fh_free(fh);
         return 1;
     }
+    ev *evs = calloc(n ? n : 1, sizeof(*evs));
+    long retriable = 0, refused = 0, unavailable = 0, held = 0;
     obx_message *msgs = calloc(BATCH, sizeof(*msgs));
-    mbuf *bufs = calloc(BATCH, sizeof(*bufs));
+    msg_text *texts = calloc(BATCH, sizeof(*texts));
     obx_status *accept = calloc(BATCH, sizeof(*accept));
     size_t *idx = calloc(BATCH, sizeof(*idx));
     double t0 = now_s(), end = t0 + deadline;
@@ -315,7 +172,7 @@ static int cmd_publish(int argc, char **argv)
         if (cnt == 0)
             break;
         for (size_t k = 0; k < cnt; k++) {
-            ev *e = &h.evs[idx[k]];
+            ev *e = &evs[idx[k]];
             e->attempts++;
             const char *d = dest;
             for (size_t j = 0; j < nbad; j++)
@@ -325,45 +182,47 @@ static int cmd_publish(int argc, char **argv)
             for (size_t j = 0; j < nlong; j++)
                 if (idx[k] == long_k[j])
                     shape = long_shape[j];
-            fill(&msgs[k], &bufs[k], idx[k], aggs, d, e->attempts, shape);
-            e->inflight = 1;
+            fill(&msgs[k], &texts[k], idx[k], aggs, d, e->attempts, shape);
         }
-        obx_status rc = def->publish_batch(inst, msgs, cnt, accept);
+        obx_status rc = fh_publish(fh, inst, msgs, cnt, accept);
         if (slow) /* the batch stays in flight (acknowledgements unread) for a while */
-            sleep_ms(500);
-        for (size_t k = 0; k < cnt; k++) {
-            ev *e = &h.evs[idx[k]];
-            if (accept[k] == OBX_OK)
-                continue;
-            /* refused: no completion will come; the status counts like one */
-            e->inflight = 0;
-            e->last = accept[k];
-            h.refused++;
-            if (strncmp(e->detail, HELD_PREFIX, strlen(HELD_PREFIX)) == 0)
-                h.held++;
-            if (accept[k] == OBX_PERMANENT)
-                e->final = 2;
-            else if (accept[k] == OBX_UNAVAILABLE)
-                h.unavailable++;
-        }
-        if (wait_batch(inst, &h, idx, cnt, 60) != 0) {
+            fh_sleep_ms(500);
+        if (!fh_wait_settled(fh, inst, 60000)) {
             fprintf(stderr, "harness: completions missing after 60 s (driver hangs)\n");
             hung = 1;
             break;
         }
         int failed = 0;
-        for (size_t k = 0; k < cnt; k++)
-            if (!h.evs[idx[k]].final) {
+        for (size_t k = 0; k < cnt; k++) {
+            ev *e = &evs[idx[k]];
+            const fh_token *t = &fh->tok[idx[k]];
+            /* refused: no completion came; the status counts like one */
+            obx_status st = accept[k] == OBX_OK ? t->status : accept[k];
+            e->last = st;
+            if (strncmp(t->detail, HELD_PREFIX, strlen(HELD_PREFIX)) == 0)
+                held++;
+            if (accept[k] != OBX_OK) {
+                refused++;
+                unavailable += st == OBX_UNAVAILABLE;
+            }
+            if (st == OBX_OK)
+                e->final = 1;
+            else if (st == OBX_PERMANENT || (st == OBX_FATAL && accept[k] == OBX_OK))
+                e->final = 2;
+            else if (accept[k] == OBX_OK)
+                retriable++;
+            if (!e->final) {
                 retry[nretry++] = idx[k];
                 failed++;
             }
+        }
         if (failed) {
             backoff = backoff ? (backoff * 2 > 1000 ? 1000 : backoff * 2) : 100;
             static int shown;
             if (shown++ < 5)
                 fprintf(stderr, "harness: %d retriable, e.g. '%s' (retry in %d ms)\n", failed,
-                        h.evs[retry[nretry - 1]].detail, backoff);
-            sleep_ms(backoff);
+                        fh->tok[retry[nretry - 1]].detail, backoff);
+            fh_sleep_ms(backoff);
         } else {
             backoff = 0;
         }
@@ -380,56 +239,56 @@ static int cmd_publish(int argc, char **argv)
             }
     }
     double took = now_s() - t0;
-    def->close(inst);
-    h.closed = 1;
+    fh_close(fh, inst);
     def->close(inst);
     def->destroy(inst);
     long ok = 0, perm = 0, open = 0;
     for (size_t i = 0; i < n; i++) {
-        if (h.evs[i].final == 1)
+        if (evs[i].final == 1)
             ok++;
-        else if (h.evs[i].final == 2) {
+        else if (evs[i].final == 2) {
             perm++;
-            printf("permanent n=%zu status=%d detail=%s\n", i, (int)h.evs[i].last, h.evs[i].detail);
+            printf("permanent n=%zu status=%d detail=%s\n", i, (int)evs[i].last, fh->tok[i].detail);
         } else
             open++;
     }
+    char why[512];
+    long protocol_errors = (long)fh_violations(fh, why, sizeof why);
+    if (protocol_errors)
+        fprintf(stderr, "harness: contract broken: %s\n", why);
     free(msgs);
-    free(bufs);
+    free(texts);
     free(accept);
     free(idx);
     free(retry);
-    free(h.evs);
+    free(evs);
+    fh_free(fh);
     printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld refused=%ld unavailable=%ld held=%ld "
            "protocol_errors=%ld seconds=%.2f\n",
-           ok, perm, open, h.retriable, h.refused, h.unavailable, h.held, h.protocol_errors, took);
-    return !hung && open == 0 && h.protocol_errors == 0 ? 0 : 1;
+           ok, perm, open, retriable, refused, unavailable, held, protocol_errors, took);
+    return !hung && open == 0 && protocol_errors == 0 ? 0 : 1;
 }
 
-/* The host's check of one option value against the driver's declaration:
- * NULL when it passes, else why not. */
-static const char *spec_check(const char *name, const char *value)
+/* create (and probe with TIMEOUT_MS >= 0); 0, or 1 when create refused. */
+static int cmd_create(int probe_timeout_ms)
 {
-    for (size_t i = 0; def->options && def->options[i].name; i++) {
-        if (strcmp(def->options[i].name, name) != 0)
-            continue;
-        const obx_option_spec *sp = def->option_specs ? &def->option_specs[i] : NULL;
-        if (!sp)
-            return NULL;
-        if (def->options[i].type == OBX_OPT_INT && sp->min < sp->max) {
-            double v = strtod(value, NULL);
-            if (v < sp->min || v > sp->max)
-                return "out of range";
-        }
-        if (sp->choices) {
-            for (const char *const *c = sp->choices; *c; c++)
-                if (strcmp(*c, value) == 0)
-                    return NULL;
-            return "not one of the choices";
-        }
-        return NULL;
+    fake_host *fh = host_for(1);
+    if (!fh)
+        return 1;
+    char err[512] = "";
+    obx_instance *inst = fh_create_unchecked(fh, err, sizeof(err));
+    if (!inst) {
+        printf("create refused: %s\n", err);
+        fh_free(fh);
+        return 1;
     }
-    return "unknown option";
+    if (probe_timeout_ms >= 0) {
+        obx_status st = def->probe(inst, probe_timeout_ms);
+        printf("probe=%s\n", st == OBX_OK ? "OK" : st == OBX_UNAVAILABLE ? "UNAVAILABLE" : "other");
+    }
+    def->destroy(inst);
+    fh_free(fh);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -438,67 +297,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: rmq_harness DRIVER.so [-o k=v]... publish|create ...\n");
         return 2;
     }
-    void *dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        fprintf(stderr, "harness: %s\n", dlerror());
+    char err[1024];
+    loaded_driver *loaded = fh_load(argv[1], err, sizeof err);
+    if (!loaded) {
+        fprintf(stderr, "harness: %s\n", err);
         return 2;
     }
-    obx_driver_entry_fn entry = (obx_driver_entry_fn)dlsym(dl, OBX_DRIVER_ENTRY_SYMBOL);
-    if (!entry || !(def = entry()) || def->magic != OBX_DRIVER_MAGIC) {
-        fprintf(stderr, "harness: not a driver\n");
-        return 2;
-    }
+    drv = loaded;
+    def = &drv->def;
     int i = 2;
-    for (; i + 1 < argc && strcmp(argv[i], "-o") == 0; i += 2) {
-        char *eq = strchr(argv[i + 1], '=');
-        if (!eq || nopts == MAX_OPTS)
-            return 2;
-        *eq = '\0';
-        opts[nopts].name = argv[i + 1];
-        opts[nopts++].value = eq + 1;
-        const char *why = spec_check(argv[i + 1], eq + 1);
-        if (why) {
-            /* what the host would refuse before create */
-            printf("create refused: option %s: %s\n", argv[i + 1], why);
-            return 1;
-        }
-    }
-    if (i >= argc)
-        return 2;
+    for (; i + 1 < argc && strcmp(argv[i], "-o") == 0 && nopts < MAX_OPTS; i += 2)
+        opts[nopts++] = argv[i + 1];
     int rc = 2;
-    if (strcmp(argv[i], "publish") == 0) {
+    if (i >= argc)
+        rc = 2;
+    else if (strcmp(argv[i], "publish") == 0)
         rc = cmd_publish(argc - i - 1, argv + i + 1);
-    } else if (strcmp(argv[i], "probe") == 0 && i + 1 < argc && def->probe) {
-        hctx h;
-        hctx_init(&h, 1);
-        char err[512] = "";
-        obx_instance *inst = def->create(&h.host, err, sizeof(err));
-        if (inst) {
-            obx_status st = def->probe(inst, atoi(argv[i + 1]));
-            printf("probe=%s\n", st == OBX_OK            ? "OK"
-                                 : st == OBX_UNAVAILABLE ? "UNAVAILABLE"
-                                                         : "other");
-            def->destroy(inst);
-            rc = 0;
-        } else {
-            printf("create refused: %s\n", err);
-            rc = 1;
-        }
-        free(h.evs);
-    } else if (strcmp(argv[i], "create") == 0) {
-        hctx h;
-        hctx_init(&h, 1);
-        char err[512] = "";
-        obx_instance *inst = def->create(&h.host, err, sizeof(err));
-        if (inst) {
-            def->destroy(inst);
-            rc = 0;
-        } else {
-            printf("create refused: %s\n", err);
-            rc = 1;
-        }
-        free(h.evs);
-    }
-    dlclose(dl);
+    else if (strcmp(argv[i], "probe") == 0 && i + 1 < argc && def->probe)
+        rc = cmd_create(atoi(argv[i + 1]));
+    else if (strcmp(argv[i], "create") == 0)
+        rc = cmd_create(-1);
+    loader_close(loaded);
     return rc;
 }
