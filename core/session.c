@@ -1,7 +1,5 @@
 #include "session.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -121,27 +119,4 @@ void session_cancel(session *s, int kind)
         PQcancel(s->cancel, err, sizeof err);
     }
     pthread_mutex_unlock(&s->lock);
-}
-
-int session_wait_notify(session *s, int timeout_ms)
-{
-    if (!s->conn)
-        return -1;
-    struct pollfd pfd = {.fd = PQsocket(s->conn), .events = POLLIN};
-    int rc = poll(&pfd, 1, timeout_ms);
-    if (rc < 0)
-        return errno == EINTR ? 0 : -1;
-    if (rc == 0)
-        return 0;
-    if (!PQconsumeInput(s->conn)) {
-        session_disconnect(s);
-        return -1;
-    }
-    int woke = 0;
-    PGnotify *n;
-    while ((n = PQnotifies(s->conn))) { /* a burst of notifications is one wake-up */
-        PQfreemem(n);
-        woke = 1;
-    }
-    return woke;
 }

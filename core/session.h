@@ -1,5 +1,5 @@
 /* A worker's database session: connect with backoff, prepare the engine's
- * statements, LISTEN for new rows, run statements, and be cancelled from
+ * statements, LISTEN for new rows (wakeup.c waits for them), run statements, and be cancelled from
  * another thread when a stop must not wait for PostgreSQL. */
 #ifndef OBX_SESSION_H
 #define OBX_SESSION_H
@@ -39,8 +39,5 @@ PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
  * (SESSION_OTHER: any). */
 void session_cancel(session *s, int kind);
 
-/* Waits up to timeout_ms for a NOTIFY on the outbox. Returns 1 when woken,
- * 0 on timeout, -1 when the connection was lost. */
-int session_wait_notify(session *s, int timeout_ms);
 
 #endif

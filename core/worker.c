@@ -15,6 +15,7 @@
 #include "queries.h"
 #include "record.h"
 #include "session.h"
+#include "wakeup.h"
 
 struct worker {
     relay_state *st;
@@ -267,19 +268,6 @@ static int nothing_pending(worker *w)
     return none;
 }
 
-/* Waits for a NOTIFY on the outbox or the poll interval, whichever first,
- * serving the drivers meanwhile (heartbeats, reconnects). */
-static void wait_for_work(worker *w)
-{
-    long long until = now_ms() + w->cfg->poll_interval_ms;
-    while (!stopping(w) && w->db.conn) {
-        outputs_poll(&w->outs, 0);
-        long long left = until - now_ms();
-        if (left <= 0 || session_wait_notify(&w->db, left > 100 ? 100 : (int)left) != 0)
-            return;
-    }
-}
-
 /* ---- the loop ---- */
 
 /* One round: returns 0 after a batch, 1 when idle, -1 after a failure. */
@@ -327,7 +315,7 @@ void *worker_main(void *arg)
                 state_request_stop(w->st, now_ms());
                 break;
             }
-            wait_for_work(w);
+            wakeup_wait(&w->db, &w->outs, w->cfg->poll_interval_ms);
         }
     }
     outputs_close_all(&w->outs);
