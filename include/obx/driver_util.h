@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "obx/driver.h"
 
@@ -42,9 +43,17 @@ static inline void obx_format_time(int64_t us, char *buf, size_t size)
     int64_t day = doy - (153 * mp + 2) / 5 + 1;
     int64_t month = mp < 10 ? mp + 3 : mp - 9;
     int64_t year = yoe + era * 400 + (month <= 2);
-    snprintf(buf, size, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%06lldZ", (long long)year,
-             (long long)month, (long long)day, (long long)(sod / 3600), (long long)(sod / 60 % 60),
-             (long long)(sod % 60), (long long)micros);
+    char text[160]; /* room for any int64 in every field: never truncated here */
+    int n = snprintf(text, sizeof text, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%06lldZ",
+                     (long long)year, (long long)month, (long long)day, (long long)(sod / 3600),
+                     (long long)(sod / 60 % 60), (long long)(sod % 60), (long long)micros);
+    size_t len = n < 0 ? 0 : (size_t)n;
+    if (size == 0)
+        return;
+    if (len >= size)
+        len = size - 1;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
 }
 
 /**
