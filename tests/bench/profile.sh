@@ -19,7 +19,7 @@ note "profile: EXPLAIN (ANALYZE, BUFFERS) at batch $PB, write amplification at b
         "$TOOLS/bench_db" -c "$WORK/prof.cfg" -x
     done
     fresh_run_db
-    simplest_sql "$WORK/simplest.sql" "$PB" mark
+    simplest_sql "$PB" mark > "$WORK/simplest.sql"
     for round in 1 2; do
         echo "### simplest claim+mark, batch $PB, statement $round"
         psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" -c "EXPLAIN (ANALYZE, BUFFERS) $(sed 's/;$//' "$WORK/simplest.sql")"
@@ -59,7 +59,7 @@ write_amp() {
     note "  writes $label: $(tail -1 "$OUT/writes.tsv" | cut -f3-)"
 }
 printf 'workload\tevents\theap_updated\thot_updated\theap_deleted\twal_heap_updates_non_hot\twal_row_locks\tindex_entries_inserted\twal_heap_deletes\twal_records\twal_bytes\n' > "$OUT/writes.tsv"
-simplest_sql "$WORK/simplest.sql" "$PB" mark
+simplest_sql "$PB" mark > "$WORK/simplest.sql"
 PTX=$(((EVENTS + PB * PW - 1) / (PB * PW)))
 write_amp "simplest claim+mark (pgbench)" "$EVENTS" \
     pgbench -n -M prepared -f "$WORK/simplest.sql" -c "$PW" -j "$PW" -t "$PTX" "$RUNDB"

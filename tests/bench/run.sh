@@ -179,11 +179,11 @@ declare -A DBL DBR BRK
 # The database limit: the simplest correct claim+mark, one statement per batch (claim the oldest
 # pending rows, skip the locked ones, mark them and return them), run by pgbench. Retention delete:
 # the same claim, deleting.
-simplest_sql() {  # FILE BATCH RETENTION
+simplest_sql() {  # BATCH RETENTION: the statement on stdout
     local verb="UPDATE outbox o SET published_at = now(), attempts = o.attempts + 1 FROM c WHERE o.id = c.id"
-    [ "$3" = delete ] && verb="DELETE FROM outbox o USING c WHERE o.id = c.id"
-    cat > "$1" <<SQL
-WITH c AS (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $2)
+    [ "$2" = delete ] && verb="DELETE FROM outbox o USING c WHERE o.id = c.id"
+    cat <<SQL
+WITH c AS (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
 $verb
 RETURNING o.id, o.event_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, o.headers;
 SQL
@@ -192,7 +192,7 @@ SQL
 # as many transactions as drain it (events x transactions/s / transactions: tps x batch when all are full)
 simplest_limit() {
     local r=$1 b=$2 c=$3 tpl=${4:-$TPL} n=${5:-$EVENTS} tx out tps done left
-    simplest_sql "$WORK/simplest.sql" "$b" "$r"
+    simplest_sql "$b" "$r" > "$WORK/simplest.sql"
     fresh_run_db "$tpl"
     tx=$(((n + b * c - 1) / (b * c)))
     out=$(pgbench -n -M prepared -f "$WORK/simplest.sql" -c "$c" -j "$c" -t "$tx" "$RUNDB" 2>&1) \
@@ -430,7 +430,7 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo "- Database limit: the simplest correct claim+mark, one statement per batch, run by \`pgbench -n -M prepared -c W -j W -t T\` (W = the run's workers, T transactions per client so that the table is drained; events/s = events x tps / transactions, tps x batch when every transaction is full) on a fresh copy of the same table:"
     echo
     echo '```sql'
-    simplest_sql /dev/stdout 500 mark
+    simplest_sql 500 mark
     echo '```'
     echo
     echo "  (retention delete: the same claim, \`DELETE ... USING c\`). \"Relay's SQL alone\" is \`bench_db\`: W connections run the relay's own claim and mark statements, prepared by core/queries.c (the ordered claim with runs of up to the batch size, as for an in-order driver), back to back with no broker, on a fresh copy; it is what the relay's statements cost by themselves. Both are measured in this run, alternated with each other."
