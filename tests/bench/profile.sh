@@ -27,6 +27,42 @@ note "profile: EXPLAIN (ANALYZE, BUFFERS) at batch $PB, write amplification at b
     done
 } > "$OUT/explain.txt" 2>&1
 
+# How the simplest claim+mark's statement time moves while the table drains (pgbench -l: per
+# transaction latency, in the order they ended), as written and with the pending index's predicate
+# (dead_at IS NULL AND available_at < 'infinity', so that it may use that partial index)
+simplest_drift() {  # LABEL SQLFILE
+    local tx=$(((EVENTS + PB * PW - 1) / (PB * PW)))
+    fresh_run_db
+    rm -f "$WORK"/pgbench_log.*
+    (cd "$WORK" && pgbench -n -M prepared -l -f "$2" -c "$PW" -j "$PW" -t "$tx" "$RUNDB" > "$WORK/drift.out" 2>&1) \
+        || { cat "$WORK/drift.out" >&2; fail "pgbench ($1) failed"; }
+    local eps
+    eps=$(awk -v n="$EVENTS" '/^tps = / { t = $3 } /actually processed/ { x = $NF } END { printf "%.0f", n * t / x }' "$WORK/drift.out")
+    sort -n -k5,5 -k6,6 "$WORK"/pgbench_log.* | awk -v l="$1" -v e="$eps" '{ lat[NR] = $3 / 1000 } END {
+        d = int(NR / 10); if (d < 1) d = 1
+        for (i = 1; i <= d; i++) a += lat[i]
+        for (i = NR - d + 1; i <= NR; i++) z += lat[i]
+        printf "%s\t%d\t%.1f\t%.1f\t%s\n", l, NR, a / d, z / d, e }' >> "$OUT/simplest_drift.tsv"
+    note "  drift $1: $(tail -1 "$OUT/simplest_drift.tsv" | cut -f2-)"
+}
+printf 'statement\ttransactions\tfirst_tenth_ms\tlast_tenth_ms\tevents_per_s\n' > "$OUT/simplest_drift.tsv"
+simplest_sql "$PB" mark > "$WORK/simplest.sql"
+simplest_sql "$PB" mark pending > "$WORK/simplest_pending.sql"
+for rep in 1 2; do
+    simplest_drift "simplest claim+mark, as written" "$WORK/simplest.sql"
+    simplest_drift "simplest claim+mark + the pending index's predicate" "$WORK/simplest_pending.sql"
+done
+{
+    echo "### simplest claim+mark with the pending index's predicate, batch $PB, on a full table"
+    fresh_run_db
+    psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" -c "EXPLAIN (ANALYZE, BUFFERS) $(sed 's/;$//' "$WORK/simplest_pending.sql")"
+    echo
+    echo "### simplest claim+mark as written, batch $PB, with 90% of the rows marked"
+    psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" -c "UPDATE outbox SET published_at = now()
+        WHERE id <= (SELECT percentile_disc(0.9) WITHIN GROUP (ORDER BY id) FROM outbox)" -c "VACUUM ANALYZE outbox" >/dev/null
+    psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" -c "EXPLAIN (ANALYZE, BUFFERS) $(sed 's/;$//' "$WORK/simplest.sql")"
+} >> "$OUT/explain.txt" 2>&1
+
 PGDATA_DIR=$(psql -qAt -d postgres -c "SHOW data_directory")
 PG_WALDUMP=$(command -v pg_waldump || echo "$(pg_config --bindir)/pg_waldump")
 # write_amp LABEL EVENTS COMMAND...: runs the command against a fresh copy, appends a row to writes.tsv

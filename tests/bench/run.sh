@@ -175,24 +175,31 @@ fresh_run_db() {  # a copy of the filled template (or of the empty one with "emp
 rmq_purge() { has_driver rabbitmq && "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench >/dev/null || true; }
 
 # ---------------------------------------------------------------- baselines
-declare -A DBL DBR BRK
+declare -A DBL DBP DBR BRK
 # The database limit: the simplest correct claim+mark, one statement per batch (claim the oldest
 # pending rows, skip the locked ones, mark them and return them), run by pgbench. Retention delete:
 # the same claim, deleting.
-simplest_sql() {  # BATCH RETENTION: the statement on stdout
+# With a third argument "pending", the claim also states the rest of the pending index's predicate
+# (dead_at IS NULL AND available_at < 'infinity') so that it can use that partial index: as written,
+# no index matches "published_at IS NULL" alone, and the primary key scan passes every row published
+# before the first pending one, a cost that grows as the table drains (see --profile).
+simplest_sql() {  # BATCH RETENTION [pending]: the statement on stdout
     local verb="UPDATE outbox o SET published_at = now(), attempts = o.attempts + 1 FROM c WHERE o.id = c.id"
     [ "$2" = delete ] && verb="DELETE FROM outbox o USING c WHERE o.id = c.id"
+    local pred="published_at IS NULL"
+    [ "${3:-}" = pending ] && pred="published_at IS NULL AND dead_at IS NULL AND available_at < 'infinity'"
     cat <<SQL
-WITH c AS (SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
+WITH c AS (SELECT id FROM outbox WHERE $pred ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
 $verb
 RETURNING o.id, o.event_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, o.headers;
 SQL
 }
-# simplest_limit RETENTION BATCH CLIENTS [TEMPLATE EVENTS]: events/s on a fresh copy of the template,
-# as many transactions as drain it (events x transactions/s / transactions: tps x batch when all are full)
+# simplest_limit RETENTION BATCH CLIENTS [TEMPLATE EVENTS [pending]]: events/s on a fresh copy of the
+# template, as many transactions as drain it (events x transactions/s / transactions: tps x batch when
+# all are full)
 simplest_limit() {
     local r=$1 b=$2 c=$3 tpl=${4:-$TPL} n=${5:-$EVENTS} tx out tps done left
-    simplest_sql "$b" "$r" > "$WORK/simplest.sql"
+    simplest_sql "$b" "$r" "${6:-}" > "$WORK/simplest.sql"
     fresh_run_db "$tpl"
     tx=$(((n + b * c - 1) / (b * c)))
     out=$(pgbench -n -M prepared -f "$WORK/simplest.sql" -c "$c" -j "$c" -t "$tx" "$RUNDB" 2>&1) \
@@ -216,6 +223,8 @@ for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
         DBR[$o,$r,$b,$w]=$(relay_sql_alone "$o" "$r" "$b" "$w")
         note "  db $r b=$b w=$w: simplest claim+mark ${DBL[$r,$b,$w]} ev/s; relay's SQL alone ($o) ${DBR[$o,$r,$b,$w]} ev/s"
     done
+    DBP[$r,$b,$w]=$(simplest_limit "$r" "$b" "$w" "$TPL" "$EVENTS" pending)
+    note "  db $r b=$b w=$w: simplest claim+mark with the pending index's predicate ${DBP[$r,$b,$w]} ev/s"
 done; done; done
 HB=500 HW=$HOT_WORKERS
 if [ "$HOT" -gt 0 ]; then
@@ -242,7 +251,7 @@ done
 
 # ---------------------------------------------------------------- relay throughput
 RESULTS=$OUT/results.tsv
-printf 'driver\tordering\tretention\tworkers\tbatch\tevents\taggregates\trelay_eps\tdb_limit\tdb_relaysql\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\n' > "$RESULTS"
+printf 'driver\tordering\tretention\tworkers\tbatch\tevents\taggregates\trelay_eps\tdb_limit\tdb_relaysql\tdb_simplest_pending\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\n' > "$RESULTS"
 declare -A STARTUP
 startup_overhead() {  # wall time of run --drain on an empty outbox (connect, prepare, drain check)
     local d=$1 w=$2 b=$3 o=$4 key=$1,$2
@@ -254,10 +263,10 @@ startup_overhead() {  # wall time of run --drain on an empty outbox (connect, pr
     fi
     echo "${STARTUP[$key]}"
 }
-# relay_run DRIVER ORDERING RETENTION BATCH WORKERS TEMPLATE EVENTS AGGREGATES DB_LIMIT DB_RELAYSQL:
-# one drain of a fresh copy of the template; appends a row to results.tsv and sets EPS
+# relay_run DRIVER ORDERING RETENTION BATCH WORKERS TEMPLATE EVENTS AGGREGATES DB_LIMIT DB_RELAYSQL
+# DB_PENDING: one drain of a fresh copy of the template; appends a row to results.tsv and sets EPS
 relay_run() {
-    local d=$1 o=$2 r=$3 b=$4 w=$5 tpl=$6 n=$7 aggs=$8 db=$9 dbr=${10} tag
+    local d=$1 o=$2 r=$3 b=$4 w=$5 tpl=$6 n=$7 aggs=$8 db=$9 dbr=${10} dbp=${11:-} tag
     tag="$d/$o/$r/b$b/w$w/$aggs-aggregates"
     fresh_run_db "$tpl"
     relay_cfg "$WORK/run.cfg" "$RUNDB" "$d" "$w" "$b" "$o" "$r"
@@ -285,13 +294,13 @@ relay_run() {
     lim=$(awk -v a="${db:-0}" -v b="${brk:-0}" 'BEGIN { l = (b > 0 && (a <= 0 || b < a)) ? b : a; print l }')
     ratio=$(awk -v e="$eps" -v l="$lim" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
     cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$n" "$aggs" "$eps" \
-        "${db:--}" "${dbr:--}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" >> "$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$n" "$aggs" "$eps" \
+        "${db:--}" "${dbr:--}" "${dbp:--}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" >> "$RESULTS"
     note "  relay $tag: $eps ev/s, ratio $ratio, cpu ${cpu}s/100k, rss $((rss / 1024)) MB"
     EPS=$eps
 }
 for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
-    relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "${DBL[$r,$b,$w]}" "${DBR[$o,$r,$b,$w]}"
+    relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "${DBL[$r,$b,$w]}" "${DBR[$o,$r,$b,$w]}" "${DBP[$r,$b,$w]}"
 done; done; done; done; done
 
 # ---------------------------------------------------------------- hot aggregate
@@ -302,7 +311,7 @@ printf 'driver\tworkers\tbatch\trepeat\tmany_eps\thot_eps\thot_over_many\n' > "$
 if [ "$HOT" -gt 0 ]; then
     note "hot aggregate: $HOT events of one aggregate vs $EVENTS over 1,000 (ordering aggregate, b=$HB w=$HW)"
     for rep in 1 2; do for d in "${HDRV[@]}"; do
-        relay_run "$d" aggregate mark "$HB" "$HW" "$TPL" "$EVENTS" 1000 "${DBL[mark,$HB,$HW]}" "${DBR[aggregate,mark,$HB,$HW]}"
+        relay_run "$d" aggregate mark "$HB" "$HW" "$TPL" "$EVENTS" 1000 "${DBL[mark,$HB,$HW]}" "${DBR[aggregate,mark,$HB,$HW]}" "${DBP[mark,$HB,$HW]:-}"
         many=$EPS
         relay_run "$d" aggregate mark "$HB" "$HW" "$HOTTPL" "$HOT" 1 "$HOT_DBL" "$HOT_DBR"
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "$HW" "$HB" "$rep" "$many" "$EPS" \
@@ -370,9 +379,9 @@ fi
 # ---------------------------------------------------------------- table, plot, report
 TABLE=$WORK/table.md
 {
-    echo '| driver | ordering | retention | workers | batch | events | aggregates | relay ev/s | db limit: simplest claim+mark | relay'"'"'s SQL alone | broker limit | relay/min(limits) | CPU s/100k | peak RSS MB |'
-    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
-    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14 }'
+    echo '| driver | ordering | retention | workers | batch | events | aggregates | relay ev/s | db limit: simplest claim+mark | relay'"'"'s SQL alone | simplest + pending predicate | broker limit | relay/min(limits) | CPU s/100k | peak RSS MB |'
+    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15 }'
 } > "$TABLE"
 LTABLE=$WORK/ltable.md
 {
@@ -393,9 +402,10 @@ if command -v gnuplot >/dev/null && [ "$MODE" != smoke ] && [ "$(wc -l < "$RESUL
         awk -F'\t' -v d="$d" -v b="$pb" -v o="$po" '$1 == d && $2 == o && $3 == "mark" && $5 == b && $7 == 1000 { print $4, $8 }' "$RESULTS" > "$WORK/plot.$d"
         plot+="${plot:+, }'$WORK/plot.$d' using 1:2 with linespoints lw 2 title '$d'"
     done
-    awk -F'\t' -v b="$pb" -v o="$po" '$1 == "'"${DRV[0]}"'" && $2 == o && $3 == "mark" && $5 == b && $7 == 1000 { print $4, $9, $10 }' "$RESULTS" > "$WORK/plot.db"
+    awk -F'\t' -v b="$pb" -v o="$po" '$1 == "'"${DRV[0]}"'" && $2 == o && $3 == "mark" && $5 == b && $7 == 1000 { print $4, $9, $10, $11 }' "$RESULTS" > "$WORK/plot.db"
     plot+=", '$WORK/plot.db' using 1:2 with linespoints dt 2 lw 2 title 'simplest claim+mark (pgbench)'"
     plot+=", '$WORK/plot.db' using 1:3 with linespoints dt 3 lw 2 title 'relay SQL alone'"
+    plot+=", '$WORK/plot.db' using 1:4 with linespoints dt 4 lw 2 title 'simplest + pending predicate'"
     gnuplot <<GP
 set terminal pngcairo size 900,560 noenhanced
 set output '$OUT/throughput.png'
@@ -433,7 +443,7 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     simplest_sql 500 mark
     echo '```'
     echo
-    echo "  (retention delete: the same claim, \`DELETE ... USING c\`). \"Relay's SQL alone\" is \`bench_db\`: W connections run the relay's own claim and mark statements, prepared by core/queries.c (the ordered claim with runs of up to the batch size, as for an in-order driver), back to back with no broker, on a fresh copy; it is what the relay's statements cost by themselves. Both are measured in this run, alternated with each other."
+    echo "  (retention delete: the same claim, \`DELETE ... USING c\`). \"Relay's SQL alone\" is \`bench_db\`: W connections run the relay's own claim and mark statements, prepared by core/queries.c (the ordered claim with runs of up to the batch size, as for an in-order driver), back to back with no broker, on a fresh copy; it is what the relay's statements cost by themselves. \"Simplest + pending predicate\" is the same pgbench statement with \`AND dead_at IS NULL AND available_at < 'infinity'\` added to its WHERE, so that it can use the table's partial pending index (as written, no index matches \`published_at IS NULL\` alone, and its primary-key scan passes every row already published: see the profile). All three are measured in this run, one after the other for each worker count."
     echo "- Broker limit: \`bench_broker\`, the driver's client library, the same 200-byte payload and 5 headers, same acknowledgement, as many clients as workers, each publishing windows of the batch size and waiting for all acknowledgements of a window (the relay's cycle), no database."
     echo "- Ratio = relay / min(simplest claim+mark, broker limit); for memory/file only the simplest claim+mark applies."
     [ "$HOT" -gt 0 ] && echo "- Hot aggregate: $HOT events of ONE aggregate (same payloads), ordering aggregate, $HW workers, batch $HB, run right after the same driver on the $EVENTS events over 1,000 aggregates, twice, alternated (hot.tsv). The simplest claim+mark on the hot table: $HOT_DBL events/s; the relay's SQL alone, ordering aggregate: $HOT_DBR events/s."
@@ -464,6 +474,10 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
         echo '| workload | heap tuples updated | of them HOT | heap updates, non-HOT (WAL) | row locks (WAL) | index entries inserted (WAL) | WAL records | WAL bytes |'
         echo '|---|---:|---:|---:|---:|---:|---:|---:|'
         tail -n +2 "$OUT/writes.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$3,$4,$6,$7,$8,$10,$11 }'
+        echo; echo "### The simplest claim+mark while the table drains (simplest_drift.tsv; $PW clients, batch $PB, mean statement time)"
+        echo '| statement | transactions | first tenth ms | last tenth ms | events/s |'
+        echo '|---|---:|---:|---:|---:|'
+        tail -n +2 "$OUT/simplest_drift.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5 }'
     fi
 } > "$OUT/REPORT.md"
 note "report: $OUT/REPORT.md, plot: $OUT/throughput.png, data: $RESULTS $LATRES"
