@@ -148,10 +148,11 @@ static void *worker(void *arg)
         claimer_walk_end(&k, claim);
         if (n == 0) {
             PQclear(claim);
-            /* another worker may hold the rest (a hot aggregate): wait for it */
+            /* another worker may hold the rest (a hot aggregate): wait for it, without
+             * spinning claims that would compete with its mark */
             if (!pending(c))
                 break;
-            usleep(1000);
+            usleep(10000);
             continue;
         }
         /* touch every field as the relay's message_build does */
