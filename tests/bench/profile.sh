@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/bench/profile.sh, sourced by run.sh --profile: where the relay stands against the simplest
 # claim+mark. Writes to $OUT:
 #   explain.txt    EXPLAIN (ANALYZE, BUFFERS) of the relay's claims (ordering none and aggregate) and
@@ -48,7 +49,7 @@ simplest_drift() {  # LABEL SQLFILE
 printf 'statement\ttransactions\tfirst_tenth_ms\tlast_tenth_ms\tevents_per_s\n' > "$OUT/simplest_drift.tsv"
 simplest_sql "$PB" mark > "$WORK/simplest.sql"
 simplest_sql "$PB" mark pending > "$WORK/simplest_pending.sql"
-for rep in 1 2; do
+for _ in 1 2; do
     simplest_drift "simplest claim+mark, as written" "$WORK/simplest.sql"
     simplest_drift "simplest claim+mark + the pending index's predicate" "$WORK/simplest_pending.sql"
 done

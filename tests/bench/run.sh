@@ -198,7 +198,7 @@ SQL
 # template, as many transactions as drain it (events x transactions/s / transactions: tps x batch when
 # all are full)
 simplest_limit() {
-    local r=$1 b=$2 c=$3 tpl=${4:-$TPL} n=${5:-$EVENTS} tx out tps done left
+    local r=$1 b=$2 c=$3 tpl=${4:-$TPL} n=${5:-$EVENTS} tx out tps ntx left
     simplest_sql "$b" "$r" "${6:-}" > "$WORK/simplest.sql"
     fresh_run_db "$tpl"
     tx=$(((n + b * c - 1) / (b * c)))
@@ -207,8 +207,8 @@ simplest_limit() {
     left=$(psql_db "$RUNDB" "SELECT count(*) FROM outbox WHERE published_at IS NULL")
     [ "$left" = 0 ] || fail "simplest claim+mark left $left of $n rows ($c clients x $tx transactions)"
     tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
-    done=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
-    awk -v n="$n" -v t="$tps" -v x="$done" 'BEGIN { printf "%.0f", n * t / x }'
+    ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
+    awk -v n="$n" -v t="$tps" -v x="$ntx" 'BEGIN { printf "%.0f", n * t / x }'
 }
 # relay_sql_alone ORDERING RETENTION BATCH WORKERS [TEMPLATE]: bench_db, the relay's own claim and mark
 relay_sql_alone() {
