@@ -1,16 +1,18 @@
 /*
- * bench_db: the database limit. W threads, one connection each, run the
- * relay's own claim statement (copied from core/queries.c, default table and
- * column names) and then mark the claimed rows in one batched statement, with
- * no broker in between, until nothing is left to claim.
+ * bench_db: the relay's own SQL alone. W threads, one connection each, run
+ * the relay's claim and its happy-path mark, prepared by the relay's own code
+ * (core/queries.c, for the table the config names), back to back with no
+ * broker in between, until nothing is left to claim. The database limit the
+ * relay is compared with is the simplest claim+mark run by pgbench (run.sh);
+ * this shows what the relay's statements cost on their own.
  *
- *   bench_db -d DSN [-w WORKERS] [-b BATCH] [-o none|aggregate] [-r mark|delete]
- *            [-m simple|relay]
+ *   bench_db -c CONFIG [-l RUN]       throughput: workers, batch, ordering,
+ *                                     retention and lease from the relay config
+ *   bench_db -c CONFIG -x [-l RUN]    EXPLAIN (ANALYZE, BUFFERS) of two claims
+ *                                     and their marks (the first on a full table)
  *
- * -m simple marks with a plain fenced `UPDATE ... WHERE id = ANY($1)` (the
- * database limit the relay is compared with); -m relay runs the relay's own
- * record statement (unnest of ids/outcomes/delays/errors), to show what that
- * statement's shape costs on top.
+ * RUN is the longest run per aggregate of an ordered claim (default: the batch
+ * size, as for a driver that keeps order).
  *
  * Prints one line: "events seconds events_per_second", timed from the first
  * claim to the end of the last mark.
@@ -24,63 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* clang-format off */
-#define CLAIMABLE(o)                                                                               \
-    o ".published_at IS NULL AND " o ".dead_at IS NULL AND " o ".available_at < 'infinity' AND "   \
-    o ".available_at <= now() AND (" o ".lease_until IS NULL OR " o ".lease_until < now())"
+#include "config.h"
+#include "db.h"
+#include "pgarray.h"
+#include "queries.h"
 
-#define CLAIM_RETURNING                                                                            \
-    " RETURNING t.id, t.event_id, t.aggregate_type, t.aggregate_id, t.event_type, t.payload,"      \
-    " t.headers, t.destination, (extract(epoch FROM t.created_at) * 1000000)::bigint, t.attempts"
-
-/* core/queries.c claim statements, verbatim but for the names */
-static const char claim_unordered[] =
-    "WITH picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE("o")
-    " ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED)"
-    " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
-    " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
-    " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
-
-static const char claim_ordered[] =
-    "WITH picked AS (SELECT o.id FROM \"public\".\"outbox\" o WHERE " CLAIMABLE("o")
-    " AND o.id <= (SELECT max(w.id) FROM (SELECT x.id FROM \"public\".\"outbox\" x WHERE "
-    CLAIMABLE("x") " ORDER BY x.id LIMIT $4) w)"
-    " AND o.id = (SELECT p.id FROM \"public\".\"outbox\" p"
-    " WHERE p.aggregate_type = o.aggregate_type AND p.aggregate_id = o.aggregate_id"
-    " AND p.published_at IS NULL AND p.dead_at IS NULL ORDER BY p.id LIMIT 1)"
-    " ORDER BY o.id LIMIT $2 FOR UPDATE OF o SKIP LOCKED)"
-    " UPDATE \"public\".\"outbox\" t SET lease_owner = $1,"
-    " lease_until = clock_timestamp() + $3 * interval '1 millisecond'"
-    " FROM picked WHERE t.id = picked.id" CLAIM_RETURNING;
-/* clang-format on */
-
-static const char mark_simple[] =
-    "UPDATE \"public\".\"outbox\" SET published_at = now(), attempts = attempts + 1,"
-    " lease_owner = NULL, lease_until = NULL WHERE id = ANY($1::bigint[]) AND lease_owner = $2";
-static const char delete_simple[] =
-    "DELETE FROM \"public\".\"outbox\" WHERE id = ANY($1::bigint[]) AND lease_owner = $2";
-
-/* core/queries.c record_sql, verbatim but for the names */
-static const char record_relay[] =
-    "WITH f AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[])"
-    " AS f(id, outcome, delay_ms, error)),"
-    " gone AS (DELETE FROM \"public\".\"outbox\" t USING f WHERE $6 AND f.outcome = 0"
-    " AND t.id = f.id AND t.lease_owner = $5 RETURNING f.outcome),"
-    " kept AS (UPDATE \"public\".\"outbox\" t SET"
-    " published_at = CASE WHEN f.outcome = 0 THEN now() ELSE t.published_at END,"
-    " dead_at = CASE WHEN f.outcome = 2 THEN now() ELSE t.dead_at END,"
-    " attempts = t.attempts + CASE WHEN f.outcome IN (3, 4) THEN 0 ELSE 1 END,"
-    " available_at = CASE WHEN f.outcome IN (1, 4)"
-    "   THEN now() + f.delay_ms * interval '1 millisecond' ELSE t.available_at END,"
-    " last_error = CASE WHEN f.outcome IN (1, 2, 4) THEN f.error ELSE t.last_error END,"
-    " lease_owner = NULL, lease_until = NULL"
-    " FROM f WHERE t.id = f.id AND t.lease_owner = $5"
-    " AND NOT (f.outcome = 0 AND $6) RETURNING f.outcome)"
-    " SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept) r"
-    " GROUP BY outcome";
-
-static const char *dsn;
-static int workers = 1, batch = 500, ordered, delete_mode, relay_record;
+static relay_config *cfg;
+static int run_length, explain;
 static atomic_llong total;
 static atomic_int failed;
 
@@ -102,142 +54,245 @@ static PGresult *must(PGconn *c, PGresult *r, ExecStatusType want, const char *w
     return r;
 }
 
-/* "{1,2,3}" (and, for the relay statement, the parallel outcome arrays) */
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} sbuf;
-
-static void sb_put(sbuf *s, const char *t, size_t n)
+/* A session as the relay's worker opens it: pinned settings, statement
+ * timeout of the lease, the relay's statements prepared. */
+static PGconn *open_session(void)
 {
-    if (s->len + n + 1 > s->cap) {
-        s->cap = (s->len + n + 1) * 2;
-        s->buf = realloc(s->buf, s->cap);
+    char err[512], payload_type[64], timeout[64];
+    PGconn *c = db_connect(cfg, "bench_db", err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "bench_db: %s\n", err);
+        atomic_store(&failed, 1);
+        return NULL;
     }
-    memcpy(s->buf + s->len, t, n);
-    s->len += n;
-    s->buf[s->len] = '\0';
+    snprintf(timeout, sizeof timeout, "SET statement_timeout = %d", cfg->lease_ms);
+    if (db_exec(c, timeout, err, sizeof err) < 0 ||
+        queries_payload_type(c, cfg, payload_type, sizeof payload_type, err, sizeof err) < 0 ||
+        queries_prepare(c, cfg, payload_type, err, sizeof err) < 0) {
+        fprintf(stderr, "bench_db: %s\n", err);
+        atomic_store(&failed, 1);
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
 }
 
-static void repeat_array(sbuf *s, const char *elem, int n)
+typedef struct {
+    char owner[64], batch[16], lease[16], max_payload[24], run[16];
+    char *after_type, *after_id;
+} claimer;
+
+static void claimer_init(claimer *k, const char *owner)
 {
-    s->len = 0;
-    sb_put(s, "{", 1);
-    for (int i = 0; i < n; i++) {
-        if (i)
-            sb_put(s, ",", 1);
-        sb_put(s, elem, strlen(elem));
+    memset(k, 0, sizeof *k);
+    snprintf(k->owner, sizeof k->owner, "%s", owner);
+    snprintf(k->batch, sizeof k->batch, "%d", cfg->batch_size);
+    snprintf(k->lease, sizeof k->lease, "%d", cfg->lease_ms);
+    snprintf(k->max_payload, sizeof k->max_payload, "%d", cfg->max_payload_bytes);
+    snprintf(k->run, sizeof k->run, "%d", run_length);
+}
+
+static int claim_params(claimer *k, const char **p)
+{
+    p[CLAIM_OWNER] = k->owner;
+    p[CLAIM_BATCH] = k->batch;
+    p[CLAIM_LEASE] = k->lease;
+    p[CLAIM_MAX_PAYLOAD] = k->max_payload;
+    p[CLAIM_AFTER_TYPE] = k->after_type;
+    p[CLAIM_AFTER_ID] = k->after_id;
+    p[CLAIM_RUN] = k->run;
+    return cfg->ordering == ORDERING_AGGREGATE ? CLAIM_PARAMS : CLAIM_PARAMS_UNORDERED;
+}
+
+/* Where the next ordered walk starts, as the worker keeps it. */
+static void claimer_walk_end(claimer *k, const PGresult *res)
+{
+    free(k->after_type);
+    free(k->after_id);
+    k->after_type = k->after_id = NULL;
+    if (cfg->ordering == ORDERING_AGGREGATE && PQntuples(res) > 0 &&
+        !PQgetisnull(res, 0, ROW_AFTER_TYPE)) {
+        k->after_type = strdup(PQgetvalue(res, 0, ROW_AFTER_TYPE));
+        k->after_id = strdup(PQgetvalue(res, 0, ROW_AFTER_ID));
     }
-    sb_put(s, "}", 1);
+}
+
+static int pending(PGconn *c)
+{
+    PGresult *r =
+        must(c, PQexecPrepared(c, "pending", 0, NULL, NULL, NULL, 0), PGRES_TUPLES_OK, "pending");
+    int left = r && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    return left;
 }
 
 static void *worker(void *arg)
 {
     int index = (int)(long)arg;
-    PGconn *c = PQconnectdb(dsn);
-    if (PQstatus(c) != CONNECTION_OK) {
-        fprintf(stderr, "bench_db: connect: %s", PQerrorMessage(c));
-        atomic_store(&failed, 1);
-        PQfinish(c);
+    PGconn *c = open_session();
+    if (!c)
         return NULL;
-    }
-    /* the relay's own session setting (core/db.c): custom plans see the LIMIT */
-    PQclear(PQexec(c, "SET plan_cache_mode = force_custom_plan"));
-    const char *mark = relay_record ? record_relay : delete_mode ? delete_simple : mark_simple;
-    PGresult *r;
-    if (!(r = must(c, PQprepare(c, "claim", ordered ? claim_ordered : claim_unordered, 0, NULL),
-                   PGRES_COMMAND_OK, "prepare claim")))
-        goto out;
-    PQclear(r);
-    if (!(r = must(c, PQprepare(c, "mark", mark, 0, NULL), PGRES_COMMAND_OK, "prepare mark")))
-        goto out;
-    PQclear(r);
-
-    char owner[64], b[16], window[16];
+    char owner[64];
     snprintf(owner, sizeof owner, "bench-db:%d:w%d", (int)getpid(), index);
-    snprintf(b, sizeof b, "%d", batch);
-    snprintf(window, sizeof window, "%d", batch * 8);
-    const char *cp[] = {owner, b, "30000", window};
-    sbuf ids = {0}, outcomes = {0}, delays = {0}, errors = {0};
+    claimer k;
+    claimer_init(&k, owner);
+    const char *del = cfg->retention == RETAIN_DELETE ? "true" : "false";
     for (;;) {
-        PGresult *claim = must(c, PQexecPrepared(c, "claim", ordered ? 4 : 3, cp, NULL, NULL, 0),
-                               PGRES_TUPLES_OK, "claim");
+        const char *cp[CLAIM_PARAMS];
+        int np = claim_params(&k, cp);
+        PGresult *claim =
+            must(c, PQexecPrepared(c, "claim", np, cp, NULL, NULL, 0), PGRES_TUPLES_OK, "claim");
         if (!claim)
             break;
         int n = PQntuples(claim);
+        claimer_walk_end(&k, claim);
         if (n == 0) {
             PQclear(claim);
-            break;
+            /* another worker may hold the rest (a hot aggregate): wait for it, without
+             * spinning claims that would compete with its mark */
+            if (!pending(c))
+                break;
+            usleep(10000);
+            continue;
         }
         /* touch every field as the relay's message_build does */
         size_t bytes = 0;
-        for (int i = 0; i < n; i++)
+        pgarray ids;
+        pgarray_init(&ids);
+        for (int i = 0; i < n; i++) {
             for (int f = 0; f < PQnfields(claim); f++)
                 bytes += (size_t)PQgetlength(claim, i, f);
+            pgarray_add(&ids, PQgetvalue(claim, i, ROW_ID), 0);
+        }
         (void)bytes;
-        ids.len = 0;
-        sb_put(&ids, "{", 1);
-        for (int i = 0; i < n; i++) {
-            if (i)
-                sb_put(&ids, ",", 1);
-            sb_put(&ids, PQgetvalue(claim, i, 0), (size_t)PQgetlength(claim, i, 0));
-        }
-        sb_put(&ids, "}", 1);
         PQclear(claim);
-        if (relay_record) {
-            repeat_array(&outcomes, "0", n);
-            repeat_array(&delays, "0", n);
-            repeat_array(&errors, "\"\"", n);
-            const char *mp[] = {ids.buf,    outcomes.buf, delays.buf,
-                                errors.buf, owner,        delete_mode ? "true" : "false"};
-            r = must(c, PQexecPrepared(c, "mark", 6, mp, NULL, NULL, 0), PGRES_TUPLES_OK, "record");
-        } else {
-            const char *mp[] = {ids.buf, owner};
-            r = must(c, PQexecPrepared(c, "mark", 2, mp, NULL, NULL, 0), PGRES_COMMAND_OK, "mark");
-        }
+        const char *mp[] = {pgarray_text(&ids), owner, del};
+        PGresult *r =
+            must(c, PQexecPrepared(c, "mark", 3, mp, NULL, NULL, 0), PGRES_TUPLES_OK, "mark");
+        pgarray_free(&ids);
         if (!r)
             break;
         PQclear(r);
         atomic_fetch_add(&total, n);
     }
-    free(ids.buf);
-    free(outcomes.buf);
-    free(delays.buf);
-    free(errors.buf);
-out:
+    free(k.after_type);
+    free(k.after_id);
     PQfinish(c);
     return NULL;
+}
+
+/* EXPLAIN (ANALYZE, BUFFERS) EXECUTE of a prepared statement, printed. */
+static void explain_execute(PGconn *c, const char *title, const char *stmt, int n,
+                            const char *const *params)
+{
+    size_t cap = 256;
+    for (int i = 0; i < n; i++)
+        cap += (params[i] ? strlen(params[i]) * 2 + 3 : 4) + 2;
+    char *sql = malloc(cap);
+    size_t len = (size_t)snprintf(sql, cap, "EXPLAIN (ANALYZE, BUFFERS) EXECUTE %s(", stmt);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            sql[len++] = ',';
+        if (!params[i]) {
+            len += (size_t)snprintf(sql + len, cap - len, "NULL");
+            continue;
+        }
+        char *lit = PQescapeLiteral(c, params[i], strlen(params[i]));
+        len += (size_t)snprintf(sql + len, cap - len, "%s", lit);
+        PQfreemem(lit);
+    }
+    snprintf(sql + len, cap - len, ")");
+    PGresult *r = must(c, PQexec(c, sql), PGRES_TUPLES_OK, title);
+    free(sql);
+    printf("### %s\n", title);
+    for (int i = 0; r && i < PQntuples(r); i++)
+        printf("%s\n", PQgetvalue(r, i, 0));
+    printf("\n");
+    PQclear(r);
+}
+
+/* Ids the owner holds, as an array literal. */
+static char *held_ids(PGconn *c, const char *owner)
+{
+    const char *p[] = {owner};
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT coalesce(array_agg(id ORDER BY id), '{}')::text FROM %s.%s"
+             " WHERE lease_owner = $1",
+             cfg->schema, cfg->table);
+    PGresult *r =
+        must(c, PQexecParams(c, sql, 1, NULL, p, NULL, NULL, 0), PGRES_TUPLES_OK, "held ids");
+    char *out = strdup(r ? PQgetvalue(r, 0, 0) : "{}");
+    PQclear(r);
+    return out;
+}
+
+static int explain_run(void)
+{
+    PGconn *c = open_session();
+    if (!c)
+        return 1;
+    const char *del = cfg->retention == RETAIN_DELETE ? "true" : "false";
+    const char *order = cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none";
+    claimer k;
+    for (int round = 1; round <= 2; round++) {
+        char owner[32], title[160];
+        snprintf(owner, sizeof owner, "explain-%d", round);
+        claimer_init(&k, owner);
+        const char *cp[CLAIM_PARAMS];
+        int np = claim_params(&k, cp);
+        snprintf(title, sizeof title, "relay claim, ordering %s, batch %s, claim %d%s", order,
+                 k.batch, round, round == 1 ? " (full table)" : " (after one batch marked)");
+        explain_execute(c, title, "claim", np, cp);
+        char *ids = held_ids(c, owner);
+        const char *mp[] = {ids, owner, del};
+        snprintf(title, sizeof title, "relay mark (retention %s), claim %d's rows",
+                 cfg->retention == RETAIN_DELETE ? "delete" : "mark", round);
+        explain_execute(c, title, "mark", 3, mp);
+        free(ids);
+    }
+    PQfinish(c);
+    return atomic_load(&failed) ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
     int opt;
-    while ((opt = getopt(argc, argv, "d:w:b:o:r:m:")) != -1) {
+    const char *path = NULL;
+    run_length = -1;
+    while ((opt = getopt(argc, argv, "c:l:x")) != -1) {
         switch (opt) {
-        case 'd': dsn = optarg; break;
-        case 'w': workers = atoi(optarg); break;
-        case 'b': batch = atoi(optarg); break;
-        case 'o': ordered = strcmp(optarg, "aggregate") == 0; break;
-        case 'r': delete_mode = strcmp(optarg, "delete") == 0; break;
-        case 'm': relay_record = strcmp(optarg, "relay") == 0; break;
-        default:
-            fprintf(stderr, "usage: bench_db -d DSN [-w N] [-b N] [-o none|aggregate] "
-                            "[-r mark|delete] [-m simple|relay]\n");
-            return 2;
+        case 'c': path = optarg; break;
+        case 'l': run_length = atoi(optarg); break;
+        case 'x': explain = 1; break;
+        default: fprintf(stderr, "usage: bench_db -c CONFIG [-l RUN] [-x]\n"); return 2;
         }
     }
-    if (!dsn || workers < 1 || batch < 1) {
-        fprintf(stderr, "bench_db: -d DSN is required; -w and -b must be positive\n");
+    if (!path) {
+        fprintf(stderr, "bench_db: -c CONFIG (a relay config) is required\n");
         return 2;
     }
-    pthread_t *t = calloc((size_t)workers, sizeof *t);
+    char err[1024];
+    if (!(cfg = config_load(path, err, sizeof err))) {
+        fprintf(stderr, "bench_db: %s\n", err);
+        return 2;
+    }
+    if (run_length < 1)
+        run_length = cfg->batch_size;
+    if (explain) {
+        int rc = explain_run();
+        config_free(cfg);
+        return rc;
+    }
+    pthread_t *t = calloc((size_t)cfg->workers, sizeof *t);
     double t0 = now_s();
-    for (int i = 0; i < workers; i++)
+    for (int i = 0; i < cfg->workers; i++)
         pthread_create(&t[i], NULL, worker, (void *)(long)i);
-    for (int i = 0; i < workers; i++)
+    for (int i = 0; i < cfg->workers; i++)
         pthread_join(t[i], NULL);
     double secs = now_s() - t0;
     free(t);
+    config_free(cfg);
     if (atomic_load(&failed))
         return 1;
     long long n = atomic_load(&total);

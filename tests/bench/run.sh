@@ -5,11 +5,13 @@
 #                      [--workers 1,2,4] [--batches 100,500,1000] [--orderings aggregate,none]
 #                      [--retentions mark,delete] [--rates 1000,5000] [--latency-seconds S]
 #                      [--latency-ordering aggregate|none] [--no-latency] [--no-throughput]
-#                      [--profile] [--out DIR]
+#                      [--hot N] [--hot-drivers memory,kafka] [--profile] [--out DIR]
 #   tests/bench/run.sh --mqtt-defaults   (MQTT with its defaults, see mqtt_defaults.sh)
 #
 # Default: the full matrix, 200,000 events per run. --quick: ordering none, batch 500, mark,
-# workers 1/2/4, 50,000 events, latency 10 s. --smoke: 2,000 events, memory driver, one
+# workers 1/2/4, 50,000 events, latency 10 s. --hot N: also N events of ONE aggregate (default
+# 20,000; 0: none), ordering aggregate, 2 workers, beside the same drivers on the 1,000 aggregates
+# (twice, alternated). --smoke: 2,000 events, memory driver, one
 # configuration, no latency (the ctest check that the tool works; nothing is asserted on timing).
 #
 # Needs the shared services (tests/services/services.sh start; env in $SVC_DIR/env.sh) and a
@@ -30,11 +32,11 @@ export PGOPTIONS="-c client_min_messages=warning"
 MODE_ARGS="$*"
 EVENTS=200000 DRIVERS=memory,file,kafka,rabbitmq,mqtt WORKERS=1,2,4 BATCHES=100,500,1000
 ORDERINGS=aggregate,none RETENTIONS=mark,delete RATES=1000,5000 LAT_SECONDS=30 LAT_ORDERING=aggregate
-LATENCY=1 PROFILE=0 MODE=full OUT=$HERE/results
+LATENCY=1 PROFILE=0 MODE=full OUT=$HERE/results HOT=20000 HOT_DRIVERS=memory,kafka HOT_WORKERS=2
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) MODE=quick EVENTS=50000 ORDERINGS=none BATCHES=500 RETENTIONS=mark LAT_SECONDS=10 ;;
-        --smoke) MODE=smoke EVENTS=2000 DRIVERS=memory WORKERS=2 ORDERINGS=none BATCHES=500 RETENTIONS=mark LATENCY=0
+        --smoke) MODE=smoke EVENTS=2000 DRIVERS=memory WORKERS=2 ORDERINGS=none BATCHES=500 RETENTIONS=mark LATENCY=0 HOT=0
                  OUT=$(mktemp -d /tmp/obx-bench-smoke.XXXXXX) ;;
         --events) EVENTS=$2; shift ;;
         --drivers) DRIVERS=$2; shift ;;
@@ -48,9 +50,11 @@ while [ $# -gt 0 ]; do
         --no-latency) LATENCY=0 ;;
         --no-throughput) WORKERS= ;;
         --profile) PROFILE=1 ;;
+        --hot) HOT=$2; shift ;;
+        --hot-drivers) HOT_DRIVERS=$2; shift ;;
         --mqtt-defaults) MODE=mqtt-defaults DRIVERS=memory,mqtt ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -59,9 +63,10 @@ for t in bench_db bench_broker bench_producer bench_rusage; do
     [ -x "$TOOLS/$t" ] || fail "$TOOLS/$t missing: build with cmake --build $OBX_BUILD (target $t)"
 done
 [ -x "$OBX_BIN" ] || fail "relay $OBX_BIN missing"
+command -v pgbench >/dev/null || fail "pgbench missing (package postgresql-client)"
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/obx-bench.XXXXXX)
-TPL=obx_bench_tpl_$$ EMPTY=obx_bench_empty_$$ RUNDB=obx_bench_run_$$
+TPL=obx_bench_tpl_$$ EMPTY=obx_bench_empty_$$ RUNDB=obx_bench_run_$$ HOTTPL=obx_bench_hot_$$
 BENCH_SVC=/tmp/obx-bench-svc-$$
 MQ_PORT=${BENCH_MQTT_PORT:-51983}
 KM_PID= RELAY_PID=
@@ -71,7 +76,12 @@ IFS=, read -r -a BS <<<"$BATCHES"
 IFS=, read -r -a OS <<<"$ORDERINGS"
 IFS=, read -r -a RS <<<"$RETENTIONS"
 IFS=, read -r -a RATE <<<"$RATES"
+IFS=, read -r -a HDRV <<<"$HOT_DRIVERS"
 has_driver() { [[ ",$DRIVERS," == *",$1,"* ]]; }
+in_list() { [[ ",$2," == *",$1,"* ]]; }
+if [ "$HOT" -gt 0 ]; then  # the hot-aggregate drivers need their brokers too
+    for d in "${HDRV[@]}"; do has_driver "$d" || DRIVERS+=",$d"; done
+fi
 
 cleanup() {
     set +e
@@ -79,7 +89,7 @@ cleanup() {
     [ -n "$KM_PID" ] && kill -TERM "$KM_PID" 2>/dev/null && wait "$KM_PID" 2>/dev/null
     [ -s "$BENCH_SVC/mosquitto/mosquitto.pid" ] && SVC_DIR=$BENCH_SVC MQTT_PORT=$MQ_PORT "$SERVICES" mqtt-stop
     has_driver rabbitmq && "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench >/dev/null 2>&1
-    for db in "$RUNDB" "$TPL" "$EMPTY"; do
+    for db in "$RUNDB" "$TPL" "$EMPTY" "$HOTTPL"; do
         psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
     done
     rm -rf "$WORK" "$BENCH_SVC"
@@ -149,6 +159,12 @@ for ((from = 1; from <= EVENTS; from += 50000)); do
                     jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series($from, $to) g" >/dev/null
 done
 psql_db "$TPL" "VACUUM ANALYZE outbox" >/dev/null
+if [ "$HOT" -gt 0 ]; then  # the same events, all of ONE aggregate
+    psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $HOTTPL WITH (FORCE)" -c "CREATE DATABASE $HOTTPL TEMPLATE $EMPTY" >/dev/null
+    psql_db "$HOTTPL" "SELECT count(outbox_enqueue('Order', 'agg-hot', 'order.created',
+                       jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series(1, $HOT) g" >/dev/null
+    psql_db "$HOTTPL" "VACUUM ANALYZE outbox" >/dev/null
+fi
 psql_db "$EMPTY" "VACUUM ANALYZE outbox" >/dev/null
 PAYLOAD_BYTES=$(psql_db "$TPL" "SELECT round(avg(length(payload::text))) FROM outbox")
 note "filled in $((SECONDS - t0)) s; payload $PAYLOAD_BYTES bytes as text"
@@ -159,15 +175,65 @@ fresh_run_db() {  # a copy of the filled template (or of the empty one with "emp
 rmq_purge() { has_driver rabbitmq && "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench >/dev/null || true; }
 
 # ---------------------------------------------------------------- baselines
-declare -A DBL DBR BRK
-note "database limit (claim + one batched mark, no broker): the relay's SQL from core/queries.c"
-for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
-    fresh_run_db
-    DBL[$o,$r,$b,$w]=$("$TOOLS/bench_db" -d "$(dsn_of "$RUNDB")" -w "$w" -b "$b" -o "$o" -r "$r" -m simple | awk '{print $3}')
-    fresh_run_db
-    DBR[$o,$r,$b,$w]=$("$TOOLS/bench_db" -d "$(dsn_of "$RUNDB")" -w "$w" -b "$b" -o "$o" -r "$r" -m relay | awk '{print $3}')
-    note "  db $o/$r b=$b w=$w: ${DBL[$o,$r,$b,$w]} ev/s (relay's record SQL: ${DBR[$o,$r,$b,$w]})"
-done; done; done; done
+declare -A DBL DBP DBR BRK
+# The database limit: the simplest correct claim+mark, one statement per batch (claim the oldest
+# pending rows, skip the locked ones, mark them and return them), run by pgbench. Retention delete:
+# the same claim, deleting.
+# With a third argument "pending", the claim also states the rest of the pending index's predicate
+# (dead_at IS NULL AND available_at < 'infinity') so that it can use that partial index: as written,
+# no index matches "published_at IS NULL" alone, and the primary key scan passes every row published
+# before the first pending one, a cost that grows as the table drains (see --profile).
+simplest_sql() {  # BATCH RETENTION [pending]: the statement on stdout
+    local verb="UPDATE outbox o SET published_at = now(), attempts = o.attempts + 1 FROM c WHERE o.id = c.id"
+    [ "$2" = delete ] && verb="DELETE FROM outbox o USING c WHERE o.id = c.id"
+    local pred="published_at IS NULL"
+    [ "${3:-}" = pending ] && pred="published_at IS NULL AND dead_at IS NULL AND available_at < 'infinity'"
+    cat <<SQL
+WITH c AS (SELECT id FROM outbox WHERE $pred ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
+$verb
+RETURNING o.id, o.event_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, o.headers;
+SQL
+}
+# simplest_limit RETENTION BATCH CLIENTS [TEMPLATE EVENTS [pending]]: events/s on a fresh copy of the
+# template, as many transactions as drain it (events x transactions/s / transactions: tps x batch when
+# all are full)
+simplest_limit() {
+    local r=$1 b=$2 c=$3 tpl=${4:-$TPL} n=${5:-$EVENTS} tx out tps ntx left
+    simplest_sql "$b" "$r" "${6:-}" > "$WORK/simplest.sql"
+    fresh_run_db "$tpl"
+    tx=$(((n + b * c - 1) / (b * c)))
+    out=$(pgbench -n -M prepared -f "$WORK/simplest.sql" -c "$c" -j "$c" -t "$tx" "$RUNDB" 2>&1) \
+        || { echo "$out" >&2; fail "pgbench (simplest claim+mark) failed"; }
+    left=$(psql_db "$RUNDB" "SELECT count(*) FROM outbox WHERE published_at IS NULL")
+    [ "$left" = 0 ] || fail "simplest claim+mark left $left of $n rows ($c clients x $tx transactions)"
+    tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
+    ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
+    awk -v n="$n" -v t="$tps" -v x="$ntx" 'BEGIN { printf "%.0f", n * t / x }'
+}
+# relay_sql_alone ORDERING RETENTION BATCH WORKERS [TEMPLATE]: bench_db, the relay's own claim and mark
+relay_sql_alone() {
+    fresh_run_db "${5:-$TPL}"
+    relay_cfg "$WORK/db.cfg" "$RUNDB" memory "$4" "$3" "$1" "$2"
+    "$TOOLS/bench_db" -c "$WORK/db.cfg" | awk '{print $3}'
+}
+note "database limit: the simplest claim+mark (pgbench), beside the relay's own SQL alone (bench_db), alternated"
+for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
+    DBL[$r,$b,$w]=$(simplest_limit "$r" "$b" "$w")
+    for o in "${OS[@]}"; do
+        DBR[$o,$r,$b,$w]=$(relay_sql_alone "$o" "$r" "$b" "$w")
+        note "  db $r b=$b w=$w: simplest claim+mark ${DBL[$r,$b,$w]} ev/s; relay's SQL alone ($o) ${DBR[$o,$r,$b,$w]} ev/s"
+    done
+    DBP[$r,$b,$w]=$(simplest_limit "$r" "$b" "$w" "$TPL" "$EVENTS" pending)
+    note "  db $r b=$b w=$w: simplest claim+mark with the pending index's predicate ${DBP[$r,$b,$w]} ev/s"
+done; done; done
+HB=500 HW=$HOT_WORKERS
+if [ "$HOT" -gt 0 ]; then
+    [ -n "${DBL[mark,$HB,$HW]:-}" ] || DBL[mark,$HB,$HW]=$(simplest_limit mark "$HB" "$HW")
+    [ -n "${DBR[aggregate,mark,$HB,$HW]:-}" ] || DBR[aggregate,mark,$HB,$HW]=$(relay_sql_alone aggregate mark "$HB" "$HW")
+    HOT_DBL=$(simplest_limit mark "$HB" "$HW" "$HOTTPL" "$HOT")
+    HOT_DBR=$(relay_sql_alone aggregate mark "$HB" "$HW" "$HOTTPL")
+    note "  db, ONE aggregate of $HOT events, b=$HB w=$HW: simplest $HOT_DBL ev/s; relay's SQL alone (aggregate) $HOT_DBR ev/s"
+fi
 # bench_broker's URL and topic for driver $1, or nothing for a driver without a broker
 broker_target() {
     case $1 in kafka) echo "$BENCH_KAFKA obx.bench" ;; rabbitmq) echo "$AMQP_URL obx.bench" ;;
@@ -185,7 +251,7 @@ done
 
 # ---------------------------------------------------------------- relay throughput
 RESULTS=$OUT/results.tsv
-printf 'driver\tordering\tretention\tworkers\tbatch\tevents\trelay_eps\tdb_limit\tdb_relaysql\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\n' > "$RESULTS"
+printf 'driver\tordering\tretention\tworkers\tbatch\tevents\taggregates\trelay_eps\tdb_limit\tdb_relaysql\tdb_simplest_pending\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\n' > "$RESULTS"
 declare -A STARTUP
 startup_overhead() {  # wall time of run --drain on an empty outbox (connect, prepare, drain check)
     local d=$1 w=$2 b=$3 o=$4 key=$1,$2
@@ -197,16 +263,21 @@ startup_overhead() {  # wall time of run --drain on an empty outbox (connect, pr
     fi
     echo "${STARTUP[$key]}"
 }
-for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
-    fresh_run_db
+# relay_run DRIVER ORDERING RETENTION BATCH WORKERS TEMPLATE EVENTS AGGREGATES DB_LIMIT DB_RELAYSQL
+# DB_PENDING: one drain of a fresh copy of the template; appends a row to results.tsv and sets EPS
+relay_run() {
+    local d=$1 o=$2 r=$3 b=$4 w=$5 tpl=$6 n=$7 aggs=$8 db=$9 dbr=${10} dbp=${11:-} tag
+    tag="$d/$o/$r/b$b/w$w/$aggs-aggregates"
+    fresh_run_db "$tpl"
     relay_cfg "$WORK/run.cfg" "$RUNDB" "$d" "$w" "$b" "$o" "$r"
     "$TOOLS/bench_rusage" "$WORK/run.ru" "$OBX_BIN" run -c "$WORK/run.cfg" --drain 2>"$WORK/relay.err" >/dev/null \
-        || { cat "$WORK/relay.err" >&2; fail "relay $d/$o/$r/b$b/w$w exited with an error"; }
+        || { cat "$WORK/relay.err" >&2; fail "relay $tag exited with an error"; }
     rmq_purge
+    local wall user sys rss left eps method su brk lim ratio cpu
     read -r wall user sys rss _ < "$WORK/run.ru"
     left=$(psql_db "$RUNDB" "SELECT count(*) FILTER (WHERE published_at IS NULL), count(*) FROM outbox")
     if [ "$r" = mark ]; then
-        expect_eq "$d/$o/$r/b$b/w$w rows left unpublished, rows" "$left" "0|$EVENTS"
+        expect_eq "$tag rows left unpublished, rows" "$left" "0|$n"
         # events per second from the first mark to the last: the batches marked at the first
         # mark's time did their work before it, so they are not counted (intervals, not points)
         eps=$(psql_db "$RUNDB" "WITH s AS (SELECT min(published_at) a, max(published_at) z, count(*) n FROM outbox)
@@ -214,19 +285,39 @@ for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b i
                      / greatest(extract(epoch FROM z - a), 0.001)) FROM s")
         method=published_at
     else
-        expect_eq "$d/$o/$r/b$b/w$w rows left" "$left" "0|0"
+        expect_eq "$tag rows left" "$left" "0|0"
         su=$(startup_overhead "$d" "$w" "$b" "$o")
-        eps=$(awk -v n="$EVENTS" -v w="$wall" -v s="$su" 'BEGIN { t = w - s; if (t < 0.001) t = 0.001; printf "%.0f", n / t }')
+        eps=$(awk -v n="$n" -v w="$wall" -v s="$su" 'BEGIN { t = w - s; if (t < 0.001) t = 0.001; printf "%.0f", n / t }')
         method="wall-${su}s"
     fi
-    db=${DBL[$o,$r,$b,$w]} brk=${BRK[$d,$b,$w]:-}
-    lim=$(awk -v a="$db" -v b="${brk:-0}" 'BEGIN { l = (b > 0 && b < a) ? b : a; print l }')
+    brk=${BRK[$d,$b,$w]:-}
+    lim=$(awk -v a="${db:-0}" -v b="${brk:-0}" 'BEGIN { l = (b > 0 && (a <= 0 || b < a)) ? b : a; print l }')
     ratio=$(awk -v e="$eps" -v l="$lim" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
-    cpu=$(awk -v u="$user" -v s="$sys" -v n="$EVENTS" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$EVENTS" "$eps" \
-        "$db" "${DBR[$o,$r,$b,$w]}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" >> "$RESULTS"
-    note "  relay $d $o/$r b=$b w=$w: $eps ev/s, ratio $ratio, cpu ${cpu}s/100k, rss $((rss / 1024)) MB"
+    cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$n" "$aggs" "$eps" \
+        "${db:--}" "${dbr:--}" "${dbp:--}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" >> "$RESULTS"
+    note "  relay $tag: $eps ev/s, ratio $ratio, cpu ${cpu}s/100k, rss $((rss / 1024)) MB"
+    EPS=$eps
+}
+for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
+    relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "${DBL[$r,$b,$w]}" "${DBR[$o,$r,$b,$w]}" "${DBP[$r,$b,$w]}"
 done; done; done; done; done
+
+# ---------------------------------------------------------------- hot aggregate
+# ONE aggregate against the usual 1,000, ordering aggregate: in-order drivers claim runs, so a
+# hot aggregate should drain at no less than a quarter of the rate of many. Twice, alternated.
+HOTRES=$OUT/hot.tsv
+printf 'driver\tworkers\tbatch\trepeat\tmany_eps\thot_eps\thot_over_many\n' > "$HOTRES"
+if [ "$HOT" -gt 0 ]; then
+    note "hot aggregate: $HOT events of one aggregate vs $EVENTS over 1,000 (ordering aggregate, b=$HB w=$HW)"
+    for rep in 1 2; do for d in "${HDRV[@]}"; do
+        relay_run "$d" aggregate mark "$HB" "$HW" "$TPL" "$EVENTS" 1000 "${DBL[mark,$HB,$HW]}" "${DBR[aggregate,mark,$HB,$HW]}" "${DBP[mark,$HB,$HW]:-}"
+        many=$EPS
+        relay_run "$d" aggregate mark "$HB" "$HW" "$HOTTPL" "$HOT" 1 "$HOT_DBL" "$HOT_DBR"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "$HW" "$HB" "$rep" "$many" "$EPS" \
+            "$(awk -v h="$EPS" -v m="$many" 'BEGIN { printf "%.2f", (m > 0) ? h / m : 0 }')" >> "$HOTRES"
+    done; done
+fi
 
 # ---------------------------------------------------------------- latency
 LATRES=$OUT/latency.tsv
@@ -281,45 +372,16 @@ fi
 
 # ---------------------------------------------------------------- profile
 if [ "$PROFILE" = 1 ]; then
-    note "profile: memory driver, ordering none, batch 500, 1 worker; perf on relay + PostgreSQL"
-    fresh_run_db
-    relay_cfg "$WORK/prof.cfg" "$RUNDB" memory 1 500 none mark
-    perf record -q -a -g -o "$WORK/perf.data" -- "$OBX_BIN" run -c "$WORK/prof.cfg" --drain >/dev/null 2>"$WORK/perf.err" || true
-    set +o pipefail   # head closes perf report's pipe early
-    {
-        echo "## perf, system-wide during run --drain of $EVENTS events (memory, none, batch 500, 1 worker)"
-        echo '### by process'
-        perf report -q -i "$WORK/perf.data" --no-children --sort comm -g none --percent-limit 1 2>/dev/null | head -15
-        echo '### outbox-relay, by symbol'
-        perf report -q -i "$WORK/perf.data" --no-children --comm outbox-relay --percentage relative --sort dso,sym -g none --percent-limit 1.5 2>/dev/null | head -30
-        echo '### postgres, by symbol'
-        perf report -q -i "$WORK/perf.data" --no-children --comm postgres --percentage relative --sort sym -g none --percent-limit 1 2>/dev/null | head -30
-    } > "$OUT/profile.txt"
-    set -o pipefail
-    # EXPLAIN ANALYZE of the claim and the record statements at batch 500 on a full outbox
-    fresh_run_db
-    relay_cfg "$WORK/prof.cfg" "$RUNDB" memory 1 500 none mark
-    {
-        echo "## EXPLAIN (ANALYZE, BUFFERS), batch 500, $EVENTS pending rows"
-        psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" <<'SQL'
-\echo '### claim (ordering none), first batch'
-EXPLAIN (ANALYZE, BUFFERS) WITH picked AS (SELECT o.id FROM outbox o WHERE o.published_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now()) ORDER BY o.id LIMIT 500 FOR UPDATE SKIP LOCKED) UPDATE outbox t SET lease_owner = 'x', lease_until = clock_timestamp() + 30000 * interval '1 millisecond' FROM picked WHERE t.id = picked.id RETURNING t.id, t.event_id, t.aggregate_type, t.aggregate_id, t.event_type, t.payload, t.headers, t.destination, (extract(epoch FROM t.created_at) * 1000000)::bigint, t.attempts;
-\echo '### record (relay statement, 500 published)'
-EXPLAIN (ANALYZE, BUFFERS) WITH f AS (SELECT * FROM unnest((SELECT array_agg(id) FROM outbox WHERE lease_owner = 'x'), array_fill(0, ARRAY[500]), array_fill(0::bigint, ARRAY[500]), array_fill(''::text, ARRAY[500])) AS f(id, outcome, delay_ms, error)), gone AS (DELETE FROM outbox t USING f WHERE false AND f.outcome = 0 AND t.id = f.id AND t.lease_owner = 'x' RETURNING f.outcome), kept AS (UPDATE outbox t SET published_at = CASE WHEN f.outcome = 0 THEN now() ELSE t.published_at END, dead_at = CASE WHEN f.outcome = 2 THEN now() ELSE t.dead_at END, attempts = t.attempts + CASE WHEN f.outcome = 3 THEN 0 ELSE 1 END, available_at = CASE WHEN f.outcome = 1 THEN now() + f.delay_ms * interval '1 millisecond' ELSE t.available_at END, last_error = CASE WHEN f.outcome IN (1, 2) THEN f.error ELSE t.last_error END, lease_owner = NULL, lease_until = NULL FROM f WHERE t.id = f.id AND t.lease_owner = 'x' AND NOT (f.outcome = 0 AND false) RETURNING f.outcome) SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept) r GROUP BY outcome;
-\echo '### claim again (second batch: 500 dead index entries to skip)'
-EXPLAIN (ANALYZE, BUFFERS) WITH picked AS (SELECT o.id FROM outbox o WHERE o.published_at IS NULL AND o.dead_at IS NULL AND o.available_at <= now() AND (o.lease_until IS NULL OR o.lease_until < now()) ORDER BY o.id LIMIT 500 FOR UPDATE SKIP LOCKED) UPDATE outbox t SET lease_owner = 'y', lease_until = clock_timestamp() + 30000 * interval '1 millisecond' FROM picked WHERE t.id = picked.id RETURNING t.id;
-\echo '### plain mark (the database-limit statement)'
-EXPLAIN (ANALYZE, BUFFERS) UPDATE outbox SET published_at = now(), attempts = attempts + 1, lease_owner = NULL, lease_until = NULL WHERE id = ANY((SELECT array_agg(id) FROM outbox WHERE lease_owner = 'y')::bigint[]) AND lease_owner = 'y';
-SQL
-    } > "$OUT/explain.txt" 2>&1
+    # shellcheck source=profile.sh
+    . "$HERE/profile.sh"
 fi
 
 # ---------------------------------------------------------------- table, plot, report
 TABLE=$WORK/table.md
 {
-    echo '| driver | ordering | retention | workers | batch | relay ev/s | db limit | db (relay SQL) | broker limit | relay/min(limits) | CPU s/100k | peak RSS MB |'
-    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
-    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$7,$8,$9,$10,$11,$12,$13 }'
+    echo '| driver | ordering | retention | workers | batch | events | aggregates | relay ev/s | db limit: simplest claim+mark | relay'"'"'s SQL alone | simplest + pending predicate | broker limit | relay/min(limits) | CPU s/100k | peak RSS MB |'
+    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15 }'
 } > "$TABLE"
 LTABLE=$WORK/ltable.md
 {
@@ -330,17 +392,20 @@ LTABLE=$WORK/ltable.md
 echo
 column -t -s $'\t' "$RESULTS"
 [ "$(wc -l < "$LATRES")" -gt 1 ] && { echo; column -t -s $'\t' "$LATRES"; }
+[ "$(wc -l < "$HOTRES")" -gt 1 ] && { echo; column -t -s $'\t' "$HOTRES"; }
 
 if command -v gnuplot >/dev/null && [ "$MODE" != smoke ] && [ "$(wc -l < "$RESULTS")" -gt 1 ]; then
     pb=500; [[ ",$BATCHES," == *",500,"* ]] || pb=${BS[0]}
     po=none; [[ ",$ORDERINGS," == *",none,"* ]] || po=${OS[0]}
     plot=""
     for d in "${DRV[@]}"; do
-        awk -F'\t' -v d="$d" -v b="$pb" -v o="$po" '$1 == d && $2 == o && $3 == "mark" && $5 == b { print $4, $7 }' "$RESULTS" > "$WORK/plot.$d"
+        awk -F'\t' -v d="$d" -v b="$pb" -v o="$po" '$1 == d && $2 == o && $3 == "mark" && $5 == b && $7 == 1000 { print $4, $8 }' "$RESULTS" > "$WORK/plot.$d"
         plot+="${plot:+, }'$WORK/plot.$d' using 1:2 with linespoints lw 2 title '$d'"
     done
-    awk -F'\t' -v b="$pb" -v o="$po" '$1 == "'"${DRV[0]}"'" && $2 == o && $3 == "mark" && $5 == b { print $4, $8 }' "$RESULTS" > "$WORK/plot.db"
-    plot+=", '$WORK/plot.db' using 1:2 with linespoints dt 2 lw 2 title 'database limit'"
+    awk -F'\t' -v b="$pb" -v o="$po" '$1 == "'"${DRV[0]}"'" && $2 == o && $3 == "mark" && $5 == b && $7 == 1000 { print $4, $9, $10, $11 }' "$RESULTS" > "$WORK/plot.db"
+    plot+=", '$WORK/plot.db' using 1:2 with linespoints dt 2 lw 2 title 'simplest claim+mark (pgbench)'"
+    plot+=", '$WORK/plot.db' using 1:3 with linespoints dt 3 lw 2 title 'relay SQL alone'"
+    plot+=", '$WORK/plot.db' using 1:4 with linespoints dt 4 lw 2 title 'simplest + pending predicate'"
     gnuplot <<GP
 set terminal pngcairo size 900,560 noenhanced
 set output '$OUT/throughput.png'
@@ -372,9 +437,16 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo "- Matrix: drivers $DRIVERS; workers $WORKERS; batch $BATCHES; ordering $ORDERINGS; retention $RETENTIONS."
     echo "- Relay: \`outbox-relay run --drain\`, lease 30 s, poll interval 1 s, log level warn; driver defaults except: file to /dev/null; kafka acks=all idempotent (driver default), key aggregate_id; rabbitmq mandatory + persistent + confirms; mqtt QoS 1, window = max(batch, 100)."
     echo "- relay ev/s (retention mark): rows / (max(published_at) - min(published_at)), not counting the rows marked at the first mark's instant (their work was done before it). Retention delete leaves no rows to date, so: events / (wall time of run --drain - wall time of the same relay on an empty outbox)."
-    echo "- Database limit: \`bench_db\`, the relay's claim statement copied from core/queries.c, then one batched \`UPDATE ... SET published_at = now() ... WHERE id = ANY(\$1) AND lease_owner = \$2\` (or DELETE), same batch size and as many connections as workers, no broker. \"db (relay SQL)\" is the same loop with the relay's own record statement (unnest of ids, outcomes, delays, errors)."
+    echo "- Database limit: the simplest correct claim+mark, one statement per batch, run by \`pgbench -n -M prepared -c W -j W -t T\` (W = the run's workers, T transactions per client so that the table is drained; events/s = events x tps / transactions, tps x batch when every transaction is full) on a fresh copy of the same table:"
+    echo
+    echo '```sql'
+    simplest_sql 500 mark
+    echo '```'
+    echo
+    echo "  (retention delete: the same claim, \`DELETE ... USING c\`). \"Relay's SQL alone\" is \`bench_db\`: W connections run the relay's own claim and mark statements, prepared by core/queries.c (the ordered claim with runs of up to the batch size, as for an in-order driver), back to back with no broker, on a fresh copy; it is what the relay's statements cost by themselves. \"Simplest + pending predicate\" is the same pgbench statement with \`AND dead_at IS NULL AND available_at < 'infinity'\` added to its WHERE, so that it can use the table's partial pending index (as written, no index matches \`published_at IS NULL\` alone, and its primary-key scan passes every row already published: see the profile). All three are measured in this run, one after the other for each worker count."
     echo "- Broker limit: \`bench_broker\`, the driver's client library, the same 200-byte payload and 5 headers, same acknowledgement, as many clients as workers, each publishing windows of the batch size and waiting for all acknowledgements of a window (the relay's cycle), no database."
-    echo "- Ratio = relay / min(database limit, broker limit); for memory/file only the database limit applies."
+    echo "- Ratio = relay / min(simplest claim+mark, broker limit); for memory/file only the simplest claim+mark applies."
+    [ "$HOT" -gt 0 ] && echo "- Hot aggregate: $HOT events of ONE aggregate (same payloads), ordering aggregate, $HW workers, batch $HB, run right after the same driver on the $EVENTS events over 1,000 aggregates, twice, alternated (hot.tsv). The simplest claim+mark on the hot table: $HOT_DBL events/s; the relay's SQL alone, ordering aggregate: $HOT_DBR events/s."
     echo "- Cost: CPU (user+sys) and peak RSS of the relay process from wait4()'s rusage."
     echo "- Latency: producer \`bench_producer\` commits events at a steady rate for $LAT_SECONDS s (a 1 ms tick, the events due in one small transaction), relay running with LISTEN/NOTIFY (workers 2, batch 500, ordering $LAT_ORDERING). Latency = published_at (the relay's record statement, run right after the driver's last completion of the batch; it is the statement's now(), so it is the start of the mark, before its commit) minus the producer's wall clock when COMMIT returned. The p99 from created_at (clock_timestamp() at insert) is an upper bound including the producer's own round trip."
     echo "- Broker alone (latency baseline, run right after the relay's latency run): \`bench_broker -r RATE -s $LAT_SECONDS\`, one client of the driver's library, no database; every millisecond the messages due go out as one window and wait for their acknowledgements; latency from the moment a message was due to its acknowledgement. The relay cannot beat it."
@@ -384,12 +456,28 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo
     echo "![throughput vs workers](throughput.png)"
     echo
+    if [ "$(wc -l < "$HOTRES")" -gt 1 ]; then
+        echo "## Hot aggregate: ONE aggregate against 1,000"
+        echo '| driver | workers | batch | repeat | 1,000 aggregates ev/s | one aggregate ev/s | one / 1,000 |'
+        echo '|---|---:|---:|---:|---:|---:|---:|'
+        tail -n +2 "$HOTRES" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7 }'
+        echo
+    fi
     echo "## Latency (commit to acknowledgement)"
     cat "$LTABLE"
-    if [ -s "$OUT/profile.txt" ]; then
-        echo; echo "## Profile"; echo; echo '```'; cat "$OUT/profile.txt"; echo '```'
+    if [ "$PROFILE" = 1 ]; then
+        echo; echo "## Profile"
+        [ -s "$OUT/profile.txt" ] && { echo; echo '```'; cat "$OUT/profile.txt"; echo '```'; }
         echo; echo '```'; grep -E '^###|Execution Time|Planning Time' "$OUT/explain.txt"; echo '```'
         echo; echo "Full plans: explain.txt"
+        echo; echo "### Write amplification per event (writes.tsv)"
+        echo '| workload | heap tuples updated | of them HOT | heap updates, non-HOT (WAL) | row locks (WAL) | index entries inserted (WAL) | WAL records | WAL bytes |'
+        echo '|---|---:|---:|---:|---:|---:|---:|---:|'
+        tail -n +2 "$OUT/writes.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$3,$4,$6,$7,$8,$10,$11 }'
+        echo; echo "### The simplest claim+mark while the table drains (simplest_drift.tsv; $PW clients, batch $PB, mean statement time)"
+        echo '| statement | transactions | first tenth ms | last tenth ms | events/s |'
+        echo '|---|---:|---:|---:|---:|'
+        tail -n +2 "$OUT/simplest_drift.tsv" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5 }'
     fi
 } > "$OUT/REPORT.md"
 note "report: $OUT/REPORT.md, plot: $OUT/throughput.png, data: $RESULTS $LATRES"
