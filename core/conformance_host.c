@@ -1,7 +1,8 @@
 /*
  * check-driver's recording host: the real host table (host_init, so option
  * getters and defaults are the relay's own) with completions and refusals
- * routed to a recorder that checks every token against what was published.
+ * routed to the shared recorder (recorder.c), which checks every token
+ * against what was published; here, which threads completions came from.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,16 +45,6 @@ void cf_result(cf_run *run, const char *verdict, const char *name, const char *f
 
 /* ---- the recording host ---- */
 
-void cf_problem(cf_recorder *rec, const char *fmt, ...)
-{
-    if (rec->problem[0])
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rec->problem, sizeof rec->problem, fmt, ap);
-    va_end(ap);
-}
-
 static void cf_note_thread(void)
 {
     cf_run *run = cf_current;
@@ -77,77 +68,15 @@ static void cf_on_complete(void *arg, uint64_t token, obx_status status, int nat
                            const char *detail)
 {
     (void)native_code;
-    cf_recorder *rec = arg;
     cf_note_thread();
-    pthread_mutex_lock(&rec->lock);
-    rec->completions++;
-    if (rec->closed) {
-        rec->after_close++;
-        cf_problem(rec, "token %#llx completed after close had returned",
-                   (unsigned long long)token);
-    }
-    if ((unsigned)status > OBX_STATUS_MAX) {
-        rec->bad_status++;
-        cf_problem(rec, "completion status %d is not an obx_status (OBX_OK .. OBX_UNAVAILABLE)",
-                   (int)status);
-    } else {
-        rec->status_count[status]++;
-        if (rec->in_close)
-            rec->during_close[status]++;
-    }
-    uint32_t tag = (uint32_t)(token >> 32);
-    size_t idx = (size_t)(token & 0xffffffffu);
-    if (tag != rec->tag) {
-        rec->foreign++;
-        cf_problem(rec,
-                   "completion for token %#llx, which this instance was never given "
-                   "(it belongs to another instance: shared state between instances?)",
-                   (unsigned long long)token);
-    } else if (idx >= rec->used || !rec->slots[idx].published) {
-        rec->unknown++;
-        cf_problem(rec, "completion for unknown token %#llx", (unsigned long long)token);
-    } else {
-        cf_slot *s = &rec->slots[idx];
-        if (s->completions < 255)
-            s->completions++;
-        s->status = (uint8_t)status;
-        if (s->completions == 2) {
-            rec->dup++;
-            cf_problem(rec, "token %#llx completed twice (second status %d, detail \"%s\")",
-                       (unsigned long long)token, (int)status, detail ? detail : "");
-        }
-        if (s->accept_known && s->accept != OBX_OK) {
-            rec->refused_completed++;
-            cf_problem(rec, "token %#llx was refused at publish (accept status %d) but completed",
-                       (unsigned long long)token, s->accept);
-        }
-    }
-    pthread_mutex_unlock(&rec->lock);
+    recorder_complete(arg, token, status, detail);
 }
 
 /* host->refuse: only from inside publish_batch, at most once per refused message. */
 static void cf_on_refuse(void *arg, uint64_t token, int native_code, const char *detail)
 {
     (void)native_code;
-    cf_recorder *rec = arg;
-    size_t len = detail ? strlen(detail) : 0; /* the host copies it: it must be a string */
-    uint32_t tag = (uint32_t)(token >> 32);
-    size_t idx = (size_t)(token & 0xffffffffu);
-    pthread_mutex_lock(&rec->lock);
-    if (!rec->in_publish || !pthread_equal(rec->publisher, pthread_self())) {
-        rec->bad_refuse++;
-        cf_problem(rec, "refuse for token %#llx was called outside publish_batch",
-                   (unsigned long long)token);
-    } else if (tag != rec->tag || idx < rec->batch_first || idx >= rec->used) {
-        rec->bad_refuse++;
-        cf_problem(rec, "refuse for token %#llx, which is not in the batch being published",
-                   (unsigned long long)token);
-    } else if (++rec->slots[idx].refusals == 2) {
-        rec->bad_refuse++;
-        cf_problem(rec, "refuse called twice for token %#llx (second detail \"%.*s\")",
-                   (unsigned long long)token, (int)(len > 80 ? 80 : len), detail ? detail : "");
-    }
-    pthread_mutex_unlock(&rec->lock);
+    recorder_refuse(arg, token, detail);
 }
 
 void cf_host_for(cf_run *run, cf_instance *ci, const cfg_output *output)
@@ -159,8 +88,7 @@ void cf_host_for(cf_run *run, cf_instance *ci, const cfg_output *output)
 cf_instance *cf_new(cf_run *run)
 {
     cf_instance *ci = calloc(1, sizeof *ci);
-    pthread_mutex_init(&ci->rec.lock, NULL);
-    ci->rec.tag = cf_next_tag++;
+    recorder_init(&ci->rec, cf_next_tag++, ci->slots, CF_CAPACITY);
     cf_host_for(run, ci, run->output);
     return ci;
 }
@@ -180,35 +108,20 @@ int cf_create(cf_run *run, cf_instance *ci, const char *name)
 /* Accepted messages without a completion yet. */
 size_t cf_pending(cf_recorder *rec)
 {
-    size_t n = 0;
-    pthread_mutex_lock(&rec->lock);
-    for (size_t i = 0; i < rec->used; i++) {
-        const cf_slot *s = &rec->slots[i];
-        n += s->accept_known && s->accept == OBX_OK && s->completions == 0;
-    }
-    pthread_mutex_unlock(&rec->lock);
-    return n;
+    return recorder_pending(rec);
 }
 
 int cf_misrouted(cf_recorder *rec)
 {
-    pthread_mutex_lock(&rec->lock);
-    int bad = rec->foreign || rec->unknown;
-    pthread_mutex_unlock(&rec->lock);
-    return bad;
+    return recorder_misrouted(rec);
 }
 
 /* Closes while recording which completions happen during close. */
 void cf_close_now(cf_run *run, cf_instance *ci)
 {
-    pthread_mutex_lock(&ci->rec.lock);
-    ci->rec.in_close = 1;
-    pthread_mutex_unlock(&ci->rec.lock);
+    recorder_closing(&ci->rec);
     run->def->close(ci->inst);
-    pthread_mutex_lock(&ci->rec.lock);
-    ci->rec.in_close = 0;
-    ci->rec.closed = 1;
-    pthread_mutex_unlock(&ci->rec.lock);
+    recorder_closed(&ci->rec);
 }
 
 void cf_destroy(cf_run *run, cf_instance *ci)
@@ -221,31 +134,11 @@ void cf_destroy(cf_run *run, cf_instance *ci)
 /* Reports contract violations seen by rec; returns 1 when there were some. */
 int cf_violations(cf_run *run, cf_recorder *rec, const char *name)
 {
-    pthread_mutex_lock(&rec->lock);
-    int bad = rec->dup || rec->unknown || rec->foreign || rec->after_close ||
-              rec->refused_completed || rec->bad_status || rec->bad_refuse;
-    if (bad) {
-        const char *rule = rec->dup                 ? "exactly one completion per accepted message"
-                           : rec->after_close       ? "no completion after close returns"
-                           : rec->foreign           ? "instances must not share state"
-                           : rec->refused_completed ? "a refused message gets no completion"
-                           : rec->bad_status        ? "statuses are obx_status values"
-                           : rec->bad_refuse
-                               ? "refuse only from inside publish_batch, at most once, "
-                                 "for a message it refuses"
-                               : "complete only tokens you were given";
-        cf_fail(run, name,
-                "%s (%zu duplicate, %zu after close, %zu unknown, %zu foreign, %zu for refused, "
-                "%zu bad status, %zu bad refuse). Rule: %s",
-                rec->problem, rec->dup, rec->after_close, rec->unknown, rec->foreign,
-                rec->refused_completed, rec->bad_status, rec->bad_refuse, rule);
-        /* the next check reports only what happens after this one */
-        rec->dup = rec->unknown = rec->foreign = rec->after_close = 0;
-        rec->refused_completed = rec->bad_status = rec->bad_refuse = 0;
-        rec->problem[0] = '\0';
-    }
-    pthread_mutex_unlock(&rec->lock);
-    return bad;
+    char why[768];
+    if (!recorder_violations(rec, why, sizeof why, 1))
+        return 0;
+    cf_fail(run, name, "%s", why);
+    return 1;
 }
 
 void cf_count_refusals(cf_run *run, cf_recorder *rec)

@@ -1,7 +1,7 @@
 /*
  * check-driver internals: one run of the conformance checks, the recording
- * host (conformance_host.c), the messages it sends (conformance_messages.c),
- * and the checks (conformance_checks.c, conformance_lifecycle.c).
+ * host (conformance_host.c, on the shared token recorder of recorder.h), the messages it sends
+ * (conformance_messages.c), and the checks (conformance_checks.c, conformance_lifecycle.c).
  */
 #ifndef OBX_CONFORMANCE_RUN_H
 #define OBX_CONFORMANCE_RUN_H
@@ -13,6 +13,7 @@
 #include "config.h"
 #include "host.h"
 #include "loader.h"
+#include "recorder.h"
 
 #define CF_CAPACITY 4096 /* tokens per recorder */
 #define CF_MAX_THREADS 32
@@ -20,37 +21,16 @@
 #define CF_PUBLISH_BOUND_MS 5000 /* a publish_batch of CF_MANY slower than this blocks */
 #define CF_AFTER_CLOSE_MS 300    /* how long to watch for completions after close */
 #define CF_SLACK_MS 5000         /* what a call given a timeout may overrun it by */
-#define CF_STATUSES (OBX_STATUS_MAX + 1)
 
-typedef struct cf_slot {
-    uint8_t published;
-    uint8_t accept_known;
-    uint8_t completions;
-    uint8_t refusals; /* host->refuse calls for this token */
-    uint8_t accept;
-    uint8_t status;
-} cf_slot;
-
-/* Everything one instance reported, guarded by lock (completions come from any thread). */
-typedef struct cf_recorder {
-    pthread_mutex_t lock;
-    uint32_t tag; /* high half of every token of this instance */
-    size_t used;
-    cf_slot slots[CF_CAPACITY];
-    int in_close, closed;
-    int in_publish;      /* publish_batch is running, on publisher */
-    pthread_t publisher; /* valid while in_publish */
-    size_t batch_first;  /* the tokens of the running batch: [batch_first, used) */
-    size_t completions, during_close[CF_STATUSES], status_count[CF_STATUSES];
-    size_t dup, unknown, foreign, after_close, refused_completed, bad_status;
-    size_t bad_refuse;       /* refuse outside publish_batch, twice, or for an accepted token */
-    size_t refused, reasons; /* refusals at publish, and how many of them gave a reason */
-    char problem[320];       /* the first violation, in words */
-} cf_recorder;
+/* What one instance did with its tokens, checked by the shared recorder
+ * (recorder.h); check-driver numbers tokens in order from used. */
+typedef rec_slot cf_slot;
+typedef recorder cf_recorder;
 
 typedef struct cf_instance {
     host_ctx host;
     cf_recorder rec;
+    cf_slot slots[CF_CAPACITY]; /* rec's, freed with the instance */
     obx_instance *inst;
 } cf_instance;
 
@@ -87,8 +67,8 @@ void cf_result(cf_run *run, const char *verdict, const char *name, const char *f
 
 /* ---- the recording host (conformance_host.c) ---- */
 
-/* Notes the first violation rec saw, in words. */
-void cf_problem(cf_recorder *rec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Notes the first violation rec saw, in words (rec->lock held). */
+#define cf_problem recorder_problem
 /* A recorder and a host table on run's output (the real host's getters). */
 cf_instance *cf_new(cf_run *run);
 /* Re-points ci's host at output (NULL: no options set). */

@@ -54,31 +54,35 @@ static void fh_log(void *arg, obx_log_level level, const char *fmt, ...)
     log_scoped(level, fh->ctx.scope, "%s", line);
 }
 
+/* The recorder's violation counters, as the harnesses read them (fh->lock held). */
+static void fh_sync_counts(fake_host *fh)
+{
+    recorder *r = &fh->rec;
+    pthread_mutex_lock(&r->lock);
+    fh->duplicates = r->dup;
+    fh->unknown = r->unknown + r->foreign;
+    fh->after_close = r->after_close;
+    fh->refused_completed = r->refused_completed;
+    fh->bad_status = r->bad_status;
+    fh->bad_refusals = r->bad_refuse;
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* The recorder checks the completion; the harnesses' view of it is kept here. */
 static void fh_on_complete(void *arg, uint64_t token, obx_status status, int native_code,
                            const char *detail)
 {
     fake_host *fh = arg;
     (void)native_code;
     pthread_mutex_lock(&fh->lock);
+    recorder_complete(&fh->rec, token, status, detail);
     fh->completions++;
-    if (fh->closed)
-        fh->after_close++;
-    if ((unsigned)status > OBX_STATUS_MAX)
-        fh->bad_status++;
-    else
+    if ((unsigned)status <= OBX_STATUS_MAX)
         fh->by_status[status]++;
     if (status != OBX_OK)
         snprintf(fh->last_detail, sizeof fh->last_detail, "%s", detail ? detail : "");
-    if (token >= fh->cap) {
-        fh->unknown++;
-    } else {
+    if (token < fh->cap) {
         fh_token *t = &fh->tok[token];
-        if (!t->in_flight) {
-            if (t->completions)
-                fh->duplicates++;
-            else
-                fh->unknown++;
-        }
         t->in_flight = 0;
         t->completions++;
         t->status = status;
@@ -90,25 +94,26 @@ static void fh_on_complete(void *arg, uint64_t token, obx_status status, int nat
             fh->longest_no_ok_ms = now - fh->last_ok_ms;
         fh->last_ok_ms = now;
     }
+    fh_sync_counts(fh);
     pthread_cond_broadcast(&fh->changed);
     pthread_mutex_unlock(&fh->lock);
 }
 
-/* host->refuse: only from inside publish_batch, for a message of the batch. */
+/* host->refuse: checked by the recorder (inside publish_batch, once, for a
+ * message of the batch that it refuses). */
 static void fh_on_refuse(void *arg, uint64_t token, int native_code, const char *detail)
 {
     fake_host *fh = arg;
     (void)native_code;
     pthread_mutex_lock(&fh->lock);
+    recorder_refuse(&fh->rec, token, detail);
     fh->refusals++;
     snprintf(fh->last_refusal, sizeof fh->last_refusal, "%s", detail ? detail : "");
-    if (!fh->in_publish || !pthread_equal(fh->publisher, pthread_self()) || token >= fh->cap ||
-        !fh->tok[token].in_flight) {
-        fh->bad_refusals++;
-    } else {
+    if (token < fh->cap) {
         fh->tok[token].refusals++;
         snprintf(fh->tok[token].detail, sizeof fh->tok[token].detail, "%s", detail ? detail : "");
     }
+    fh_sync_counts(fh);
     pthread_mutex_unlock(&fh->lock);
 }
 
@@ -127,6 +132,8 @@ fake_host *fh_new(const loaded_driver *drv, size_t cap)
     pthread_cond_init(&fh->changed, NULL);
     fh->cap = cap;
     fh->tok = calloc(cap ? cap : 1, sizeof *fh->tok);
+    fh->slots = calloc(cap ? cap : 1, sizeof *fh->slots);
+    recorder_init(&fh->rec, 0, fh->slots, cap); /* tag 0: tokens are the indexes */
     host_init(&fh->ctx, drv, &fh->output, fh_on_complete, fh);
     fh->ctx.on_refuse = fh_on_refuse;
     fh->ctx.host.log = fh_log; /* host_ctx is the first member: arg is fh */
@@ -149,6 +156,8 @@ void fh_free(fake_host *fh)
     free(fh->output.properties);
     pthread_mutex_destroy(&fh->lock);
     pthread_cond_destroy(&fh->changed);
+    pthread_mutex_destroy(&fh->rec.lock);
+    free(fh->slots);
     free(fh->tok);
     free(fh);
 }
@@ -259,32 +268,27 @@ obx_status fh_publish(fake_host *fh, obx_instance *inst, const obx_message *msgs
     for (size_t i = 0; i < count; i++)
         if (msgs[i].token < fh->cap)
             fh->tok[msgs[i].token].in_flight = 1;
-    fh->in_publish = 1;
-    fh->publisher = pthread_self();
     pthread_mutex_unlock(&fh->lock);
+    recorder_publish_begin(&fh->rec, msgs, count);
 
     obx_status rc = fh->def->publish_batch(inst, msgs, count, accept);
 
+    /* accept[] is the verdict whatever rc is: the driver writes every entry */
+    recorder_publish_end(&fh->rec, msgs, count, accept);
     pthread_mutex_lock(&fh->lock);
-    fh->in_publish = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (msgs[i].token >= fh->cap || (rc == OBX_OK && accept[i] == OBX_OK))
-            continue;
-        fh_token *t = &fh->tok[msgs[i].token];
-        if (!t->in_flight)
-            fh->refused_completed++; /* a refused message gets no completion */
-        t->in_flight = 0;
-    }
+    for (size_t i = 0; i < count; i++)
+        if (msgs[i].token < fh->cap && accept[i] != OBX_OK)
+            fh->tok[msgs[i].token].in_flight = 0; /* refused: no completion comes */
+    fh_sync_counts(fh);
     pthread_mutex_unlock(&fh->lock);
     return rc;
 }
 
 void fh_close(fake_host *fh, obx_instance *inst)
 {
+    recorder_closing(&fh->rec);
     fh->def->close(inst);
-    pthread_mutex_lock(&fh->lock);
-    fh->closed = 1;
-    pthread_mutex_unlock(&fh->lock);
+    recorder_closed(&fh->rec);
 }
 
 size_t fh_completions(fake_host *fh)
@@ -297,12 +301,7 @@ size_t fh_completions(fake_host *fh)
 
 size_t fh_in_flight(fake_host *fh)
 {
-    size_t n = 0;
-    pthread_mutex_lock(&fh->lock);
-    for (size_t i = 0; i < fh->cap; i++)
-        n += fh->tok[i].in_flight;
-    pthread_mutex_unlock(&fh->lock);
-    return n;
+    return recorder_pending(&fh->rec);
 }
 
 size_t fh_count_status(fake_host *fh, uint64_t from, uint64_t to, obx_status status)
@@ -349,14 +348,5 @@ int fh_wait_settled(fake_host *fh, obx_instance *inst, int timeout_ms)
 
 size_t fh_violations(fake_host *fh, char *why, size_t why_size)
 {
-    pthread_mutex_lock(&fh->lock);
-    size_t n = fh->duplicates + fh->unknown + fh->after_close + fh->bad_refusals +
-               fh->refused_completed + fh->bad_status;
-    snprintf(why, why_size,
-             "%zu duplicate completions, %zu for unknown tokens, %zu after close, %zu for "
-             "refused messages, %zu with a bad status, %zu refusals outside publish_batch",
-             fh->duplicates, fh->unknown, fh->after_close, fh->refused_completed, fh->bad_status,
-             fh->bad_refusals);
-    pthread_mutex_unlock(&fh->lock);
-    return n;
+    return recorder_violations(&fh->rec, why, why_size, 0);
 }

@@ -1,10 +1,11 @@
 /*
  * The recording fake host of the driver harnesses: the relay's own host
  * table (host_init, so option getters, declared defaults and the option
- * checks are the relay's), with completions and refusals recorded per token
- * under a lock and checked against what was published: exactly one
- * completion per accepted message, none for a token never accepted, none
- * after close, refusals only from inside publish_batch.
+ * checks are the relay's), with completions and refusals checked by the
+ * relay's token recorder (core/recorder.h, the one check-driver uses):
+ * exactly one completion per accepted message, none for a refused one or a
+ * token never given, none after close, refusals only from inside
+ * publish_batch. The per-token view below (fh_token) is the harnesses'.
  *
  * Tokens are indexes 0 .. cap-1 into the recorder; publish through
  * fh_publish so the recorder knows what is in flight.
@@ -16,9 +17,10 @@
 #include <stdint.h>
 
 #include "host.h"
+#include "recorder.h"
 
 typedef struct fh_token {
-    int in_flight;        /* accepted by fh_publish, not completed yet */
+    int in_flight;        /* offered by fh_publish, not refused or completed yet */
     unsigned completions; /* completions seen (a harness may reset it to offer again) */
     unsigned refusals;    /* host->refuse calls */
     obx_status status;    /* of the last completion */
@@ -33,14 +35,17 @@ typedef struct fake_host {
     cfg_output output; /* option values and native properties */
     size_t option_cap, property_cap;
 
-    pthread_mutex_t lock; /* guards everything below */
+    recorder rec;    /* the contract checks, under its own lock */
+    rec_slot *slots; /* rec's */
+
+    pthread_mutex_t lock; /* guards everything below; taken before rec.lock */
     pthread_cond_t changed;
     size_t cap;
     fh_token *tok;
-    size_t completions, by_status[OBX_STATUS_MAX + 1], bad_status;
-    size_t duplicates, unknown, after_close, refusals, bad_refusals, refused_completed;
-    int closed, in_publish;
-    pthread_t publisher;
+    size_t completions, by_status[OBX_STATUS_MAX + 1];
+    size_t refusals; /* host->refuse calls */
+    /* rec's violation counters as of its last call (unknown includes foreign) */
+    size_t bad_status, duplicates, unknown, after_close, bad_refusals, refused_completed;
     char last_detail[256];                /* of the last completion that was not OK */
     char last_refusal[256];               /* of the last host->refuse */
     int64_t last_ok_ms, longest_no_ok_ms; /* OK completions over time */
