@@ -13,13 +13,9 @@ void check_close(cf_run *run, cf_instance *ci, const char *name, int use_destroy
 {
     size_t accepted = cf_publish(run, ci, 500, NULL, NULL);
     if (use_destroy) {
-        pthread_mutex_lock(&ci->rec.lock);
-        ci->rec.in_close = 1;
-        pthread_mutex_unlock(&ci->rec.lock);
+        recorder_closing(&ci->rec);
         cf_destroy(run, ci);
-        pthread_mutex_lock(&ci->rec.lock);
-        ci->rec.closed = 1;
-        pthread_mutex_unlock(&ci->rec.lock);
+        recorder_closed(&ci->rec);
     } else {
         cf_close_now(run, ci);
     }

@@ -36,7 +36,7 @@ static void cf_uuid(cf_run *run, char *out)
             b[15]);
 }
 
-/* Builds count messages with the next tokens of rec (marked published). */
+/* Builds count messages with the next tokens of rec. */
 static cf_batch *cf_batch_new(cf_run *run, cf_recorder *rec, size_t count)
 {
     static const char *const types[] = {"order.created", "order.paid", "order.shipped"};
@@ -55,10 +55,7 @@ static cf_batch *cf_batch_new(cf_run *run, cf_recorder *rec, size_t count)
         fprintf(stderr, "check-driver: internal error: recorder full\n");
         abort();
     }
-    for (size_t i = 0; i < count; i++)
-        rec->slots[first + i].published = 1;
     rec->used += count;
-    rec->batch_first = first;
     pthread_mutex_unlock(&rec->lock);
 
     for (size_t i = 0; i < count; i++) {
@@ -116,38 +113,7 @@ static cf_batch *cf_batch_new(cf_run *run, cf_recorder *rec, size_t count)
 /* After publish returns: record accept statuses, then poison and free the memory. */
 static size_t cf_batch_done(cf_recorder *rec, cf_batch *b)
 {
-    size_t accepted = 0;
-    pthread_mutex_lock(&rec->lock);
-    for (size_t i = 0; i < b->count; i++) {
-        cf_slot *s = &rec->slots[b->msgs[i].token & 0xffffffffu];
-        obx_status a = b->accept[i];
-        if ((unsigned)a > OBX_STATUS_MAX) {
-            rec->bad_status++;
-            cf_problem(rec,
-                       "accept[%zu] = %d is not an obx_status (publish_batch must write "
-                       "every accept entry)",
-                       i, (int)a);
-            a = OBX_RETRIABLE;
-        }
-        s->accept = (uint8_t)a;
-        s->accept_known = 1;
-        if (a != OBX_OK) {
-            rec->refused++;
-            rec->reasons += s->refusals > 0;
-        } else if (s->refusals) {
-            rec->bad_refuse++;
-            cf_problem(rec, "refuse for message %zu, which publish_batch accepted (accept OBX_OK)",
-                       i);
-        }
-        if (a == OBX_OK)
-            accepted++;
-        else if (s->completions > 0) {
-            rec->refused_completed++;
-            cf_problem(rec, "message %zu was refused at publish (accept %d) but got a completion",
-                       i, (int)a);
-        }
-    }
-    pthread_mutex_unlock(&rec->lock);
+    size_t accepted = recorder_publish_end(rec, b->msgs, b->count, b->accept);
     size_t n = b->count ? b->count : 1;
     memset(b->arena, 0xA5, n * sizeof *b->arena);
     memset(b->headers, 0xA5, n * 2 * sizeof *b->headers);
@@ -167,19 +133,13 @@ size_t cf_publish(cf_run *run, cf_instance *ci, size_t count, obx_status *rc, in
     /* a driver that does not write accept[] must not pass by luck */
     for (size_t i = 0; i < count; i++)
         b->accept[i] = (obx_status)0x7f;
-    pthread_mutex_lock(&ci->rec.lock);
-    ci->rec.in_publish = 1;
-    ci->rec.publisher = pthread_self();
-    pthread_mutex_unlock(&ci->rec.lock);
+    recorder_publish_begin(&ci->rec, b->msgs, count);
     int64_t t0 = cf_now_ms();
     obx_status r = run->def->publish_batch(ci->inst, b->msgs, count, b->accept);
     if (ms)
         *ms = cf_now_ms() - t0;
     if (rc)
         *rc = r;
-    pthread_mutex_lock(&ci->rec.lock);
-    ci->rec.in_publish = 0;
-    pthread_mutex_unlock(&ci->rec.lock);
     size_t accepted = cf_batch_done(&ci->rec, b);
     cf_count_refusals(run, &ci->rec);
     return accepted;

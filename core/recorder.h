@@ -42,7 +42,6 @@ typedef struct recorder {
     int in_close, closed;
     int in_publish;      /* publish_batch is running, on publisher */
     pthread_t publisher; /* valid while in_publish */
-    size_t batch_first;  /* set by check-driver's batches; the checks do not read it */
     size_t completions, during_close[REC_STATUSES], status_count[REC_STATUSES];
     /* violations since recorder_violations last reset them */
     size_t dup, unknown, foreign, after_close, refused_completed, bad_status;
