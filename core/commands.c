@@ -76,19 +76,20 @@ int command_status(const relay_config *cfg, int json)
         double oldest = atof(PQgetvalue(res, 0, 3));
         long long waiting = atoll(PQgetvalue(res, 0, 4));
         if (json) {
-            json_t *o = json_pack("{s:I,s:I,s:I,s:f,s:I}", "pending", (json_int_t)pending,
-                                  "in_flight", (json_int_t)in_flight, "dead", (json_int_t)dead,
-                                  "oldest_pending_seconds", oldest, "waiting_for_output",
-                                  (json_int_t)waiting);
+            json_t *o =
+                json_pack("{s:I,s:I,s:I,s:f,s:I}", "pending", (json_int_t)pending, "in_flight",
+                          (json_int_t)in_flight, "dead", (json_int_t)dead, "oldest_pending_seconds",
+                          oldest, "waiting_for_output", (json_int_t)waiting);
             char *text = json_dumps(o, JSON_COMPACT);
             puts(text);
             free(text);
             json_decref(o);
         } else {
-            printf("pending:                %lld\nin flight:              %lld\n"
-                   "dead:                   %lld\noldest pending age (s): %.3f\n"
-                   "waiting for an output:  %lld (its broker was unreachable; no attempt counted)\n",
-                   pending, in_flight, dead, oldest, waiting);
+            printf(
+                "pending:                %lld\nin flight:              %lld\n"
+                "dead:                   %lld\noldest pending age (s): %.3f\n"
+                "waiting for an output:  %lld (its broker was unreachable; no attempt counted)\n",
+                pending, in_flight, dead, oldest, waiting);
         }
         rc = 0;
     }

@@ -128,4 +128,3 @@ PQconninfoOption *conninfo_parse(const char *conninfo)
     PQfreemem(errmsg); /* it may quote the password: never shown */
     return opts;
 }
-

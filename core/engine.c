@@ -22,7 +22,6 @@ static relay_state *running;         /* for the signal handler */
 static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
 static volatile sig_atomic_t hangup; /* SIGHUP seen, not yet logged */
 
-
 /* Within this time a second signal is the same request delivered twice: GNU
  * timeout, for one, signals both its child and the child's process group. */
 #define DUPLICATE_SIGNAL_MS 100
@@ -148,8 +147,8 @@ static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
         }
         if (!atomic_load(&st->stop))
             continue;
-        int past = now_ms() >= atomic_load(&st->stop_at_ms) + cfg->shutdown_timeout_ms +
-                                    RELEASE_GRACE_MS;
+        int past =
+            now_ms() >= atomic_load(&st->stop_at_ms) + cfg->shutdown_timeout_ms + RELEASE_GRACE_MS;
         for (int k = i; k < cfg->workers; k++)
             worker_cancel(workers[k], !past);
     }

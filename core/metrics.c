@@ -72,7 +72,6 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
     return answer(conn, MHD_HTTP_OK, body);
 }
 
-
 static metrics_server *start(relay_state *st, unsigned flags, const struct sockaddr_in *addr)
 {
     metrics_server *srv = calloc(1, sizeof *srv);

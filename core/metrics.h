@@ -14,8 +14,7 @@ typedef struct metrics_server metrics_server;
 #define METRICS_TIMEOUT_S 5
 
 /* Starts serving the relay's counters on LISTEN. NULL with err on failure. */
-metrics_server *metrics_start(relay_state *st, const char *listen, char *err,
-                              size_t err_size);
+metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size);
 
 /* A server without a listening socket: connections come from
  * metrics_add_connection (the fuzz target hands it one end of a socketpair). */

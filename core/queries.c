@@ -194,7 +194,7 @@ static char *fill(char *text, const char *key, const char *value)
     for (const char *p = text; (p = strstr(p, key)); p += klen)
         n++;
     char *out = malloc(strlen(text) + n * vlen + 1), *o = out;
-    for (const char *p = text, *hit; ; p = hit + klen) {
+    for (const char *p = text, *hit;; p = hit + klen) {
         hit = strstr(p, key);
         size_t len = hit ? (size_t)(hit - p) : strlen(p);
         memcpy(o, p, len);
@@ -212,7 +212,7 @@ static char *fill(char *text, const char *key, const char *value)
 static int prepare(PGconn *conn, const relay_config *cfg, const char *name, const char *tmpl,
                    const char *payload_type, char *err, size_t err_size)
 {
-    const char *size = strcmp(payload_type, "jsonb") == 0 ? SIZE_JSONB
+    const char *size = strcmp(payload_type, "jsonb") == 0  ? SIZE_JSONB
                        : strcmp(payload_type, "json") == 0 ? SIZE_JSON
                                                            : SIZE_RAW;
     int block = cfg->on_dead == DEAD_BLOCK;

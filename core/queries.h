@@ -25,8 +25,16 @@ enum {
 };
 
 /* Parameters of the claim statements. */
-enum { CLAIM_OWNER, CLAIM_BATCH, CLAIM_LEASE, CLAIM_MAX_PAYLOAD, CLAIM_AFTER_TYPE, CLAIM_AFTER_ID,
-       CLAIM_RUN, CLAIM_PARAMS };
+enum {
+    CLAIM_OWNER,
+    CLAIM_BATCH,
+    CLAIM_LEASE,
+    CLAIM_MAX_PAYLOAD,
+    CLAIM_AFTER_TYPE,
+    CLAIM_AFTER_ID,
+    CLAIM_RUN,
+    CLAIM_PARAMS
+};
 #define CLAIM_PARAMS_UNORDERED (CLAIM_MAX_PAYLOAD + 1)
 
 /* Prepares every statement on conn ("claim", "record", "mark", "renew",

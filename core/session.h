@@ -39,5 +39,4 @@ PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
  * (SESSION_OTHER: any). */
 void session_cancel(session *s, int kind);
 
-
 #endif
