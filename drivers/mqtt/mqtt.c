@@ -318,10 +318,12 @@ static const obx_driver_def mqtt_def = {
     .description = "MQTT 5 (paho-mqtt-c async): QoS 1/2, PUBACK reason codes, user properties",
     .options = mqtt_options,
     .option_specs = mqtt_option_specs,
-    /* one connection: paho sends in call order, the broker acknowledges in
-     * PUBLISH order, and mqtt_complete_locked never lets a later event of an
-     * aggregate be OK after an earlier one failed */
-    .flags = OBX_DRIVER_IN_ORDER,
+    /* not OBX_DRIVER_IN_ORDER: after a lost connection, paho may still send
+     * publishes the driver already gave back as unavailable, so a later event
+     * of an aggregate could reach the broker before an earlier one the relay
+     * sends again (the chaos suite saw it). One event per aggregate in flight
+     * keeps order; the driver still fails the later events of an aggregate in
+     * flight after an earlier one failed. */
     .probe = mqtt_probe_entry,
     .create = mqtt_create,
     .publish_batch = mqtt_publish_entry,
