@@ -2,11 +2,13 @@
 """Checks a chaos run from the outside: what the load generator says it
 committed and rolled back against what a consumer received.
 
-  check.py --name NAME --history FILE --load FILE... [--faults FILE] [--end-ms MS]
+  check.py --name NAME --history FILE --load FILE... [--faults FILE] [--shared-faults FILE]
 
 Load lines (chaos_load): C|R, event_id, aggregate, seq, unix ms of the outcome.
 History lines (chaos_*):  unix ms, event_id, aggregate, seq, redelivered 0|1.
-Fault lines (faults.sh):  unix ms, kind, detail.
+Fault lines (faults.sh):  unix ms, kind, detail, ms until undone.
+--shared-faults: faults another run injected (PostgreSQL, in a parallel run):
+used to explain stalls, not counted.
 
 Reports lost (committed, never received), phantom (received, not committed),
 per-aggregate order breaks (in order of first receipt, a seq below one already
@@ -40,11 +42,12 @@ def load_outcomes(paths):
     return committed, rolled_back
 
 
-def load_faults(path):
+def load_faults(*paths):
     faults = []
-    if path:
+    for path in filter(None, paths):
         for at, kind, *rest in read_rows(path, 2):
-            faults.append((int(at), kind, rest[0] if rest else ""))
+            dur = int(rest[1]) if len(rest) > 1 and rest[1].isdigit() else 0
+            faults.append((int(at), kind, rest[0] if rest else "", dur))
     faults.sort()
     return faults
 
@@ -84,7 +87,8 @@ def stalls(committed, first_at):
 
 def check(args):
     committed, rolled_back = load_outcomes(args.load)
-    faults = load_faults(args.faults)
+    faults = load_faults(args.faults, args.shared_faults)
+    own = len(load_faults(args.faults))
     first_at, max_seq = {}, {}
     lost_order, phantom, relay_dups, consumer_dups, bad_seq = [], set(), 0, 0, 0
     dups_after = defaultdict(int)  # fault (time, kind) -> relay duplicates
@@ -114,8 +118,8 @@ def check(args):
     lost = [e for e in committed if e not in first_at]
     rolled_phantom = sum(1 for e in phantom if e in rolled_back)
 
-    by_kind = defaultdict(lambda: {"faults": 0, "stall": 0, "dups": 0})
-    for _, kind, _ in faults:
+    by_kind = defaultdict(lambda: {"faults": 0, "stall": 0, "beyond": 0, "dups": 0})
+    for _, kind, _, _ in faults:
         by_kind[kind]["faults"] += 1
     for (t, kind), n in dups_after.items():
         by_kind[kind]["dups"] = max(by_kind[kind]["dups"], n)
@@ -124,12 +128,16 @@ def check(args):
         f = fault_before(faults, start)
         kind = f[1] if f else "none"
         by_kind[kind]["stall"] = max(by_kind[kind]["stall"], length)
+        # the part of the stall after the fault was undone (broker back, relay resumed)
+        undone = f[0] + f[3] if f else start
+        beyond = start + length - max(start, undone)
+        by_kind[kind]["beyond"] = max(by_kind[kind]["beyond"], beyond)
         if length > longest[0]:
             longest, longest_fault = (length, start), f
 
     ok = not lost and not phantom and not lost_order and not bad_seq
     after = f"{longest_fault[1]} {longest_fault[2]}".strip() if longest_fault else "no fault"
-    print(f"chaos {args.name}: {'PASS' if ok else 'FAIL'} faults={len(faults)} "
+    print(f"chaos {args.name}: {'PASS' if ok else 'FAIL'} faults={own} "
           f"committed={len(committed)} rolled_back={len(rolled_back)} received={received} "
           f"lost={len(lost)} phantom={len(phantom)} order_breaks={len(lost_order)} "
           f"bad_payload={bad_seq} duplicates={relay_dups + consumer_dups} "
@@ -138,6 +146,7 @@ def check(args):
     for kind in sorted(by_kind):
         k = by_kind[kind]
         print(f"  {args.name} {kind}: faults={k['faults']} longest_stall_after={k['stall'] / 1000:.1f}s "
+              f"(after it was undone {k['beyond'] / 1000:.1f}s) "
               f"max_relay_duplicates_after_one={k['dups']}")
     for e in lost[:10]:
         agg, seq, at = committed[e]
@@ -157,6 +166,7 @@ def main():
     ap.add_argument("--history", required=True)
     ap.add_argument("--load", nargs="+", required=True)
     ap.add_argument("--faults")
+    ap.add_argument("--shared-faults")
     sys.exit(check(ap.parse_args()))
 
 

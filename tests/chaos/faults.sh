@@ -1,10 +1,18 @@
 # faults.sh: the chaos suite's fault injector; source it from run.sh.
 # Needs WORK (relay.N.pid files of the supervised relays), SERVICES, LEASE_S
 # and FAULT_LOG. fault_inject BROKER lands one fault picked at random (relay,
-# PostgreSQL or the broker in use) and logs "unix_ms <tab> kind <tab> detail"
-# when it begins.
+# PostgreSQL or the broker in use) and logs
+#   unix_ms when it began <tab> kind <tab> detail <tab> ms until it was undone
+# PG_FAULTS=0 leaves PostgreSQL alone (another run injects those); with
+# PG_SHARED_LOG set, PostgreSQL faults are logged there too, for the others.
 
-fault_log() { printf '%s\t%s\t%s\n' "$(date +%s%3N)" "$1" "${2:-}" >> "$FAULT_LOG"; }
+fault_log() { FAULT_AT=$(date +%s%3N) FAULT_KIND=$1 FAULT_DETAIL=${2:-}; }
+fault_done() {
+    local line
+    line=$(printf '%s\t%s\t%s\t%s' "$FAULT_AT" "$FAULT_KIND" "$FAULT_DETAIL" $(($(date +%s%3N) - FAULT_AT)))
+    echo "$line" >> "$FAULT_LOG"
+    [[ $FAULT_KIND != pg-* || -z ${PG_SHARED_LOG:-} ]] || echo "$line" >> "$PG_SHARED_LOG"
+}
 svc() { "$SERVICES" "$@" >> "$WORK/services.log" 2>&1; }
 
 # a relay process (one of the supervised slots) that is running now
@@ -50,7 +58,9 @@ fault_broker() { # BROKER
         else
             fault_log rmq-restart "broker process"; svc rmq-restart
         fi ;;
-    rabbitmq:2) fault_log rmq-kill SIGKILL; svc rmq-kill; svc rmq-start ;;
+    rabbitmq:2) # a killed broker takes 10-20 s to come back: half as often as the others
+        if ((RANDOM % 2)); then fault_log rmq-kill SIGKILL; svc rmq-kill; svc rmq-start
+        else fault_log rmq-drop-conns; svc rmq-drop-conns; fi ;;
     mqtt:0 | mqtt:1) fault_log mqtt-restart "graceful, ${pause} s down"; svc mqtt-stop; sleep "$pause"; MQ_PERSIST=true svc mqtt-start ;;
     mqtt:2)
         fault_log mqtt-hang "${pause} s"; kill -STOP "$(cat "$SVC_DIR/mosquitto/mosquitto.pid")"
@@ -61,11 +71,13 @@ fault_broker() { # BROKER
 # one fault: 45% relay, 15% PostgreSQL, 40% the broker
 fault_inject() {
     local r=$((RANDOM % 20))
+    [ "${PG_FAULTS:-1}" = 1 ] || ((r < 9 || r >= 12)) || r=12
     if ((r < 4)); then fault_relay kill
     elif ((r < 7)); then fault_relay stop
     elif ((r < 9)); then fault_relay term
     elif ((r < 11)); then fault_pg restart
     elif ((r < 12)); then fault_pg crash
     else fault_broker "$1"
-    fi
+    fi || return 1
+    fault_done
 }

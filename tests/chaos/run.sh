@@ -2,7 +2,7 @@
 # The chaos suite: a relay under load while faults land at random, checked
 # from the outside.
 #
-#   tests/chaos/run.sh [--broker all|kafka|rabbitmq|mqtt] [--faults N] [--quick] [--keep DIR]
+#   tests/chaos/run.sh [--broker all|kafka|rabbitmq|mqtt] [--faults N] [--quick] [--parallel] [--keep DIR]
 #
 # Per broker (one after the other, N/brokers faults each): a fresh database,
 # chaos_load writing transactions from 4 connections, two relay processes
@@ -15,16 +15,20 @@
 # with what the consumer received: one summary line per broker. It restarts
 # the services of $SVC_DIR (start them with tests/services/services.sh).
 # --quick: 12 faults per broker (a few minutes in all). Default: 30 faults.
+# --parallel: the brokers at the same time, each with its own database,
+# relays and faults; only the first broker's run injects PostgreSQL faults,
+# and the others are told of them (they hit every run).
 . "$(dirname "$0")/../lib.sh"
 
-BROKERS=all FAULTS=30 QUICK= KEEP=
+BROKERS=all FAULTS=30 QUICK= KEEP= PARALLEL=
 while [ $# -gt 0 ]; do
     case $1 in
     --broker) BROKERS=$2; shift ;;
     --faults) FAULTS=$2; shift ;;
     --quick) QUICK=1 FAULTS=36 ;;
     --keep) KEEP=$2; shift ;;
-    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+    --parallel) PARALLEL=1 ;;
+    *) sed -n '2,21p' "$0" >&2; exit 2 ;;
     esac
     shift
 done
@@ -33,7 +37,8 @@ for b in $BROKERS; do
     case $b in kafka | rabbitmq | mqtt) ;; *) fail "unknown broker '$b' (all|kafka|rabbitmq|mqtt)" ;; esac
 done
 set -- $BROKERS
-PER_BROKER=$(((FAULTS + $# - 1) / $#))
+NBROKERS=$#
+PER_BROKER=$(((FAULTS + NBROKERS - 1) / NBROKERS))
 CHAOS_BIN=${CHAOS_BIN:?CHAOS_BIN must name the directory with chaos_load and the consumers}
 HERE=$(cd "$(dirname "$0")" && pwd)
 # the fault helpers need the ports of these services (env.sh does not export all)
@@ -122,6 +127,8 @@ start_consumer() { # BROKER RUN_ID
     BG+=("$CONSUMER")
 }
 
+# sqlr QUERY: sql, retried while PostgreSQL is down (another run's fault)
+sqlr() { local i; for i in $(seq 60); do sql "$1" 2>/dev/null && return 0; sleep 1; done; sql "$1"; }
 pending() { sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL"; }
 lines() { wc -l < "$WORK/history" 2>/dev/null || echo 0; }
 
@@ -166,9 +173,13 @@ run_broker() { # BROKER
     local load=$!
     BG+=("$load")
     note "$broker: load and 2 relays running; $PER_BROKER faults"
-    local landed=0 t0=$SECONDS
+    local landed=0 t0=$SECONDS i
+    touch "$ROOT/ready.$broker"
+    if [ -n "$PARALLEL" ] && [ "${PG_FAULTS:-1}" = 1 ]; then # no PostgreSQL fault while the others set up
+        for i in $(seq 120); do [ "$(ls "$ROOT"/ready.* | wc -l)" -ge "$NBROKERS" ] && break; sleep 0.5; done
+    fi
     sleep 2
-    while [ "$landed" -lt "$PER_BROKER" ]; do
+    while [ "$landed" -lt "$PER_BROKER" ] && [ ! -e "$ROOT/enough" ]; do # touch ROOT/enough to end early
         fault_inject "$broker" || continue
         landed=$((landed + 1))
         sleep "$((RANDOM % 3)).$((RANDOM % 10))"
@@ -186,10 +197,10 @@ run_broker() { # BROKER
     wait "${sup[@]}"
     [ "$broker" != kafka ] || { kill -TERM "$KM_PID"; wait "$KM_PID" || true; }
     local dead unexpected
-    dead=$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")
+    dead=$(sqlr "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")
     unexpected=$(cat "$WORK"/relay.*.exits | grep -cvxE '0|137' || true)
     python3 "$HERE/check.py" --name "$broker" --history "$WORK/history" --load "$WORK"/load.* \
-        --faults "$FAULT_LOG" | tee "$WORK/summary" || RESULT=1
+        --faults "$FAULT_LOG" $([ "${PG_FAULTS:-1}" = 1 ] || echo --shared-faults "$PG_SHARED_LOG") | tee "$WORK/summary" || RESULT=1
     echo "  $broker relay: dead=$dead restarts=$(cat "$WORK"/relay.*.exits | wc -l) unexpected_exits=$unexpected" \
          "sanitizer_reports=$(cat "$WORK"/relay.*.log | grep -c 'Sanitizer\|runtime error' || true)" | tee -a "$WORK/summary"
     [ "$dead" = 0 ] && [ "$unexpected" = 0 ] || RESULT=1
@@ -197,7 +208,26 @@ run_broker() { # BROKER
 }
 
 RESULT=0
-for b in $BROKERS; do run_broker "$b"; done
+if [ -z "$PARALLEL" ]; then
+    for b in $BROKERS; do run_broker "$b"; done
+else
+    PG_SHARED_LOG=$ROOT/pg-faults
+    : > "$PG_SHARED_LOG"
+    runs=() first=1
+    for b in $BROKERS; do
+        # each in a subshell: its own WORK, BG and cleanup; the first injects PostgreSQL faults
+        (
+            trap 'touch "$WORK/stop"; for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+            PG_FAULTS=$first
+            [ "$first" = 1 ] || PG_FAULTS=0
+            run_broker "$b"
+            exit "$RESULT"
+        ) > "$ROOT/$b.out" 2>&1 &
+        runs+=($!) first=0
+    done
+    for p in "${runs[@]}"; do wait "$p" || RESULT=1; done
+    for b in $BROKERS; do grep -v '^---' "$ROOT/$b.out" | grep -v Killed || true; done
+fi
 [ -z "$KEEP" ] || note "histories kept in $ROOT"
 [ "$RESULT" = 0 ] || fail "chaos: see the lines above"
 echo "PASS chaos ($FAULTS faults over: $BROKERS)"
