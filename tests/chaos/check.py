@@ -14,9 +14,10 @@ Reports lost (committed, never received), phantom (received, not committed),
 per-aggregate order breaks (in order of first receipt, a seq below one already
 received), duplicates (relay: a repeat the broker delivered as new; consumer: a
 redelivery after a consumer connection broke), and stalls: time with a
-committed event pending and no first delivery, each charged to the last fault
-before it began. Prints one summary line and the detail per fault kind; exits
-1 when anything was lost, phantom or out of order.
+committed event pending and no first delivery, each charged to the first fault
+in effect during it (else the last fault before it). Prints one summary line
+and the detail per fault kind; exits 1 when anything was lost, phantom or out
+of order.
 """
 import argparse
 import sys
@@ -62,6 +63,17 @@ def fault_before(faults, t):
         else:
             hi = mid
     return faults[lo - 1] if lo else None
+
+
+def blame(faults, start, end):
+    """The fault a stall is charged to, and when the faults in it were all
+    undone: the first fault still in effect when the stall began or begun
+    during it, else the last one before it."""
+    during = [f for f in faults if f[0] < end and f[0] + f[3] >= start]
+    if during:
+        return during[0], max(f[0] + f[3] for f in during)
+    f = fault_before(faults, start)
+    return f, (f[0] + f[3] if f else start)
 
 
 def stalls(committed, first_at):
@@ -125,13 +137,11 @@ def check(args):
         by_kind[kind]["dups"] = max(by_kind[kind]["dups"], n)
     longest, longest_fault = (0, 0), None
     for length, start in stalls(committed, first_at):
-        f = fault_before(faults, start)
+        f, undone = blame(faults, start, start + length)
         kind = f[1] if f else "none"
         by_kind[kind]["stall"] = max(by_kind[kind]["stall"], length)
-        # the part of the stall after the fault was undone (broker back, relay resumed)
-        undone = f[0] + f[3] if f else start
-        beyond = start + length - max(start, undone)
-        by_kind[kind]["beyond"] = max(by_kind[kind]["beyond"], beyond)
+        # the part of the stall after the last fault in it was undone
+        by_kind[kind]["beyond"] = max(by_kind[kind]["beyond"], start + length - max(start, undone))
         if length > longest[0]:
             longest, longest_fault = (length, start), f
 
