@@ -211,8 +211,9 @@ RESULT=0
 if [ -z "$PARALLEL" ]; then
     for b in $BROKERS; do run_broker "$b"; done
 else
-    PG_SHARED_LOG=$ROOT/pg-faults
-    : > "$PG_SHARED_LOG"
+    # CHAOS_PG_LOG: append PostgreSQL faults to another run's log too (two runs at once)
+    PG_SHARED_LOG=${CHAOS_PG_LOG:-$ROOT/pg-faults}
+    [ -n "${CHAOS_PG_LOG:-}" ] || : > "$PG_SHARED_LOG"
     runs=() first=1
     for b in $BROKERS; do
         # each in a subshell: its own WORK, BG and cleanup; the first injects PostgreSQL faults
