@@ -3,6 +3,7 @@
 committed and rolled back against what a consumer received.
 
   check.py --name NAME --history FILE --load FILE... [--faults FILE] [--shared-faults FILE]
+           [--until UNIX_MS]
 
 Load lines (chaos_load): C|R, event_id, aggregate, seq, unix ms of the outcome.
 History lines (chaos_*):  unix ms, event_id, aggregate, seq, redelivered 0|1.
@@ -105,7 +106,15 @@ def check(args):
     lost_order, phantom, relay_dups, consumer_dups, bad_seq = [], set(), 0, 0, 0
     dups_after = defaultdict(int)  # fault (time, kind) -> relay duplicates
     received = 0
+    cut = args.until or float("inf")
+    if args.until:  # a history cut short: only what was committed 60 s before the cut must be there
+        late = {e for e, c in committed.items() if c[2] > cut - 60000}
+        committed = {e: c for e, c in committed.items() if e not in late}
     for at, eid, agg, seq, redelivered in read_rows(args.history, 5):
+        if int(at) > cut:
+            break
+        if args.until and eid in late:
+            continue
         at, received = int(at), received + 1
         if eid not in committed:
             phantom.add(eid)
@@ -177,6 +186,7 @@ def main():
     ap.add_argument("--load", nargs="+", required=True)
     ap.add_argument("--faults")
     ap.add_argument("--shared-faults")
+    ap.add_argument("--until", type=int, help="unix ms: check the history up to then only")
     sys.exit(check(ap.parse_args()))
 
 

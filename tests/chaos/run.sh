@@ -159,7 +159,7 @@ run_broker() { # BROKER
         note "restarting Mosquitto with persistence (queued messages must survive its restarts)"
         svc mqtt-stop; MQ_PERSIST=true svc mqtt-start
     fi
-    fresh_db "chaos_$broker"
+    fresh_db "chaos_${broker}_$id" # a name of its own: two runs may share the server
     relay_cfg "$broker" "$id"
     "$OBX_BIN" init-db -c "$WORK/relay.cfg" > /dev/null || fail "init-db"
     sql "CREATE TABLE chaos_seq (agg text PRIMARY KEY, seq bigint NOT NULL);
@@ -198,10 +198,14 @@ run_broker() { # BROKER
     [ "$broker" != kafka ] || { kill -TERM "$KM_PID"; wait "$KM_PID" || true; }
     local dead unexpected
     dead=$(sqlr "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")
-    unexpected=$(cat "$WORK"/relay.*.exits | grep -cvxE '0|137' || true)
+    # expected: 0 (SIGTERM handled), 137 (SIGKILL), 143 (SIGTERM before the handler was set, just
+    # after a restart), 1 (the database unreachable at start: a PostgreSQL fault)
+    unexpected=$(cat "$WORK"/relay.*.exits | grep -cvxE '0|1|137|143' || true)
     python3 "$HERE/check.py" --name "$broker" --history "$WORK/history" --load "$WORK"/load.* \
         --faults "$FAULT_LOG" $([ "${PG_FAULTS:-1}" = 1 ] || echo --shared-faults "$PG_SHARED_LOG") | tee "$WORK/summary" || RESULT=1
-    echo "  $broker relay: dead=$dead restarts=$(cat "$WORK"/relay.*.exits | wc -l) unexpected_exits=$unexpected" \
+    echo "  $broker relay: dead=$dead restarts=$(cat "$WORK"/relay.*.exits | wc -l)" \
+         "exits: $(sort -n "$WORK"/relay.*.exits | uniq -c | awk '{printf "%s%sx%s", NR > 1 ? "," : "", $1, $2}')" \
+         "unexpected_exits=$unexpected" \
          "sanitizer_reports=$(cat "$WORK"/relay.*.log | grep -c 'Sanitizer\|runtime error' || true)" | tee -a "$WORK/summary"
     [ "$dead" = 0 ] && [ "$unexpected" = 0 ] || RESULT=1
     BG=()
@@ -214,7 +218,7 @@ else
     # CHAOS_PG_LOG: append PostgreSQL faults to another run's log too (two runs at once)
     PG_SHARED_LOG=${CHAOS_PG_LOG:-$ROOT/pg-faults}
     [ -n "${CHAOS_PG_LOG:-}" ] || : > "$PG_SHARED_LOG"
-    runs=() first=1
+    runs=() first=${CHAOS_PG_FAULTS:-1} # CHAOS_PG_FAULTS=0: another run injects them
     for b in $BROKERS; do
         # each in a subshell: its own WORK, BG and cleanup; the first injects PostgreSQL faults
         (
