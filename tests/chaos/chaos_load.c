@@ -12,8 +12,9 @@
  *
  *   C|R <tab> event_id <tab> aggregate <tab> seq <tab> unix ms of the outcome
  *
- * C committed, R rolled back. A COMMIT whose reply was lost is resolved with
- * txid_status after reconnecting; only then is the line written. Needs the
+ * C committed, R rolled back. A COMMIT whose reply was lost is resolved after
+ * reconnecting (txid_status, then the row itself); only then is the line
+ * written. Needs the
  * table chaos_seq(agg text primary key, seq bigint) filled by the caller.
  */
 #include <libpq-fe.h>
@@ -74,21 +75,29 @@ static PGresult *run(PGconn *c, const char *sql, int n, const char *const *param
 }
 
 /* The fate of a transaction whose COMMIT got no clear answer: 1 committed,
- * 0 aborted. Keeps asking (on fresh connections) until the server knows. */
-static int resolve(const char *dsn, PGconn **conn, const char *txid)
+ * 0 aborted. txid_status says when it is over (not "in progress"); its row
+ * then says how: after a crash the server may hand the same txid to a new
+ * transaction (an id whose records never reached the WAL is not remembered),
+ * so txid_status alone can answer "committed" for a transaction that was
+ * lost. Keeps asking, on fresh connections, until both answered. */
+static int resolve(const char *dsn, PGconn **conn, const char *txid, const char *event_id)
 {
     for (;;) {
         if (PQstatus(*conn) != CONNECTION_OK) {
             PQfinish(*conn);
             *conn = connect_retry(dsn, 1);
         }
-        PGresult *r = run(*conn, "SELECT txid_status($1::bigint)", 1, &txid, PGRES_TUPLES_OK);
+        const char *p[] = {txid, event_id};
+        PGresult *r = run(*conn,
+                          "SELECT txid_status($1::bigint),"
+                          " EXISTS (SELECT 1 FROM outbox WHERE event_id = $2::uuid)",
+                          2, p, PGRES_TUPLES_OK);
         if (r) {
-            const char *s = PQgetvalue(r, 0, 0);
-            int fate = !strcmp(s, "committed") ? 1 : !strcmp(s, "aborted") ? 0 : -1;
+            int over = strcmp(PQgetvalue(r, 0, 0), "in progress") != 0;
+            int row = !strcmp(PQgetvalue(r, 0, 1), "t");
             PQclear(r);
-            if (fate >= 0)
-                return fate;
+            if (over)
+                return row;
         } else {
             PQreset(*conn);
         }
@@ -172,7 +181,7 @@ static int one_txn(const char *dsn, PGconn **conn, FILE *out, int aggregates)
         record(out, &t, 1);
         return 1;
     }
-    record(out, &t, resolve(dsn, conn, t.txid));
+    record(out, &t, resolve(dsn, conn, t.txid, t.ids[0]));
     return PQstatus(*conn) == CONNECTION_OK;
 }
 
