@@ -148,6 +148,27 @@ wait_until_settled() {
     note "not settled after 180 s: $(pending) pending"
 }
 
+# load_vs_table: the load generator's records against the table (a row exists
+# if and only if its transaction committed): prints "A B C" = committed records
+# without a row, rolled back records with a row, rows never recorded
+load_vs_table() {
+    awk -F'\t' '$1 == "C" { print $2 }' "$WORK"/load.* > "$WORK/committed.ids"
+    awk -F'\t' '$1 == "R" { print $2 }' "$WORK"/load.* > "$WORK/rolled_back.ids"
+    local i
+    for i in $(seq 30); do
+        psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" 2> /dev/null <<SQL && return 0
+CREATE TEMP TABLE c (e uuid); CREATE TEMP TABLE r (e uuid);
+\copy c FROM '$WORK/committed.ids'
+\copy r FROM '$WORK/rolled_back.ids'
+SELECT (SELECT count(*) FROM c WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = c.e))
+       || ' ' || (SELECT count(*) FROM r WHERE EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = r.e))
+       || ' ' || (SELECT count(*) FROM outbox o WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.e = o.event_id));
+SQL
+        sleep 1
+    done
+    echo "? ? ?"
+}
+
 run_broker() { # BROKER
     local broker=$1 id
     id=$(date +%s)$$
@@ -207,7 +228,11 @@ run_broker() { # BROKER
          "exits: $(sort -n "$WORK"/relay.*.exits | uniq -c | awk '{printf "%s%sx%s", NR > 1 ? "," : "", $1, $2}')" \
          "unexpected_exits=$unexpected" \
          "sanitizer_reports=$(cat "$WORK"/relay.*.log | grep -c 'Sanitizer\|runtime error' || true)" | tee -a "$WORK/summary"
-    [ "$dead" = 0 ] && [ "$unexpected" = 0 ] || RESULT=1
+    local truth
+    truth=$(load_vs_table)
+    echo "  $broker load records vs the table: $truth (committed without a row, rolled back with a row," \
+         "rows never recorded; all 0 or the check above is void)" | tee -a "$WORK/summary"
+    [ "$dead" = 0 ] && [ "$unexpected" = 0 ] && [ "$truth" = "0 0 0" ] || RESULT=1
     BG=()
 }
 
