@@ -225,7 +225,7 @@ run_broker() { # BROKER
     python3 "$HERE/check.py" --name "$broker" --history "$WORK/history" --load "$WORK"/load.* \
         --faults "$FAULT_LOG" $([ "${PG_FAULTS:-1}" = 1 ] || echo --shared-faults "$PG_SHARED_LOG") | tee "$WORK/summary" || RESULT=1
     echo "  $broker relay: dead=$dead restarts=$(cat "$WORK"/relay.*.exits | wc -l)" \
-         "exits: $(sort -n "$WORK"/relay.*.exits | uniq -c | awk '{printf "%s%sx%s", NR > 1 ? "," : "", $1, $2}')" \
+         "exits: $(sort -n "$WORK"/relay.*.exits | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $1, $2}')" \
          "unexpected_exits=$unexpected" \
          "sanitizer_reports=$(cat "$WORK"/relay.*.log | grep -c 'Sanitizer\|runtime error' || true)" | tee -a "$WORK/summary"
     local truth
