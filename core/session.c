@@ -9,6 +9,8 @@
 #include "queries.h"
 #include "sql.h"
 
+#define STATEMENT_TIMEOUT_FLOOR_MS 10000
+
 void session_init(session *s, relay_state *st, const char *scope, const char *payload_type)
 {
     memset(s, 0, sizeof *s);
@@ -43,8 +45,17 @@ static int setup(session *s, char *err, size_t err_size)
     char *quoted = PQescapeIdentifier(s->conn, channel, strlen(channel));
     snprintf(command, sizeof command, "LISTEN %s", quoted ? quoted : "\"\"");
     PQfreemem(quoted);
-    /* no statement may outlive the lease it works under, nor a killed relay */
-    snprintf(timeout, sizeof timeout, "SET statement_timeout = %d", cfg->lease_ms);
+    /*
+     * A statement of a killed relay must not run on for long, yet a claim
+     * slower than a short lease must still be able to finish on a busy
+     * database (else every claim is cancelled and retried as slowly: the
+     * chaos suite saw minutes without a delivery at lease 2 s). Past the
+     * lease nothing goes wrong: the claim writes its lease as it writes each
+     * row, and the record only touches rows the worker still owns.
+     */
+    snprintf(timeout, sizeof timeout, "SET statement_timeout = %d",
+             cfg->lease_ms > STATEMENT_TIMEOUT_FLOOR_MS ? cfg->lease_ms
+                                                        : STATEMENT_TIMEOUT_FLOOR_MS);
     if (db_exec(s->conn, timeout, err, err_size) < 0 ||
         queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
         db_exec(s->conn, command, err, err_size) < 0)
