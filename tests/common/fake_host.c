@@ -9,14 +9,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "options.h"
 
 int64_t fh_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return now_ms(); /* the engine's clock */
 }
 
 void fh_sleep_ms(int ms)
