@@ -101,7 +101,7 @@ static void print_held_text(PGresult *h)
     }
 }
 
-static json_t *held_json(PGresult *h)
+static json_t *held_heads_json(PGresult *h)
 {
     int rows = PQntuples(h);
     json_t *list = json_array();
@@ -118,8 +118,7 @@ static json_t *held_json(PGresult *h)
                                               dead ? NULL : PQgetvalue(h, r, H_NEXT), "behind",
                                               (json_int_t)atoll(PQgetvalue(h, r, H_BEHIND))));
     }
-    json_int_t all = rows ? (json_int_t)atoll(PQgetvalue(h, 0, H_ALL)) : 0;
-    return json_pack("{s:I,s:o}", "count", all, "heads", list);
+    return list;
 }
 
 static void print_status(PGresult *t, PGresult *h, int json)
@@ -127,11 +126,13 @@ static void print_status(PGresult *t, PGresult *h, int json)
     long long pending = atoll(PQgetvalue(t, 0, 0)), in_flight = atoll(PQgetvalue(t, 0, 1)),
               dead = atoll(PQgetvalue(t, 0, 2)), waiting = atoll(PQgetvalue(t, 0, 4));
     double oldest = atof(PQgetvalue(t, 0, 3));
-    if (json) {
+    if (json) { /* flat, the first keys as before: scripts read them */
+        json_int_t held = PQntuples(h) ? (json_int_t)atoll(PQgetvalue(h, 0, H_ALL)) : 0;
         json_t *o =
-            json_pack("{s:I,s:I,s:I,s:f,s:I,s:o}", "pending", (json_int_t)pending, "in_flight",
+            json_pack("{s:I,s:I,s:I,s:f,s:I,s:I,s:o}", "pending", (json_int_t)pending, "in_flight",
                       (json_int_t)in_flight, "dead", (json_int_t)dead, "oldest_pending_seconds",
-                      oldest, "waiting_for_output", (json_int_t)waiting, "held_back", held_json(h));
+                      oldest, "waiting_for_output", (json_int_t)waiting, "held_back", held,
+                      "held_back_heads", held_heads_json(h));
         char *text = json_dumps(o, JSON_COMPACT);
         puts(text);
         free(text);

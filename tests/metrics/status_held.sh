@@ -44,9 +44,9 @@ grep -q "^  F/f-[0-9]*  head id [0-9]* (event .*), attempts 1, pending since .*Z
 sql "CREATE TABLE s (j jsonb)"
 psql -qAt -d "$TEST_DB" -v ON_ERROR_STOP=1 -v j="$(cat "$WORK/status.json")" <<<"INSERT INTO s VALUES (:'j')" >/dev/null
 expect_eq "json: count, heads, dead first, flaky heads" \
-    "$(sql "SELECT (j->'held_back'->>'count') || '/' || jsonb_array_length(j->'held_back'->'heads') || '/'
-              || (j->'held_back'->'heads'->0->>'id') || '/' || (j->'held_back'->'heads'->0->>'dead') || '/'
-              || (SELECT count(*) FROM jsonb_array_elements(j->'held_back'->'heads') h
+    "$(sql "SELECT (j->>'held_back') || '/' || jsonb_array_length(j->'held_back_heads') || '/'
+              || (j->'held_back_heads'->0->>'id') || '/' || (j->'held_back_heads'->0->>'dead') || '/'
+              || (SELECT count(*) FROM jsonb_array_elements(j->'held_back_heads') h
                   WHERE h->>'last_error' LIKE '%injected failure%' AND (h->>'attempts')::int = 1
                   AND h->>'next_attempt' IS NOT NULL AND (h->>'behind')::int = 1) FROM s")" \
     "23/20/$POISON_ID/true/19"
