@@ -115,7 +115,7 @@ static void outcomes(FILE *f, relay_metrics *m)
             deferred, routes);
     }
     family(f, "outbox_relay_output_in_flight", "gauge",
-           "Messages handed to the output's driver whose outcome is not decided yet.");
+           "Messages of the batches being published to the output, outcome not decided yet.");
     for (size_t i = 0; i < m->cfg->output_count; i++) {
         fputs("outbox_relay_output_in_flight{output=\"", f);
         label(f, m->cfg->outputs[i].name);
