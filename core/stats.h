@@ -31,7 +31,7 @@ typedef struct outcome_counts {
 
 typedef struct output_stats {
     outcome_counts n;
-    atomic_llong in_flight;  /* handed to the driver, outcome not yet decided */
+    atomic_llong in_flight;  /* built for this output in a batch, outcome not yet decided */
     histogram publish;       /* batch handed to the driver -> its acknowledgement seen */
     histogram commit_to_ack; /* the row's created_at -> its acknowledgement seen */
 } output_stats;
@@ -76,7 +76,7 @@ void stats_free(relay_metrics *m);
 void stats_thread_register(relay_metrics *m, int slot);
 void stats_beat(void);
 
-/* A message was handed to its output's driver (in flight until observed). */
+/* A message was built for its output (in flight until its outcome is observed). */
 void stats_sent(relay_metrics *m, size_t output);
 
 /*
