@@ -1,10 +1,10 @@
 #!/bin/bash
 # /metrics, /healthz and /readyz against the database (issue 15). A relay of
 # two workers on its own PostgreSQL (private, so this test may stop it) and
-# the memory driver (every event fails its first attempt; event type
-# "poison" is rejected) relays 460 events over two routes while it is
-# scraped; every scrape's histograms must be consistent (buckets cumulative,
-# _count = the +Inf bucket). After the drain the counters must equal what the
+# the memory driver (completing from its thread after 100 ms; every event
+# fails its first attempt; event type "poison" is rejected) relays 460
+# events over two routes while it is scraped; every scrape's histograms
+# must be consistent (buckets cumulative, _count = the +Inf bucket). After the drain the counters must equal what the
 # table says (published, retried, dead per output and per route, one latency
 # observation per published row) and the backlog gauges must equal SQL. Then
 # the output goes down (unavailable_file): /readyz 503 naming it, pending and
@@ -25,7 +25,8 @@ fresh_db metrics_values
 PORT=$("$MC" freeport)
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50; max_attempts = 3;
     backoff = { initial_ms = 20; max_ms = 50; multiplier = 2.0; jitter = 0.0; };" \
-    "fail_attempts = 1; permanent_event_type = \"poison\"; unavailable_file = \"$WORK/down\";" \
+    "fail_attempts = 1; permanent_event_type = \"poison\"; unavailable_file = \"$WORK/down\";
+     delay_ms = 100; threaded = true;" \
     "metrics = { listen = \"127.0.0.1:$PORT\"; };
 routes = ( { event_type = \"order.*\"; output = \"mem\"; destination = \"orders\"; },
            { output = \"mem\"; destination = \"other\"; } );"
