@@ -4,8 +4,9 @@
 # the memory driver (completing from its thread after 100 ms; every event
 # fails its first attempt; event type "poison" is rejected) relays 460
 # events over two routes while it is scraped; every scrape's histograms
-# must be consistent (buckets cumulative, _count = the +Inf bucket). After the drain the counters must equal what the
-# table says (published, retried, dead per output and per route, one latency
+# must be consistent (buckets cumulative, _count = the +Inf bucket). After
+# the drain the counters must equal what the table says (published,
+# retried, dead per output and per route, one latency
 # observation per published row) and the backlog gauges must equal SQL. Then
 # the output goes down (unavailable_file): /readyz 503 naming it, pending and
 # the oldest pending age as SQL has them; back up: 200. Then PostgreSQL
