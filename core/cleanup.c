@@ -7,6 +7,7 @@
 #include "db.h"
 #include "log.h"
 #include "sql.h"
+#include "stats.h"
 
 /* Small batches that skip locked rows, so cleanup never holds locks a claim
  * would wait on. */
@@ -24,8 +25,10 @@ void *cleanup_main(void *arg)
                                 " LIMIT " CLEANUP_BATCH_SQL " FOR UPDATE SKIP LOCKED)");
     PGconn *conn = NULL;
     long long next = now_ms() + 5000;
+    stats_thread_register(st->metrics, cfg->workers + BEAT_CLEANUP);
     while (!atomic_load(&st->stop)) {
         usleep(100000);
+        stats_beat();
         if (now_ms() < next)
             continue;
         next = now_ms() + 60000;
@@ -47,6 +50,7 @@ void *cleanup_main(void *arg)
                 break;
             }
             deleted = atoi(PQcmdTuples(res));
+            stats_beat();
             total += deleted;
             PQclear(res);
         }

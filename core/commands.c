@@ -1,6 +1,5 @@
 #include "commands.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,61 +40,6 @@ int command_init_db(const relay_config *cfg)
     printf("schema version %d ready on %s.%s (enqueue with %s.%s, notify channel %s)\n",
            SCHEMA_VERSION, cfg->schema, cfg->table, schema, fn_quoted, channel);
     return 0;
-}
-
-/* SQL text reads best as written. */
-/* clang-format off */
-static const char status_sql[] =
-    "SELECT count(*) FILTER (WHERE {c.dead_at} IS NULL AND ({c.lease_until} IS NULL"
-    "   OR {c.lease_until} < now())),"
-    " count(*) FILTER (WHERE {c.dead_at} IS NULL AND {c.lease_until} >= now()),"
-    " count(*) FILTER (WHERE {c.dead_at} IS NOT NULL),"
-    " coalesce(extract(epoch FROM now() - min({c.created_at}) FILTER (WHERE {c.dead_at} IS NULL)), 0),"
-    /* last put back, no attempt counted, because their output was unavailable */
-    " count(*) FILTER (WHERE {c.dead_at} IS NULL"
-    "   AND ({c.last_error} LIKE 'unavailable:%' OR {c.last_error} LIKE 'not sent:%'))"
-    " FROM {table} WHERE {c.published_at} IS NULL";
-/* clang-format on */
-
-int command_status(const relay_config *cfg, int json)
-{
-    PGconn *conn = connect_or_report(cfg);
-    if (!conn)
-        return 1;
-    char *sql = sql_render(cfg, status_sql);
-    PGresult *res = PQexec(conn, sql);
-    free(sql);
-    int rc = 1;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        char err[1024];
-        db_error(conn, res, err, sizeof err);
-        fprintf(stderr, "outbox-relay: status: %s\n", err);
-    } else {
-        long long pending = atoll(PQgetvalue(res, 0, 0)), in_flight = atoll(PQgetvalue(res, 0, 1)),
-                  dead = atoll(PQgetvalue(res, 0, 2));
-        double oldest = atof(PQgetvalue(res, 0, 3));
-        long long waiting = atoll(PQgetvalue(res, 0, 4));
-        if (json) {
-            json_t *o =
-                json_pack("{s:I,s:I,s:I,s:f,s:I}", "pending", (json_int_t)pending, "in_flight",
-                          (json_int_t)in_flight, "dead", (json_int_t)dead, "oldest_pending_seconds",
-                          oldest, "waiting_for_output", (json_int_t)waiting);
-            char *text = json_dumps(o, JSON_COMPACT);
-            puts(text);
-            free(text);
-            json_decref(o);
-        } else {
-            printf(
-                "pending:                %lld\nin flight:              %lld\n"
-                "dead:                   %lld\noldest pending age (s): %.3f\n"
-                "waiting for an output:  %lld (its broker was unreachable; no attempt counted)\n",
-                pending, in_flight, dead, oldest, waiting);
-        }
-        rc = 0;
-    }
-    PQclear(res);
-    PQfinish(conn);
-    return rc;
 }
 
 /* clang-format off */

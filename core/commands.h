@@ -1,11 +1,10 @@
-/* The database commands: init-db, status, requeue. Each returns an exit code. */
+/* The database commands: init-db, requeue (status: status.h). Each returns an exit code. */
 #ifndef OBX_COMMANDS_H
 #define OBX_COMMANDS_H
 
 #include "config.h"
 
 int command_init_db(const relay_config *cfg);
-int command_status(const relay_config *cfg, int json);
 /* all, or the event ids in ids[0..count) */
 int command_requeue(const relay_config *cfg, int all, char **ids, int count);
 

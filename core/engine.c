@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backlog.h"
 #include "cleanup.h"
 #include "db.h"
 #include "host.h"
@@ -16,6 +17,7 @@
 #include "queries.h"
 #include "schema.h"
 #include "state.h"
+#include "stats.h"
 #include "worker.h"
 
 static relay_state *running;         /* for the signal handler */
@@ -167,10 +169,16 @@ static void run_workers(relay_state *st, const char *payload_type)
     int cleaning = cfg->retention == RETAIN_MARK && cfg->retention_hours > 0 && !st->drain;
     if (cleaning)
         pthread_create(&cleaner, NULL, cleanup_main, st);
+    pthread_t poller; /* the backlog gauges and /readyz's database check */
+    int polling = cfg->metrics_listen != NULL;
+    if (polling)
+        pthread_create(&poller, NULL, backlog_main, st);
     join_workers(st, workers, threads);
     state_request_stop(st, now_ms());
     if (cleaning)
         pthread_join(cleaner, NULL);
+    if (polling)
+        pthread_join(poller, NULL);
     for (int i = 0; i < cfg->workers; i++)
         worker_free(workers[i]);
     free(workers);
@@ -182,6 +190,7 @@ int engine_run(const relay_config *cfg, int drain)
     relay_state *st = calloc(1, sizeof *st);
     st->cfg = cfg;
     st->drain = drain;
+    st->metrics = stats_new(cfg);
     char host[64] = "host";
     gethostname(host, sizeof host - 1);
     struct timespec ts;
@@ -203,6 +212,7 @@ int engine_run(const relay_config *cfg, int drain)
     }
     if (code != 0) {
         unload_drivers(st);
+        stats_free(st->metrics);
         free(st);
         return code;
     }
@@ -221,6 +231,7 @@ int engine_run(const relay_config *cfg, int drain)
              atomic_load(&s->dead), atomic_load(&s->released), atomic_load(&s->deferred));
     code = atomic_load(&st->failed) ? 1 : 0;
     unload_drivers(st);
+    stats_free(st->metrics);
     free(st);
     return code;
 }

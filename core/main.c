@@ -13,6 +13,7 @@
 #include "loader.h"
 #include "log.h"
 #include "options.h"
+#include "status.h"
 
 static const char usage_text[] =
     "usage: outbox-relay COMMAND [options]\n"
@@ -25,7 +26,9 @@ static const char usage_text[] =
     "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
     "  check-config -c FILE         load the config and its drivers, validate options,\n"
     "                               create each output's driver instance once\n"
-    "  status -c FILE [--json]      pending, in flight, dead, oldest pending age\n"
+    "  status -c FILE [--json] [--watch [SECONDS]]\n"
+    "                               pending, in flight, dead, oldest pending age,\n"
+    "                               aggregates held back; --watch refreshes (2 s)\n"
     "  requeue -c FILE --all | EVENT_ID...\n"
     "                               put dead events back to pending\n"
     "  drivers [-c FILE] [--drivers-dir DIR] [-v]\n"
@@ -46,6 +49,7 @@ typedef struct cli {
     const char *config;
     const char *drivers_dir;
     int drain, json, all, verbose;
+    int watch;     /* status --watch: seconds between reports, 0: once */
     int first_arg; /* index of the first positional argument after options */
 } cli;
 
@@ -57,6 +61,7 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"all", no_argument, NULL, 'a'},
                                              {"drivers-dir", required_argument, NULL, 'D'},
                                              {"verbose", no_argument, NULL, 'v'},
+                                             {"watch", optional_argument, NULL, 'w'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
@@ -69,6 +74,7 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'a': c->all = 1; break;
         case 'D': c->drivers_dir = optarg; break;
         case 'v': c->verbose = 1; break;
+        case 'w': c->watch = !optarg ? -1 : atoi(optarg) > 0 ? atoi(optarg) : -2; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: return -1;
         }
@@ -219,6 +225,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "outbox-relay: unknown command \"%s\"; see outbox-relay --help\n", command);
         return 2;
     }
+    /* status --watch SECONDS: the seconds come as the positional argument */
+    if (!strcmp(command, "status") && c.watch == -1 && positional == 1 && atoi(args[0]) > 0) {
+        c.watch = atoi(args[0]);
+        positional = 0;
+    }
+    if (c.watch == -1)
+        c.watch = 2;
+    if (c.watch < 0 || (c.watch && strcmp(command, "status") != 0)) {
+        fprintf(stderr, "outbox-relay %s: --watch takes seconds > 0, with status only\n", command);
+        return 2;
+    }
     if (positional > 0 && strcmp(command, "requeue") != 0) {
         fprintf(stderr, "outbox-relay %s: unexpected argument \"%s\"\n", command, args[0]);
         return 2;
@@ -234,7 +251,7 @@ int main(int argc, char **argv)
     else if (!strcmp(command, "check-config"))
         rc = check_config(cfg);
     else if (!strcmp(command, "status"))
-        rc = command_status(cfg, c.json);
+        rc = command_status(cfg, c.json, c.watch);
     else
         rc = command_requeue(cfg, c.all, args, positional);
     config_free(cfg);

@@ -8,6 +8,8 @@
 
 #include "listen.h"
 #include "log.h"
+#include "metrics_render.h"
+#include "probes.h"
 #include "state.h"
 
 struct metrics_server {
@@ -15,18 +17,37 @@ struct metrics_server {
     relay_state *st;
 };
 
-static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *body)
+/* Answers with body (MUST_FREE: taken) or, when NULL (out of memory), a 500. */
+static enum MHD_Result answer_with(struct MHD_Connection *conn, unsigned status, char *body,
+                                   size_t len, const char *type)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!resp)
+    if (!body)
         return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", type);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, "Allow", "GET");
     enum MHD_Result rc = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
     return rc;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *text)
+{
+    char *body = strdup(text);
+    return answer_with(conn, status, body, body ? strlen(body) : 0, "text/plain");
+}
+
+static enum MHD_Result answer_probe(struct MHD_Connection *conn, relay_state *st,
+                                    int (*probe)(relay_state *, char **))
+{
+    char *body = NULL;
+    int status = probe(st, &body);
+    return answer_with(conn, (unsigned)status, body, body ? strlen(body) : 0, "application/json");
 }
 
 static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
@@ -35,41 +56,19 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 {
     (void)version, (void)upload, (void)upload_size, (void)state;
     metrics_server *srv = cls;
-    /* HEAD too: the endpoint is for scrapers, which GET */
+    /* HEAD too: the endpoints are for scrapers and probes, which GET */
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
-        return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET /metrics\n");
+        return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+                      "method not allowed: GET /metrics, /healthz or /readyz\n");
+    if (strcmp(url, "/healthz") == 0)
+        return answer_probe(conn, srv->st, probe_health);
+    if (strcmp(url, "/readyz") == 0)
+        return answer_probe(conn, srv->st, probe_ready);
     if (strcmp(url, "/metrics") != 0)
-        return answer(conn, MHD_HTTP_NOT_FOUND, "not found: GET /metrics\n");
-    relay_stats *e = &srv->st->stats;
-    char body[8192];
-    int len =
-        snprintf(body, sizeof body,
-                 "# HELP outbox_relay_claimed_total Rows claimed.\n"
-                 "# TYPE outbox_relay_claimed_total counter\noutbox_relay_claimed_total %lld\n"
-                 "# HELP outbox_relay_published_total Rows marked published after a broker ack.\n"
-                 "# TYPE outbox_relay_published_total counter\noutbox_relay_published_total %lld\n"
-                 "# HELP outbox_relay_retried_total Failed attempts scheduled for a retry.\n"
-                 "# TYPE outbox_relay_retried_total counter\noutbox_relay_retried_total %lld\n"
-                 "# HELP outbox_relay_dead_total Rows dead-lettered.\n"
-                 "# TYPE outbox_relay_dead_total counter\noutbox_relay_dead_total %lld\n"
-                 "# HELP outbox_relay_released_total Leases released unfinished at shutdown.\n"
-                 "# TYPE outbox_relay_released_total counter\noutbox_relay_released_total %lld\n"
-                 "# HELP outbox_relay_deferred_total Rows put back, no attempt counted, while "
-                 "their output was unavailable.\n"
-                 "# TYPE outbox_relay_deferred_total counter\noutbox_relay_deferred_total %lld\n"
-                 "# HELP outbox_relay_output_up 1 while the output takes messages, 0 while it is "
-                 "paused as unavailable.\n# TYPE outbox_relay_output_up gauge\n",
-                 atomic_load(&e->claimed), atomic_load(&e->published), atomic_load(&e->retried),
-                 atomic_load(&e->dead), atomic_load(&e->released), atomic_load(&e->deferred));
-    for (size_t i = 0; i < srv->st->cfg->output_count && len > 0 && (size_t)len < sizeof body;
-         i++) {
-        int up;
-        long long outages;
-        health_read(&srv->st->health[i], &up, &outages);
-        len += snprintf(body + len, sizeof body - len, "outbox_relay_output_up{output=\"%s\"} %d\n",
-                        srv->st->cfg->outputs[i].name, up);
-    }
-    return answer(conn, MHD_HTTP_OK, body);
+        return answer(conn, MHD_HTTP_NOT_FOUND, "not found: GET /metrics, /healthz or /readyz\n");
+    size_t len = 0;
+    char *body = metrics_render(srv->st, &len);
+    return answer_with(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
 }
 
 static metrics_server *start(relay_state *st, unsigned flags, const struct sockaddr_in *addr)

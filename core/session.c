@@ -8,6 +8,7 @@
 #include "log.h"
 #include "queries.h"
 #include "sql.h"
+#include "stats.h" /* metrics: call sites marked "stats:" */
 
 #define STATEMENT_TIMEOUT_FLOOR_MS 10000
 
@@ -82,6 +83,7 @@ int session_connect(session *s, long long deadline, int honour_stop)
     int backoff = 100;
     char err[1024];
     while (now_ms() < deadline && !(honour_stop && stopping(s))) {
+        stats_beat(); /* stats: liveness while the database is away */
         s->conn = db_connect(s->st->cfg, "outbox-relay", err, sizeof err);
         if (s->conn && setup(s, err, sizeof err) == 0)
             return 0;
@@ -107,7 +109,9 @@ PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
     if (!s->conn)
         return NULL;
     set_running(s, kind);
+    long long started_us = stats_now_us(); /* stats: statement duration */
     PGresult *res = PQexecPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0);
+    stats_observe_statement(s->st->metrics, stmt, stats_now_us() - started_us); /* stats */
     set_running(s, SESSION_IDLE);
     if (PQresultStatus(res) == want)
         return res;

@@ -29,6 +29,7 @@ typedef struct relay_state {
     atomic_int failed;       /* a worker could not start: exit non-zero */
     atomic_llong stop_at_ms; /* when stop was requested (monotonic) */
     relay_stats stats;
+    struct relay_metrics *metrics; /* stats.h: per output, latencies, heartbeats; may be NULL */
 } relay_state;
 
 /* Requests a graceful stop (async-signal-safe). */

@@ -15,6 +15,7 @@
 #include "queries.h"
 #include "record.h"
 #include "session.h"
+#include "stats.h" /* metrics: call sites marked "stats:" */
 #include "wakeup.h"
 
 struct worker {
@@ -123,6 +124,7 @@ static void publish(worker *w)
         } else {
             w->msgs[i].token = ((uint64_t)seq << 32) | (uint32_t)i;
             s->state = SLOT_AWAITING;
+            stats_sent(w->st->metrics, s->output); /* stats: in flight */
         }
     }
     hold_behind_bad_rows(w);
@@ -161,6 +163,7 @@ static void await_completions(worker *w)
     long long renewed = w->claimed_at;
     const long long stuck_after = 5LL * w->cfg->lease_ms;
     for (;;) {
+        stats_beat(); /* stats: liveness */
         int left = flight_left(&w->flight);
         if (left == 0)
             return;
@@ -233,6 +236,10 @@ static void decide(worker *w)
         decision *d = &w->decisions[i];
         outcome_decide(&policy, &v, w->b.rows[i].attempt, w->after_failure[i],
                        pause > 100 ? pause : 100, r, d);
+        /* stats: per-output and per-route outcome, latencies */
+        stats_observe_completion(w->st->metrics, s->output,
+                                 s->state == SLOT_BAD ? NULL : &w->msgs[i], w->claimed_at,
+                                 d->outcome, s->state == SLOT_REFUSED);
         if (d->outcome == OUTCOME_DEAD)
             log_scoped(OBX_LOG_WARN, w->scope, "event %s dead-lettered: %s", w->b.rows[i].event_id,
                        d->error);
@@ -300,12 +307,14 @@ static int one_round(worker *w)
 void *worker_main(void *arg)
 {
     worker *w = arg;
+    stats_thread_register(w->st->metrics, w->index); /* stats: liveness */
     if (outputs_ensure(&w->outs, 1) < 0) {
         atomic_store(&w->st->failed, 1);
         state_request_stop(w->st, now_ms());
         return NULL;
     }
     while (!stopping(w)) {
+        stats_beat(); /* stats: liveness */
         int rc = one_round(w);
         if (rc < 0) {
             nap(w, 100);

@@ -78,7 +78,8 @@ static int get(int port, const char *method, const char *path)
         return 1;
     }
     fcntl(fd, F_SETFL, 0);
-    char req[512], buf[8192];
+    static char buf[1 << 20]; /* the whole /metrics body */
+    char req[512];
     int n = snprintf(req, sizeof req,
                      "%s %s HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n"
                      "Content-Length: 0\r\n\r\n",

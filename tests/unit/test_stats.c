@@ -1,0 +1,239 @@
+/*
+ * What the metrics endpoint and the probes report, without a server:
+ * histogram buckets at their bounds, outcomes per output and per route,
+ * in flight, /healthz with a stale heartbeat, /readyz for each reason, and
+ * the rendered text (_count equal to the +Inf bucket).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "metrics_render.h"
+#include "outcome.h"
+#include "probes.h"
+#include "stats.h"
+
+static cfg_output outputs[] = {{.name = "kafka"}, {.name = "mq\"tt"}};
+static cfg_route routes[] = {
+    {.event_type = "order.*", .aggregate_type = "*", .output = "kafka", .output_index = 0},
+    {.event_type = "*", .aggregate_type = "*", .output = "mq\"tt", .output_index = 1},
+};
+static relay_config cfg = {.workers = 2,
+                           .lease_ms = 30000,
+                           .poll_interval_ms = 1000,
+                           .outputs = outputs,
+                           .output_count = 2,
+                           .routes = routes,
+                           .route_count = 2};
+
+typedef struct fixture {
+    relay_state st;
+    output_health health[2];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->st.cfg = &cfg;
+    f->st.health = f->health;
+    health_init(&f->health[0], "kafka");
+    health_init(&f->health[1], "mq\"tt");
+    f->st.metrics = stats_new(&cfg);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    stats_free(f->st.metrics);
+    health_destroy(&f->health[0]);
+    health_destroy(&f->health[1]);
+    free(f);
+    return 0;
+}
+
+static long long bucket(histogram *h, int i)
+{
+    return atomic_load(&h->bucket[i]);
+}
+
+static void test_histogram_bounds(void **state)
+{
+    (void)state;
+    histogram h = {0};
+    histogram_observe(&h, 1000); /* on the bound: le="0.001" */
+    histogram_observe(&h, 1001);
+    histogram_observe(&h, -5); /* created_at a little ahead of this host */
+    histogram_observe(&h, 3600000001LL);
+    assert_int_equal(bucket(&h, 0), 2);
+    assert_int_equal(bucket(&h, 1), 1);
+    assert_int_equal(bucket(&h, STATS_BUCKETS), 1);
+    assert_int_equal(atomic_load(&h.sum_us), 1000 + 1001 + 3600000001LL);
+}
+
+static obx_message msg(const char *event_type, long long created_us)
+{
+    return (obx_message){
+        .event_type = event_type, .aggregate_type = "Order", .created_at_us = created_us};
+}
+
+static void test_outcomes(void **state)
+{
+    fixture *f = *state;
+    relay_metrics *m = f->st.metrics;
+    obx_message order = msg("order.paid", stats_wall_us() - 2000000), user = msg("user.new", 0);
+    for (int i = 0; i < 3; i++)
+        stats_sent(m, 0);
+    stats_sent(m, 1);
+    assert_int_equal(atomic_load(&m->outputs[0].in_flight), 3);
+    stats_observe_completion(m, 0, &order, now_ms(), OUTCOME_PUBLISHED, 0);
+    stats_observe_completion(m, 0, &order, now_ms(), OUTCOME_RETRY, 1);
+    stats_observe_completion(m, 0, &order, now_ms(), OUTCOME_DEFER, 1);
+    stats_observe_completion(m, 1, &user, now_ms(), OUTCOME_DEAD, 0);
+    stats_observe_completion(m, 1, NULL, now_ms(), OUTCOME_DEAD, 0); /* a bad row: never sent */
+    stats_observe_completion(m, 7, &user, now_ms(), OUTCOME_PUBLISHED, 0); /* no such output */
+    output_stats *k = &m->outputs[0], *q = &m->outputs[1];
+    assert_int_equal(atomic_load(&k->in_flight), 0);
+    assert_int_equal(atomic_load(&q->in_flight), 0);
+    assert_int_equal(atomic_load(&k->n.published), 1);
+    assert_int_equal(atomic_load(&k->n.retried), 1);
+    assert_int_equal(atomic_load(&k->n.deferred), 1);
+    assert_int_equal(atomic_load(&k->n.refused), 2);
+    assert_int_equal(atomic_load(&q->n.dead), 2);
+    assert_int_equal(atomic_load(&m->routes[0].published), 1);
+    assert_int_equal(atomic_load(&m->routes[1].dead), 1); /* the bad row has no route */
+    /* latencies only for what was published: 2 s since created_at */
+    assert_int_equal(bucket(&k->commit_to_ack, 10), 1); /* le="2.5" */
+    long long publish_total = 0, q_total = 0;
+    for (int i = 0; i <= STATS_BUCKETS; i++) {
+        publish_total += bucket(&k->publish, i);
+        q_total += bucket(&q->commit_to_ack, i);
+    }
+    assert_int_equal(publish_total, 1);
+    assert_int_equal(q_total, 0);
+    stats_observe_statement(m, "claim", 1500);
+    stats_observe_statement(m, "no such statement", 1500);
+    assert_int_equal(bucket(&m->statements[STMT_CLAIM], 1), 1);
+}
+
+static void test_healthz(void **state)
+{
+    fixture *f = *state;
+    relay_metrics *m = f->st.metrics;
+    char *body;
+    assert_int_equal(probe_health(&f->st, &body), 200); /* no thread started yet */
+    assert_string_equal(body, "{\"status\":\"ok\"}");
+    free(body);
+    stats_thread_register(m, 1); /* this thread plays worker 1 */
+    assert_int_equal(probe_health(&f->st, &body), 200);
+    free(body);
+    atomic_store(&m->beats[1], now_ms() - m->stale_ms - 2000);
+    assert_int_equal(probe_health(&f->st, &body), 503);
+    assert_non_null(strstr(body, "\"worker 1: no progress for "));
+    free(body);
+    stats_beat();
+    assert_int_equal(probe_health(&f->st, &body), 200);
+    free(body);
+    atomic_store(&f->st.failed, 1);
+    assert_int_equal(probe_health(&f->st, &body), 503);
+    free(body);
+    stats_thread_register(NULL, 0);
+}
+
+static void poll_result(relay_metrics *m, int ok, const char *error, long long age_ms)
+{
+    backlog_snapshot *b = &m->backlog;
+    b->polled = b->polled || ok;
+    b->db_ok = ok;
+    b->failures += !ok;
+    snprintf(b->db_error, sizeof b->db_error, "%s", error);
+    if (ok)
+        b->polled_at_ms = now_ms() - age_ms;
+}
+
+static void expect_ready(fixture *f, int status, const char *reason)
+{
+    char *body;
+    assert_int_equal(probe_ready(&f->st, &body), status);
+    if (reason)
+        assert_non_null(strstr(body, reason));
+    free(body);
+}
+
+static void test_readyz(void **state)
+{
+    fixture *f = *state;
+    relay_metrics *m = f->st.metrics;
+    expect_ready(f, 503, "\"database: not checked yet\"");
+    poll_result(m, 1, "", 0);
+    expect_ready(f, 200, "{\"status\":\"ready\"}");
+    poll_result(m, 0, "connection refused \"here\"", 0);
+    expect_ready(f, 503, "\"database: connection refused \\\"here\\\"\""); /* JSON-escaped */
+    poll_result(m, 1, "", 3600 * 1000);
+    expect_ready(f, 503, "\"database: no successful poll for 3600 s\"");
+    poll_result(m, 1, "", 0);
+    health_down(&f->health[1], "test");
+    expect_ready(f, 503, "\"output mq\\\"tt: unavailable\"");
+    health_up(&f->health[1]);
+    expect_ready(f, 200, NULL);
+    atomic_store(&f->st.stop, 1);
+    expect_ready(f, 503, "\"stopping\"");
+}
+
+static void test_render(void **state)
+{
+    fixture *f = *state;
+    relay_metrics *m = f->st.metrics;
+    for (int i = 0; i < 5; i++)
+        histogram_observe(&m->outputs[1].publish, 20000 * i);
+    poll_result(m, 1, "", 0);
+    m->backlog.pending = 42;
+    m->backlog.oldest_pending_s = 12.5;
+    size_t len;
+    char *body = metrics_render(&f->st, &len);
+    assert_non_null(body);
+    assert_int_equal(strlen(body), len);
+    assert_non_null(strstr(body, "\noutbox_relay_output_up{output=\"mq\\\"tt\"} 1\n"));
+    assert_non_null(strstr(
+        body,
+        "\noutbox_relay_publish_duration_seconds_bucket{output=\"mq\\\"tt\",le=\"0.05\"} 3\n"));
+    assert_non_null(strstr(
+        body,
+        "\noutbox_relay_publish_duration_seconds_bucket{output=\"mq\\\"tt\",le=\"+Inf\"} 5\n"));
+    assert_non_null(
+        strstr(body, "\noutbox_relay_publish_duration_seconds_count{output=\"mq\\\"tt\"} 5\n"));
+    assert_non_null(strstr(
+        body, "\noutbox_relay_publish_duration_seconds_sum{output=\"mq\\\"tt\"} 0.200000\n"));
+    assert_non_null(
+        strstr(body, "\noutbox_relay_route_published_total{route=\"2\",output=\"mq\\\"tt\"} 0\n"));
+    assert_non_null(strstr(body, "\noutbox_relay_pending_rows 42\n"));
+    assert_non_null(strstr(body, "\noutbox_relay_oldest_pending_age_seconds 12.5\n"));
+    assert_non_null(strstr(body, "# TYPE outbox_relay_statement_duration_seconds histogram\n"));
+    free(body);
+    /* without stats (the fuzz target's state): the totals and output_up only */
+    relay_metrics *saved = f->st.metrics;
+    f->st.metrics = NULL;
+    body = metrics_render(&f->st, &len);
+    assert_non_null(strstr(body, "outbox_relay_published_total 0\n"));
+    assert_null(strstr(body, "outbox_relay_pending_rows"));
+    free(body);
+    f->st.metrics = saved;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_histogram_bounds),
+        cmocka_unit_test_setup_teardown(test_outcomes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_healthz, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readyz, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_render, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
