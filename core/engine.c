@@ -13,6 +13,7 @@
 #include "host.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "queries.h"
 #include "schema.h"
 #include "state.h"
@@ -43,6 +44,15 @@ static void on_signal(int sig)
     }
     if (running)
         state_request_stop(running, now);
+}
+
+/* STOPPING=1 once, when the stop is first seen (or the workers ended). */
+static void notify_stopping(void)
+{
+    static int sent;
+    if (!sent)
+        notify_send("STOPPING=1\nSTATUS=stopping: finishing what is in flight");
+    sent = 1;
 }
 
 static void install_signals(void)
@@ -140,6 +150,7 @@ static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
             i++;
             continue;
         }
+        notify_watchdog(now_ms());
         if (hangup) {
             hangup = 0;
             log_warn("SIGHUP: live reload is not supported yet; the relay keeps running with "
@@ -147,6 +158,7 @@ static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
         }
         if (!atomic_load(&st->stop))
             continue;
+        notify_stopping();
         int past =
             now_ms() >= atomic_load(&st->stop_at_ms) + cfg->shutdown_timeout_ms + RELEASE_GRACE_MS;
         for (int k = i; k < cfg->workers; k++)
@@ -163,11 +175,16 @@ static void run_workers(relay_state *st, const char *payload_type)
         workers[i] = worker_new(st, i, payload_type);
         pthread_create(&threads[i], NULL, worker_main, workers[i]);
     }
+    char ready[96];
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=relaying: %d workers%s", cfg->workers,
+             st->drain ? ", drain" : "");
+    notify_send(ready);
     pthread_t cleaner;
     int cleaning = cfg->retention == RETAIN_MARK && cfg->retention_hours > 0 && !st->drain;
     if (cleaning)
         pthread_create(&cleaner, NULL, cleanup_main, st);
     join_workers(st, workers, threads);
+    notify_stopping();
     state_request_stop(st, now_ms());
     if (cleaning)
         pthread_join(cleaner, NULL);
@@ -179,6 +196,7 @@ static void run_workers(relay_state *st, const char *payload_type)
 
 int engine_run(const relay_config *cfg, int drain)
 {
+    notify_init();
     relay_state *st = calloc(1, sizeof *st);
     st->cfg = cfg;
     st->drain = drain;
