@@ -15,13 +15,14 @@
 #include "metrics.h"
 #include "notify.h"
 #include "queries.h"
+#include "reload.h"
 #include "schema.h"
 #include "state.h"
 #include "worker.h"
 
 static relay_state *running;         /* for the signal handler */
 static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
-static volatile sig_atomic_t hangup; /* SIGHUP seen, not yet logged */
+static volatile sig_atomic_t hangup; /* SIGHUP seen, the reload not yet done */
 
 /* Within this time a second signal is the same request delivered twice: GNU
  * timeout, for one, signals both its child and the child's process group. */
@@ -29,7 +30,7 @@ static volatile sig_atomic_t hangup; /* SIGHUP seen, not yet logged */
 
 static void on_signal(int sig)
 {
-    if (sig == SIGHUP) { /* live reload does not exist yet: keep running, say so */
+    if (sig == SIGHUP) { /* the engine's thread reloads */
         hangup = 1;
         return;
     }
@@ -99,32 +100,42 @@ static int preflight(relay_state *st, char *type, size_t type_size)
     return 0;
 }
 
-/* Loads each output's driver and checks its options. Exit code or 0. */
+/* Generation 0: the config as started, its drivers loaded and checked. */
 static int load_drivers(relay_state *st)
 {
-    const relay_config *cfg = st->cfg;
-    st->drivers = calloc(cfg->output_count, sizeof *st->drivers);
-    st->health = calloc(cfg->output_count, sizeof *st->health);
-    for (size_t i = 0; i < cfg->output_count; i++) {
-        health_init(&st->health[i], cfg->outputs[i].name);
-        char err[1024];
-        st->drivers[i] = host_load_output(cfg, &cfg->outputs[i], err, sizeof err);
-        if (!st->drivers[i]) {
-            log_error("%s", err);
-            return 2;
-        }
+    char err[1024];
+    pthread_mutex_init(&st->gen_lock, NULL);
+    st->gen = gen_new((relay_config *)st->cfg, 0, 0, err, sizeof err);
+    if (!st->gen) {
+        log_error("%s", err);
+        return 2;
     }
     return 0;
 }
 
 static void unload_drivers(relay_state *st)
 {
-    for (size_t i = 0; st->drivers && i < st->cfg->output_count; i++) {
-        loader_close(st->drivers[i]);
-        health_destroy(&st->health[i]);
-    }
-    free(st->drivers);
-    free(st->health);
+    gen_release(st->gen); /* the last user: workers have let go */
+    st->gen = NULL;
+    pthread_mutex_destroy(&st->gen_lock);
+}
+
+/* SIGHUP: a new config generation, unless stopping; systemd hears
+ * RELOADING=1 then READY=1 either way. */
+static void reload(relay_state *st)
+{
+    if (atomic_load(&st->stop))
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    char msg[96];
+    snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%lld",
+             (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+    notify_send(msg);
+    int rc = reload_config(st);
+    snprintf(msg, sizeof msg, "READY=1\nSTATUS=relaying: config generation %ld%s",
+             atomic_load(&st->gen_number), rc < 0 ? " (the last reload was refused)" : "");
+    notify_send(msg);
 }
 
 /* After the deadline, what a worker still runs may take this long: the
@@ -153,8 +164,7 @@ static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
         notify_watchdog(now_ms());
         if (hangup) {
             hangup = 0;
-            log_warn("SIGHUP: live reload is not supported yet; the relay keeps running with "
-                     "its current config (restart it to apply a new one)");
+            reload(st);
         }
         if (!atomic_load(&st->stop))
             continue;

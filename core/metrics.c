@@ -61,14 +61,15 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
                  "paused as unavailable.\n# TYPE outbox_relay_output_up gauge\n",
                  atomic_load(&e->claimed), atomic_load(&e->published), atomic_load(&e->retried),
                  atomic_load(&e->dead), atomic_load(&e->released), atomic_load(&e->deferred));
-    for (size_t i = 0; i < srv->st->cfg->output_count && len > 0 && (size_t)len < sizeof body;
-         i++) {
+    config_gen *gen = state_take_gen(srv->st); /* the outputs of the running config */
+    for (size_t i = 0; i < gen->cfg->output_count && len > 0 && (size_t)len < sizeof body; i++) {
         int up;
         long long outages;
-        health_read(&srv->st->health[i], &up, &outages);
+        health_read(&gen->health[i], &up, &outages);
         len += snprintf(body + len, sizeof body - len, "outbox_relay_output_up{output=\"%s\"} %d\n",
-                        srv->st->cfg->outputs[i].name, up);
+                        gen->cfg->outputs[i].name, up);
     }
+    gen_release(gen);
     return answer(conn, MHD_HTTP_OK, body);
 }
 

@@ -210,7 +210,7 @@ static void update_health(worker *w)
             outputs_succeeded(&w->outs, s->output);
         else if ((s->state == SLOT_DONE || s->state == SLOT_REFUSED) &&
                  s->status == OBX_UNAVAILABLE)
-            health_down(&w->st->health[s->output], s->detail);
+            health_down(outputs_health(&w->outs, s->output), s->detail);
     }
 }
 
@@ -228,7 +228,7 @@ static void decide(worker *w)
     for (int i = 0; i < w->b.count; i++) {
         const slot *s = &w->flight.slots[i];
         verdict v = verdict_of(s);
-        long long pause = health_wait_ms(&w->st->health[s->output]);
+        long long pause = health_wait_ms(outputs_health(&w->outs, s->output));
         double r = (double)rand_r(&w->rand_state) / ((double)RAND_MAX + 1.0);
         decision *d = &w->decisions[i];
         outcome_decide(&policy, &v, w->b.rows[i].attempt, w->after_failure[i],
@@ -273,6 +273,12 @@ static int nothing_pending(worker *w)
 /* One round: returns 0 after a batch, 1 when idle, -1 after a failure. */
 static int one_round(worker *w)
 {
+    /* live reload: between batches, the newest config generation (outputs.c) */
+    if (outputs_switch(&w->outs)) {
+        w->cfg = w->outs.gen->cfg;
+        w->source.cfg = w->cfg;
+        w->run_length = w->outs.gen->run_length;
+    }
     if (session_connect(&w->db, LLONG_MAX, 1) < 0)
         return -1;
     if (outputs_ensure(&w->outs, 0) != 0)
@@ -328,16 +334,6 @@ void worker_cancel(worker *w, int claims_only)
     session_cancel(&w->db, claims_only ? SESSION_CLAIM : SESSION_OTHER);
 }
 
-/* Runs of one aggregate are claimed only with ordering on and one output
- * that keeps order: across outputs, a batch's order is not kept. */
-static int run_length(const relay_state *st)
-{
-    if (st->cfg->ordering != ORDERING_AGGREGATE || st->cfg->output_count != 1 ||
-        !(st->drivers[0]->def.flags & OBX_DRIVER_IN_ORDER))
-        return 1;
-    return st->cfg->batch_size;
-}
-
 worker *worker_new(relay_state *st, int index, const char *payload_type)
 {
     worker *w = calloc(1, sizeof *w);
@@ -348,7 +344,7 @@ worker *worker_new(relay_state *st, int index, const char *payload_type)
     snprintf(w->owner, sizeof w->owner, "%s:w%d", st->owner_prefix, index);
     session_init(&w->db, st, w->scope, payload_type);
     outputs_init(&w->outs, st, index, flight_on_complete, flight_on_refuse, &w->flight);
-    w->run_length = run_length(st);
+    w->run_length = w->outs.gen->run_length;
     size_t n = (size_t)w->cfg->batch_size;
     batch_init(&w->b, (int)n);
     flight_init(&w->flight, (int)n, &w->outs, w->scope);
