@@ -104,8 +104,9 @@ int outputs_ensure(outputs *o, int first)
             atomic_store(&oi->broken, 1);
             all_up = 0;
         } else if (!first) {
-            log_scoped(OBX_LOG_INFO, o->scope, "output %s: driver instance re-created",
-                       cfg->outputs[i].name);
+            /* no backoff: the output is new to this worker (a reload), not failed */
+            log_scoped(OBX_LOG_INFO, o->scope, "output %s: driver instance %s",
+                       cfg->outputs[i].name, oi->backoff_ms ? "re-created" : "created");
         }
     }
     return all_up ? 0 : 1;
