@@ -16,10 +16,10 @@
 #include "reload.h"
 
 /* argv of process pid (NUL-separated) into buf; returns the argument count. */
-static int read_args(const char *pid, char *buf, size_t cap, const char **argv, int max)
+static int read_args(long pid, char *buf, size_t cap, const char **argv, int max)
 {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
@@ -66,27 +66,28 @@ int reload_signal_relays(const char *config_path)
     int signalled = 0, failed = 0;
     struct dirent *e;
     while ((e = readdir(proc))) {
-        if (!isdigit((unsigned char)e->d_name[0]) || atoi(e->d_name) == (int)getpid())
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (!isdigit((unsigned char)e->d_name[0]) || *end || pid == (long)getpid())
             continue;
         char args[8192], path[PATH_MAX + 64];
         const char *argv[64];
-        int argc = read_args(e->d_name, args, sizeof args, argv, 64);
+        int argc = read_args(pid, args, sizeof args, argv, 64);
         const char *cfg = argc ? run_config(argc, argv) : NULL;
         if (!cfg)
             continue;
         /* a relative -c is relative to the relay's own working directory */
-        if (cfg[0] == '/')
-            snprintf(path, sizeof path, "%s", cfg);
-        else
-            snprintf(path, sizeof path, "/proc/%s/cwd/%s", e->d_name, cfg);
+        int len = cfg[0] == '/' ? snprintf(path, sizeof path, "%s", cfg)
+                                : snprintf(path, sizeof path, "/proc/%ld/cwd/%s", pid, cfg);
         struct stat got;
-        if (stat(path, &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+        if (len < 0 || (size_t)len >= sizeof path || stat(path, &got) != 0 ||
+            got.st_dev != want.st_dev || got.st_ino != want.st_ino)
             continue;
-        if (kill((pid_t)atoi(e->d_name), SIGHUP) == 0) {
-            printf("sent SIGHUP to the relay with pid %s\n", e->d_name);
+        if (kill((pid_t)pid, SIGHUP) == 0) {
+            printf("sent SIGHUP to the relay with pid %ld\n", pid);
             signalled++;
         } else {
-            fprintf(stderr, "outbox-relay reload: pid %s: %s\n", e->d_name, strerror(errno));
+            fprintf(stderr, "outbox-relay reload: pid %ld: %s\n", pid, strerror(errno));
             failed++;
         }
     }
