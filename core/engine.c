@@ -10,7 +10,6 @@
 
 #include "cleanup.h"
 #include "db.h"
-#include "host.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
