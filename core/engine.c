@@ -11,10 +11,11 @@
 #include "backlog.h"
 #include "cleanup.h"
 #include "db.h"
-#include "host.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "queries.h"
+#include "reload.h"
 #include "schema.h"
 #include "state.h"
 #include "stats.h"
@@ -22,7 +23,7 @@
 
 static relay_state *running;         /* for the signal handler */
 static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
-static volatile sig_atomic_t hangup; /* SIGHUP seen, not yet logged */
+static volatile sig_atomic_t hangup; /* SIGHUP seen, the reload not yet done */
 
 /* Within this time a second signal is the same request delivered twice: GNU
  * timeout, for one, signals both its child and the child's process group. */
@@ -30,7 +31,7 @@ static volatile sig_atomic_t hangup; /* SIGHUP seen, not yet logged */
 
 static void on_signal(int sig)
 {
-    if (sig == SIGHUP) { /* live reload does not exist yet: keep running, say so */
+    if (sig == SIGHUP) { /* the engine's thread reloads */
         hangup = 1;
         return;
     }
@@ -45,6 +46,15 @@ static void on_signal(int sig)
     }
     if (running)
         state_request_stop(running, now);
+}
+
+/* STOPPING=1 once, when the stop is first seen (or the workers ended). */
+static void notify_stopping(void)
+{
+    static int sent;
+    if (!sent)
+        notify_send("STOPPING=1\nSTATUS=stopping: finishing what is in flight");
+    sent = 1;
 }
 
 static void install_signals(void)
@@ -91,32 +101,42 @@ static int preflight(relay_state *st, char *type, size_t type_size)
     return 0;
 }
 
-/* Loads each output's driver and checks its options. Exit code or 0. */
+/* Generation 0: the config as started, its drivers loaded and checked. */
 static int load_drivers(relay_state *st)
 {
-    const relay_config *cfg = st->cfg;
-    st->drivers = calloc(cfg->output_count, sizeof *st->drivers);
-    st->health = calloc(cfg->output_count, sizeof *st->health);
-    for (size_t i = 0; i < cfg->output_count; i++) {
-        health_init(&st->health[i], cfg->outputs[i].name);
-        char err[1024];
-        st->drivers[i] = host_load_output(cfg, &cfg->outputs[i], err, sizeof err);
-        if (!st->drivers[i]) {
-            log_error("%s", err);
-            return 2;
-        }
+    char err[1024];
+    pthread_mutex_init(&st->gen_lock, NULL);
+    st->gen = gen_new((relay_config *)st->cfg, 0, 0, err, sizeof err);
+    if (!st->gen) {
+        log_error("%s", err);
+        return 2;
     }
     return 0;
 }
 
 static void unload_drivers(relay_state *st)
 {
-    for (size_t i = 0; st->drivers && i < st->cfg->output_count; i++) {
-        loader_close(st->drivers[i]);
-        health_destroy(&st->health[i]);
-    }
-    free(st->drivers);
-    free(st->health);
+    gen_release(st->gen); /* the last user: workers have let go */
+    st->gen = NULL;
+    pthread_mutex_destroy(&st->gen_lock);
+}
+
+/* SIGHUP: a new config generation, unless stopping; systemd hears
+ * RELOADING=1 then READY=1 either way. */
+static void reload(relay_state *st)
+{
+    if (atomic_load(&st->stop))
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    char msg[96];
+    snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%lld",
+             (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+    notify_send(msg);
+    int rc = reload_config(st);
+    snprintf(msg, sizeof msg, "READY=1\nSTATUS=relaying: config generation %ld%s",
+             atomic_load(&st->gen_number), rc < 0 ? " (the last reload was refused)" : "");
+    notify_send(msg);
 }
 
 /* After the deadline, what a worker still runs may take this long: the
@@ -142,13 +162,14 @@ static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
             i++;
             continue;
         }
+        notify_watchdog(now_ms());
         if (hangup) {
             hangup = 0;
-            log_warn("SIGHUP: live reload is not supported yet; the relay keeps running with "
-                     "its current config (restart it to apply a new one)");
+            reload(st);
         }
         if (!atomic_load(&st->stop))
             continue;
+        notify_stopping();
         int past =
             now_ms() >= atomic_load(&st->stop_at_ms) + cfg->shutdown_timeout_ms + RELEASE_GRACE_MS;
         for (int k = i; k < cfg->workers; k++)
@@ -165,6 +186,10 @@ static void run_workers(relay_state *st, const char *payload_type)
         workers[i] = worker_new(st, i, payload_type);
         pthread_create(&threads[i], NULL, worker_main, workers[i]);
     }
+    char ready[96];
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=relaying: %d workers%s", cfg->workers,
+             st->drain ? ", drain" : "");
+    notify_send(ready);
     pthread_t cleaner;
     int cleaning = cfg->retention == RETAIN_MARK && cfg->retention_hours > 0 && !st->drain;
     if (cleaning)
@@ -174,6 +199,7 @@ static void run_workers(relay_state *st, const char *payload_type)
     if (polling)
         pthread_create(&poller, NULL, backlog_main, st);
     join_workers(st, workers, threads);
+    notify_stopping();
     state_request_stop(st, now_ms());
     if (cleaning)
         pthread_join(cleaner, NULL);
@@ -187,6 +213,7 @@ static void run_workers(relay_state *st, const char *payload_type)
 
 int engine_run(const relay_config *cfg, int drain)
 {
+    notify_init();
     relay_state *st = calloc(1, sizeof *st);
     st->cfg = cfg;
     st->drain = drain;

@@ -116,7 +116,7 @@ void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send
     pthread_mutex_unlock(&f->lock);
     for (size_t k = 0; k < n; k++)
         f->accept[k] = OBX_RETRIABLE;
-    obx_status rc = oi->host.driver->def.publish_batch(oi->inst, f->scratch, n, f->accept);
+    obx_status rc = oi->host->driver->def.publish_batch(oi->inst, f->scratch, n, f->accept);
     if (rc == OBX_FATAL)
         atomic_store(&oi->broken, 1);
     pthread_mutex_lock(&f->lock);

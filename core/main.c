@@ -13,6 +13,7 @@
 #include "loader.h"
 #include "log.h"
 #include "options.h"
+#include "reload.h"
 #include "status.h"
 
 static const char usage_text[] =
@@ -23,6 +24,8 @@ static const char usage_text[] =
     "Commands:\n"
     "  run -c FILE [--drain]        relay until SIGTERM/SIGINT; --drain exits 0 once\n"
     "                               nothing is pending or in flight\n"
+    "  reload -c FILE               check FILE, then make the relays running it re-read\n"
+    "                               it (SIGHUP; found by their -c in /proc)\n"
     "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
     "  check-config -c FILE         load the config and its drivers, validate options,\n"
     "                               create each output's driver instance once\n"
@@ -220,7 +223,7 @@ int main(int argc, char **argv)
     }
     int known = !strcmp(command, "run") || !strcmp(command, "init-db") ||
                 !strcmp(command, "check-config") || !strcmp(command, "status") ||
-                !strcmp(command, "requeue");
+                !strcmp(command, "requeue") || !strcmp(command, "reload");
     if (!known) {
         fprintf(stderr, "outbox-relay: unknown command \"%s\"; see outbox-relay --help\n", command);
         return 2;
@@ -250,6 +253,8 @@ int main(int argc, char **argv)
         rc = command_init_db(cfg);
     else if (!strcmp(command, "check-config"))
         rc = check_config(cfg);
+    else if (!strcmp(command, "reload"))
+        rc = reload_signal_relays(cfg->path);
     else if (!strcmp(command, "status"))
         rc = command_status(cfg, c.json, c.watch);
     else

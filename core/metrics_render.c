@@ -45,15 +45,15 @@ static void legacy_totals(FILE *f, relay_state *st)
           atomic_load(&e->deferred));
 }
 
-static void outputs_up(FILE *f, relay_state *st)
+static void outputs_up(FILE *f, relay_state *st, const config_gen *gen)
 {
-    const relay_config *cfg = st->cfg;
+    const relay_config *cfg = gen->cfg;
     long long outages[cfg->output_count + 1];
     family(f, "outbox_relay_output_up", "gauge",
            "1 while the output takes messages, 0 while it is paused as unavailable.");
     for (size_t i = 0; i < cfg->output_count; i++) {
         int up;
-        health_read(&st->health[i], &up, &outages[i]);
+        health_read(&gen->health[i], &up, &outages[i]);
         fputs("outbox_relay_output_up{output=\"", f);
         label(f, cfg->outputs[i].name);
         fprintf(f, "\"} %d\n", up);
@@ -69,15 +69,16 @@ static void outputs_up(FILE *f, relay_state *st)
     }
 }
 
-/* One counter family over every output (route == 0) or route. */
-static void per_counter(FILE *f, relay_metrics *m, const char *name, const char *help, size_t field,
-                        int routes)
+/* One counter family over every output (route == 0) or route of cfg (the
+ * running generation's: its entries by name and position, stats.h). */
+static void per_counter(FILE *f, relay_metrics *m, const relay_config *cfg, const char *name,
+                        const char *help, size_t field, int routes)
 {
     family(f, name, "counter", help);
-    const relay_config *cfg = m->cfg;
     size_t n = routes ? cfg->route_count : cfg->output_count;
     for (size_t i = 0; i < n; i++) {
-        outcome_counts *c = routes ? &m->routes[i] : &m->outputs[i].n;
+        outcome_counts *c = routes ? &stats_route(m, i + 1, cfg->routes[i].output)->n
+                                   : &stats_output(m, cfg->outputs[i].name)->n;
         const char *output = routes ? cfg->routes[i].output : cfg->outputs[i].name;
         fprintf(f, "%s{", name);
         if (routes)
@@ -89,9 +90,9 @@ static void per_counter(FILE *f, relay_metrics *m, const char *name, const char 
 }
 
 #define PER(f, m, name, help, field, routes)                                                       \
-    per_counter(f, m, name, help, offsetof(outcome_counts, field), routes)
+    per_counter(f, m, cfg, name, help, offsetof(outcome_counts, field), routes)
 
-static void outcomes(FILE *f, relay_metrics *m)
+static void outcomes(FILE *f, relay_metrics *m, const relay_config *cfg)
 {
     for (int routes = 0; routes <= 1; routes++) {
         const char *const *names =
@@ -116,10 +117,10 @@ static void outcomes(FILE *f, relay_metrics *m)
     }
     family(f, "outbox_relay_output_in_flight", "gauge",
            "Messages of the batches being published to the output, outcome not decided yet.");
-    for (size_t i = 0; i < m->cfg->output_count; i++) {
+    for (size_t i = 0; i < cfg->output_count; i++) {
         fputs("outbox_relay_output_in_flight{output=\"", f);
-        label(f, m->cfg->outputs[i].name);
-        fprintf(f, "\"} %lld\n", atomic_load(&m->outputs[i].in_flight));
+        label(f, cfg->outputs[i].name);
+        fprintf(f, "\"} %lld\n", atomic_load(&stats_output(m, cfg->outputs[i].name)->in_flight));
     }
 }
 
@@ -145,20 +146,20 @@ static void histogram_series(FILE *f, const char *name, const char *lname, const
     fprintf(f, "\"} %lld\n", cumulative);
 }
 
-static void histograms(FILE *f, relay_metrics *m)
+static void histograms(FILE *f, relay_metrics *m, const relay_config *cfg)
 {
     family(f, "outbox_relay_publish_duration_seconds", "histogram",
            "Per published message: from its batch being handed to the driver to the worker "
            "having the batch's acknowledgements.");
-    for (size_t i = 0; i < m->cfg->output_count; i++)
-        histogram_series(f, "outbox_relay_publish_duration_seconds", "output",
-                         m->cfg->outputs[i].name, &m->outputs[i].publish);
+    for (size_t i = 0; i < cfg->output_count; i++)
+        histogram_series(f, "outbox_relay_publish_duration_seconds", "output", cfg->outputs[i].name,
+                         &stats_output(m, cfg->outputs[i].name)->publish);
     family(f, "outbox_relay_commit_to_ack_seconds", "histogram",
            "Per published message: from the row's created_at to its acknowledgement seen by "
            "the worker (wall clocks of the database and the relay host).");
-    for (size_t i = 0; i < m->cfg->output_count; i++)
-        histogram_series(f, "outbox_relay_commit_to_ack_seconds", "output", m->cfg->outputs[i].name,
-                         &m->outputs[i].commit_to_ack);
+    for (size_t i = 0; i < cfg->output_count; i++)
+        histogram_series(f, "outbox_relay_commit_to_ack_seconds", "output", cfg->outputs[i].name,
+                         &stats_output(m, cfg->outputs[i].name)->commit_to_ack);
     family(f, "outbox_relay_statement_duration_seconds", "histogram",
            "The engine's statements: claim, record (with failures), mark (all published), "
            "renew (lease), pending (idle check).");
@@ -223,15 +224,18 @@ char *metrics_render(relay_state *st, size_t *len)
     FILE *f = open_memstream(&body, len);
     if (!f)
         return NULL;
+    /* the outputs and routes of the running config generation (live reload) */
+    config_gen *gen = state_take_gen(st);
     legacy_totals(f, st);
-    outputs_up(f, st);
+    outputs_up(f, st, gen);
     relay_metrics *m = st->metrics;
     if (m) {
-        outcomes(f, m);
-        histograms(f, m);
+        outcomes(f, m, gen->cfg);
+        histograms(f, m, gen->cfg);
         backlog(f, m);
         heartbeats(f, st, m);
     }
+    gen_release(gen);
     if (fclose(f) != 0) {
         free(body);
         return NULL;

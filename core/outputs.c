@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 
@@ -11,7 +12,8 @@ void outputs_init(outputs *o, relay_state *st, int worker_index, host_complete_f
                   host_refuse_fn on_refuse, void *arg)
 {
     o->st = st;
-    o->count = st->cfg->output_count;
+    o->gen = state_take_gen(st);
+    o->count = o->gen->cfg->output_count;
     o->out = calloc(o->count, sizeof *o->out);
     o->on_complete = on_complete;
     o->on_refuse = on_refuse;
@@ -24,17 +26,23 @@ void outputs_free(outputs *o)
     outputs_close_all(o);
     free(o->out);
     o->out = NULL;
+    gen_release(o->gen);
+    o->gen = NULL;
 }
 
 void outputs_close(outputs *o, size_t i)
 {
     output_instance *oi = &o->out[i];
-    if (!oi->inst)
-        return;
-    const obx_driver_def *def = &oi->host.driver->def;
-    def->close(oi->inst); /* completes what is still in flight, as aborted */
-    def->destroy(oi->inst);
-    oi->inst = NULL;
+    if (oi->inst) {
+        const obx_driver_def *def = &oi->host->driver->def;
+        def->close(oi->inst); /* completes what is still in flight, as aborted */
+        def->destroy(oi->inst);
+        oi->inst = NULL;
+    }
+    free(oi->host);
+    oi->host = NULL;
+    gen_release(oi->born);
+    oi->born = NULL;
 }
 
 void outputs_close_all(outputs *o)
@@ -58,7 +66,7 @@ void outputs_mark_all_broken(outputs *o)
 
 int outputs_ensure(outputs *o, int first)
 {
-    const relay_config *cfg = o->st->cfg;
+    const relay_config *cfg = o->gen->cfg;
     int all_up = 1;
     for (size_t i = 0; i < o->count; i++) {
         output_instance *oi = &o->out[i];
@@ -80,10 +88,14 @@ int outputs_ensure(outputs *o, int first)
             continue;
         }
         char err[512] = "";
-        const loaded_driver *drv = o->st->drivers[i];
-        host_init(&oi->host, drv, &cfg->outputs[i], o->on_complete, o->arg);
-        oi->host.on_refuse = o->on_refuse;
-        oi->inst = drv->def.create(&oi->host.host, err, sizeof err);
+        const loaded_driver *drv = o->gen->drivers[i];
+        outputs_close(o, i); /* a failed create's host and generation */
+        oi->host = calloc(1, sizeof *oi->host);
+        host_init(oi->host, drv, &cfg->outputs[i], o->on_complete, o->arg);
+        oi->host->on_refuse = o->on_refuse;
+        oi->born = o->gen;
+        gen_hold(oi->born);
+        oi->inst = drv->def.create(&oi->host->host, err, sizeof err);
         if (!oi->inst) {
             log_scoped(OBX_LOG_ERROR, o->scope, "output %s (%s): cannot create: %s",
                        cfg->outputs[i].name, drv->def.name, err[0] ? err : "no reason given");
@@ -92,8 +104,9 @@ int outputs_ensure(outputs *o, int first)
             atomic_store(&oi->broken, 1);
             all_up = 0;
         } else if (!first) {
-            log_scoped(OBX_LOG_INFO, o->scope, "output %s: driver instance re-created",
-                       cfg->outputs[i].name);
+            /* no backoff: the output is new to this worker (a reload), not failed */
+            log_scoped(OBX_LOG_INFO, o->scope, "output %s: driver instance %s",
+                       cfg->outputs[i].name, oi->backoff_ms ? "re-created" : "created");
         }
     }
     return all_up ? 0 : 1;
@@ -103,13 +116,13 @@ int outputs_any_usable(outputs *o)
 {
     int usable = 0;
     for (size_t i = 0; i < o->count; i++) {
-        output_health *h = &o->st->health[i];
+        output_health *h = &o->gen->health[i];
         output_instance *oi = &o->out[i];
         if (!health_is_down(h)) {
             usable = 1;
             continue;
         }
-        obx_status (*probe)(obx_instance *, int) = oi->inst ? oi->host.driver->def.probe : NULL;
+        obx_status (*probe)(obx_instance *, int) = oi->inst ? oi->host->driver->def.probe : NULL;
         if (!probe) {
             usable |= health_wait_ms(h) == 0; /* the next batch is the probe */
             continue;
@@ -129,39 +142,74 @@ int outputs_any_usable(outputs *o)
 
 int outputs_may_send(outputs *o, size_t i)
 {
-    output_health *h = &o->st->health[i];
+    output_health *h = &o->gen->health[i];
     if (!o->out[i].inst || atomic_load(&o->out[i].broken))
         return 0;
     if (!health_is_down(h))
         return 1;
-    return !o->out[i].host.driver->def.probe && health_take_probe(h);
+    return !o->out[i].host->driver->def.probe && health_take_probe(h);
 }
 
 int outputs_poll(outputs *o, int timeout_ms)
 {
     size_t polling = 0;
     for (size_t i = 0; i < o->count; i++)
-        polling += o->out[i].inst && o->out[i].host.driver->def.poll;
+        polling += o->out[i].inst && o->out[i].host->driver->def.poll;
     if (polling == 0)
         return 0;
     int slice = timeout_ms / (int)polling;
     for (size_t i = 0; i < o->count; i++)
-        if (o->out[i].inst && o->out[i].host.driver->def.poll)
-            o->out[i].host.driver->def.poll(o->out[i].inst, timeout_ms ? (slice ? slice : 1) : 0);
+        if (o->out[i].inst && o->out[i].host->driver->def.poll)
+            o->out[i].host->driver->def.poll(o->out[i].inst, timeout_ms ? (slice ? slice : 1) : 0);
+    return 1;
+}
+
+output_health *outputs_health(outputs *o, size_t i)
+{
+    return &o->gen->health[i];
+}
+
+int outputs_switch(outputs *o)
+{
+    if (atomic_load(&o->st->gen_number) == o->gen->number)
+        return 0;
+    config_gen *next = state_take_gen(o->st);
+    size_t count = next->cfg->output_count, kept = 0, closed = 0;
+    output_instance *out = calloc(count, sizeof *out);
+    for (size_t j = 0; j < count; j++) {
+        long i = gen_find_output(o->gen, next->cfg->outputs[j].name);
+        if (i < 0 || !o->out[i].inst || !gen_same_output(o->gen, (size_t)i, next, j))
+            continue;
+        out[j] = o->out[i]; /* same output: the instance, its host and backoff carry over */
+        memset(&o->out[i], 0, sizeof o->out[i]);
+        kept++;
+    }
+    for (size_t i = 0; i < o->count; i++) {
+        closed += o->out[i].inst != NULL;
+        outputs_close(o, i); /* nothing is in flight between batches */
+    }
+    free(o->out);
+    o->out = out;
+    o->count = count;
+    gen_release(o->gen);
+    o->gen = next;
+    log_scoped(OBX_LOG_INFO, o->scope,
+               "switched to config generation %ld: %zu driver instances kept, %zu closed",
+               next->number, kept, closed);
     return 1;
 }
 
 void outputs_succeeded(outputs *o, size_t i)
 {
     o->out[i].backoff_ms = 0;
-    health_up(&o->st->health[i]);
+    health_up(&o->gen->health[i]);
 }
 
 long long outputs_wait_ms(outputs *o)
 {
     long long wait = 0;
     for (size_t i = 0; i < o->count; i++) {
-        long long w = health_wait_ms(&o->st->health[i]);
+        long long w = health_wait_ms(&o->gen->health[i]);
         if (w > 0 && (wait == 0 || w < wait))
             wait = w;
     }

@@ -1,5 +1,7 @@
-/* One worker's driver instances, one per output: created at start,
- * re-created with backoff after FATAL, probed while their output is paused. */
+/* One worker's driver instances, one per output of its config generation:
+ * created at start, re-created with backoff after FATAL, probed while their
+ * output is paused, and carried over or replaced when the worker switches to
+ * a new generation (live reload). */
 #ifndef OBX_OUTPUTS_H
 #define OBX_OUTPUTS_H
 
@@ -9,7 +11,8 @@
 #include "state.h"
 
 typedef struct output_instance {
-    host_ctx host;
+    host_ctx *host;   /* on the heap: the driver keeps its address, the array may move */
+    config_gen *born; /* the generation host points into; held while the instance lives */
     obx_instance *inst;
     atomic_int broken;  /* FATAL seen (any thread): close now, re-create before the next claim */
     long long retry_at; /* when to try create again */
@@ -18,7 +21,8 @@ typedef struct output_instance {
 
 typedef struct outputs {
     relay_state *st;
-    output_instance *out; /* cfg->output_count of them */
+    config_gen *gen;      /* the worker's generation (held): its outputs, drivers, health */
+    output_instance *out; /* gen->cfg->output_count of them */
     size_t count;
     char scope[32]; /* "worker N", for the log */
     host_complete_fn on_complete;
@@ -29,6 +33,15 @@ typedef struct outputs {
 void outputs_init(outputs *o, relay_state *st, int worker_index, host_complete_fn on_complete,
                   host_refuse_fn on_refuse, void *arg);
 void outputs_free(outputs *o);
+
+/* Between batches (nothing in flight): when the engine published a new
+ * config generation, takes it; instances of outputs it keeps unchanged carry
+ * over, the others are closed (new ones are made by outputs_ensure).
+ * Returns 1 when o->gen changed. */
+int outputs_switch(outputs *o);
+
+/* Output i's health, shared by the workers on the same generation. */
+output_health *outputs_health(outputs *o, size_t i);
 
 /* Creates missing instances when due (first: at start, where a failure is
  * fatal for the relay). Returns 0 when all are up, 1 when some are not yet,

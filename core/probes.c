@@ -47,9 +47,12 @@ int probe_health(relay_state *st, char **body)
     if (atomic_load(&st->failed))
         add_reason(reasons, "a worker could not start");
     long long now = now_ms();
+    config_gen *gen = state_take_gen(st); /* poll_interval_ms may have changed live */
+    long long stale_ms = m ? stats_stale_ms(m, gen->cfg) : 0;
+    gen_release(gen);
     for (int i = 0; m && i < m->beat_count; i++) {
         long long beat = atomic_load(&m->beats[i]);
-        if (beat && now - beat > m->stale_ms) {
+        if (beat && now - beat > stale_ms) {
             if (i < st->cfg->workers)
                 add_reason(reasons, "worker %d: no progress for %lld s", i, (now - beat) / 1000);
             else
@@ -83,13 +86,15 @@ int probe_ready(relay_state *st, char **body)
             add_reason(reasons, "database: no successful poll for %lld s",
                        (now_ms() - b.polled_at_ms) / 1000);
     }
-    for (size_t i = 0; i < st->cfg->output_count; i++) {
+    config_gen *gen = state_take_gen(st); /* the outputs of the running config */
+    for (size_t i = 0; i < gen->cfg->output_count; i++) {
         int up;
         long long outages;
-        health_read(&st->health[i], &up, &outages);
+        health_read(&gen->health[i], &up, &outages);
         if (!up)
-            add_reason(reasons, "output %s: unavailable", st->cfg->outputs[i].name);
+            add_reason(reasons, "output %s: unavailable", gen->cfg->outputs[i].name);
     }
+    gen_release(gen);
     int ok = json_array_size(reasons) == 0;
     *body = dump(answer(reasons, "ready", "not ready"));
     return ok ? 200 : 503;

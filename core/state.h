@@ -1,15 +1,16 @@
-/* What the engine's threads share: the config, the loaded drivers, the stop
- * request, the totals and each output's health. Workers, the metrics
- * endpoint and the engine read it; only the engine creates it. */
+/* What the engine's threads share: the config, the current config
+ * generation (its drivers and each output's health), the stop request and
+ * the totals. Workers, the metrics endpoint and the engine read it; only the
+ * engine creates it and publishes new generations. */
 #ifndef OBX_STATE_H
 #define OBX_STATE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "clock.h"
 #include "config.h"
-#include "health.h"
-#include "loader.h"
+#include "generation.h"
 #include "message.h"
 
 /* Totals for the exit summary and the metrics endpoint. */
@@ -18,9 +19,10 @@ typedef struct relay_stats {
 } relay_stats;
 
 typedef struct relay_state {
-    const relay_config *cfg;
-    loaded_driver **drivers; /* one per output */
-    output_health *health;   /* one per output, shared by every worker */
+    const relay_config *cfg;  /* as started: the settings that cannot change live */
+    pthread_mutex_t gen_lock; /* guards gen against a reload while a user takes it */
+    config_gen *gen;          /* the current generation; holds one of its users */
+    atomic_long gen_number;   /* gen->number, to notice a new one without the lock */
     payload_kind payload;
     int drain;              /* exit once nothing is pending */
     char owner_prefix[128]; /* host:pid:nonce, made unique per worker */
@@ -37,6 +39,16 @@ static inline void state_request_stop(relay_state *st, long long now)
 {
     if (atomic_exchange(&st->stop, 1) == 0)
         atomic_store(&st->stop_at_ms, now);
+}
+
+/* The current generation, with one more user the caller must release. */
+static inline config_gen *state_take_gen(relay_state *st)
+{
+    pthread_mutex_lock(&st->gen_lock);
+    config_gen *g = st->gen;
+    gen_hold(g);
+    pthread_mutex_unlock(&st->gen_lock);
+    return g;
 }
 
 #endif

@@ -32,12 +32,11 @@ relay_metrics *stats_new(const relay_config *cfg)
 {
     relay_metrics *m = calloc(1, sizeof *m);
     m->cfg = cfg;
-    m->outputs = calloc(cfg->output_count ? cfg->output_count : 1, sizeof *m->outputs);
-    m->routes = calloc(cfg->route_count ? cfg->route_count : 1, sizeof *m->routes);
     m->beat_count = cfg->workers + BEAT_EXTRA;
     m->beats = calloc((size_t)m->beat_count, sizeof *m->beats);
     m->stale_ms = stale_bound_ms(cfg);
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->add_lock, NULL);
     return m;
 }
 
@@ -46,10 +45,77 @@ void stats_free(relay_metrics *m)
     if (!m)
         return;
     pthread_mutex_destroy(&m->lock);
-    free(m->outputs);
-    free(m->routes);
+    pthread_mutex_destroy(&m->add_lock);
+    for (output_stats *o = atomic_load(&m->outputs), *next; o; o = next) {
+        next = o->next;
+        free(o->name);
+        free(o);
+    }
+    for (route_stats *r = atomic_load(&m->routes), *next; r; r = next) {
+        next = r->next;
+        free(r->output);
+        free(r);
+    }
     free(m->beats);
     free(m);
+}
+
+long long stats_stale_ms(const relay_metrics *m, const relay_config *current)
+{
+    long long now = current ? stale_bound_ms(current) : 0;
+    return now > m->stale_ms ? now : m->stale_ms;
+}
+
+static output_stats *find_output(output_stats *o, const char *name)
+{
+    while (o && strcmp(o->name, name) != 0)
+        o = o->next;
+    return o;
+}
+
+/* Readers walk the list without a lock: an entry is complete before the
+ * release store that publishes it, and never changes or goes away after. */
+output_stats *stats_output(relay_metrics *m, const char *name)
+{
+    output_stats *o = find_output(atomic_load_explicit(&m->outputs, memory_order_acquire), name);
+    if (o)
+        return o;
+    pthread_mutex_lock(&m->add_lock);
+    output_stats *head = atomic_load_explicit(&m->outputs, memory_order_relaxed);
+    if (!(o = find_output(head, name))) {
+        o = calloc(1, sizeof *o);
+        o->name = strdup(name);
+        o->next = head;
+        atomic_store_explicit(&m->outputs, o, memory_order_release);
+    }
+    pthread_mutex_unlock(&m->add_lock);
+    return o;
+}
+
+static route_stats *find_route(route_stats *r, size_t position, const char *output)
+{
+    while (r && (r->position != position || strcmp(r->output, output) != 0))
+        r = r->next;
+    return r;
+}
+
+route_stats *stats_route(relay_metrics *m, size_t position, const char *output)
+{
+    route_stats *r =
+        find_route(atomic_load_explicit(&m->routes, memory_order_acquire), position, output);
+    if (r)
+        return r;
+    pthread_mutex_lock(&m->add_lock);
+    route_stats *head = atomic_load_explicit(&m->routes, memory_order_relaxed);
+    if (!(r = find_route(head, position, output))) {
+        r = calloc(1, sizeof *r);
+        r->position = position;
+        r->output = strdup(output);
+        r->next = head;
+        atomic_store_explicit(&m->routes, r, memory_order_release);
+    }
+    pthread_mutex_unlock(&m->add_lock);
+    return r;
 }
 
 static _Thread_local atomic_llong *my_beat;
@@ -91,10 +157,11 @@ void histogram_observe(histogram *h, long long us)
     atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
 }
 
-void stats_sent(relay_metrics *m, size_t output)
+void stats_sent(relay_metrics *m, const relay_config *cfg, size_t output)
 {
-    if (m && output < m->cfg->output_count)
-        atomic_fetch_add_explicit(&m->outputs[output].in_flight, 1, memory_order_relaxed);
+    if (m && output < cfg->output_count)
+        atomic_fetch_add_explicit(&stats_output(m, cfg->outputs[output].name)->in_flight, 1,
+                                  memory_order_relaxed);
 }
 
 static void count_outcome(outcome_counts *c, int outcome, int refused)
@@ -113,19 +180,20 @@ static void count_outcome(outcome_counts *c, int outcome, int refused)
         atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
 }
 
-void stats_observe_completion(relay_metrics *m, size_t output, const obx_message *msg,
-                              long long sent_ms, int outcome, int refused)
+void stats_observe_completion(relay_metrics *m, const relay_config *cfg, size_t output,
+                              const obx_message *msg, long long sent_ms, int outcome, int refused)
 {
-    if (!m || output >= m->cfg->output_count)
+    if (!m || output >= cfg->output_count)
         return;
-    output_stats *o = &m->outputs[output];
+    output_stats *o = stats_output(m, cfg->outputs[output].name);
     count_outcome(&o->n, outcome, refused);
     if (!msg)
         return;
     atomic_fetch_sub_explicit(&o->in_flight, 1, memory_order_relaxed);
-    const cfg_route *r = route_for(m->cfg, msg);
+    const cfg_route *r = route_for(cfg, msg); /* as the worker's generation routed it */
     if (r)
-        count_outcome(&m->routes[r - m->cfg->routes], outcome, refused);
+        count_outcome(&stats_route(m, (size_t)(r - cfg->routes) + 1, r->output)->n, outcome,
+                      refused);
     if (outcome != OUTCOME_PUBLISHED)
         return;
     histogram_observe(&o->publish, stats_now_us() - sent_ms * 1000);

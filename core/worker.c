@@ -124,7 +124,7 @@ static void publish(worker *w)
         } else {
             w->msgs[i].token = ((uint64_t)seq << 32) | (uint32_t)i;
             s->state = SLOT_AWAITING;
-            stats_sent(w->st->metrics, s->output); /* stats: in flight */
+            stats_sent(w->st->metrics, w->cfg, s->output); /* stats: in flight */
         }
     }
     hold_behind_bad_rows(w);
@@ -213,7 +213,7 @@ static void update_health(worker *w)
             outputs_succeeded(&w->outs, s->output);
         else if ((s->state == SLOT_DONE || s->state == SLOT_REFUSED) &&
                  s->status == OBX_UNAVAILABLE)
-            health_down(&w->st->health[s->output], s->detail);
+            health_down(outputs_health(&w->outs, s->output), s->detail);
     }
 }
 
@@ -231,13 +231,13 @@ static void decide(worker *w)
     for (int i = 0; i < w->b.count; i++) {
         const slot *s = &w->flight.slots[i];
         verdict v = verdict_of(s);
-        long long pause = health_wait_ms(&w->st->health[s->output]);
+        long long pause = health_wait_ms(outputs_health(&w->outs, s->output));
         double r = (double)rand_r(&w->rand_state) / ((double)RAND_MAX + 1.0);
         decision *d = &w->decisions[i];
         outcome_decide(&policy, &v, w->b.rows[i].attempt, w->after_failure[i],
                        pause > 100 ? pause : 100, r, d);
         /* stats: per-output and per-route outcome, latencies */
-        stats_observe_completion(w->st->metrics, s->output,
+        stats_observe_completion(w->st->metrics, w->cfg, s->output,
                                  s->state == SLOT_BAD ? NULL : &w->msgs[i], w->claimed_at,
                                  d->outcome, s->state == SLOT_REFUSED);
         if (d->outcome == OUTCOME_DEAD)
@@ -280,6 +280,12 @@ static int nothing_pending(worker *w)
 /* One round: returns 0 after a batch, 1 when idle, -1 after a failure. */
 static int one_round(worker *w)
 {
+    /* live reload: between batches, the newest config generation (outputs.c) */
+    if (outputs_switch(&w->outs)) {
+        w->cfg = w->outs.gen->cfg;
+        w->source.cfg = w->cfg;
+        w->run_length = w->outs.gen->run_length;
+    }
     if (session_connect(&w->db, LLONG_MAX, 1) < 0)
         return -1;
     if (outputs_ensure(&w->outs, 0) != 0)
@@ -337,16 +343,6 @@ void worker_cancel(worker *w, int claims_only)
     session_cancel(&w->db, claims_only ? SESSION_CLAIM : SESSION_OTHER);
 }
 
-/* Runs of one aggregate are claimed only with ordering on and one output
- * that keeps order: across outputs, a batch's order is not kept. */
-static int run_length(const relay_state *st)
-{
-    if (st->cfg->ordering != ORDERING_AGGREGATE || st->cfg->output_count != 1 ||
-        !(st->drivers[0]->def.flags & OBX_DRIVER_IN_ORDER))
-        return 1;
-    return st->cfg->batch_size;
-}
-
 worker *worker_new(relay_state *st, int index, const char *payload_type)
 {
     worker *w = calloc(1, sizeof *w);
@@ -357,7 +353,7 @@ worker *worker_new(relay_state *st, int index, const char *payload_type)
     snprintf(w->owner, sizeof w->owner, "%s:w%d", st->owner_prefix, index);
     session_init(&w->db, st, w->scope, payload_type);
     outputs_init(&w->outs, st, index, flight_on_complete, flight_on_refuse, &w->flight);
-    w->run_length = run_length(st);
+    w->run_length = w->outs.gen->run_length;
     size_t n = (size_t)w->cfg->batch_size;
     batch_init(&w->b, (int)n);
     flight_init(&w->flight, (int)n, &w->outs, w->scope);

@@ -16,8 +16,9 @@
 #include "metrics.h"
 #include "state.h"
 
-static relay_config cfg; /* no outputs */
-static relay_state st = {.cfg = &cfg};
+static relay_config cfg;                           /* no outputs */
+static config_gen gen = {.cfg = &cfg, .users = 1}; /* never released to 0 */
+static relay_state st = {.cfg = &cfg, .gen = &gen, .gen_lock = PTHREAD_MUTEX_INITIALIZER};
 static metrics_server *srv;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,8 +1,9 @@
 /*
  * What the metrics endpoint and the probes report, without a server:
  * histogram buckets at their bounds, outcomes per output and per route,
- * in flight, /healthz with a stale heartbeat, /readyz for each reason, and
- * the rendered text (_count equal to the +Inf bucket).
+ * in flight, /healthz with a stale heartbeat, /readyz for each reason, the
+ * rendered text (_count equal to the +Inf bucket), and the series following
+ * a new config generation (live reload) by output name and route position.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +34,7 @@ static relay_config cfg = {.workers = 2,
 
 typedef struct fixture {
     relay_state st;
+    config_gen gen; /* generation 0, its one user never released */
     output_health health[2];
 } fixture;
 
@@ -40,7 +42,9 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     f->st.cfg = &cfg;
-    f->st.health = f->health;
+    f->gen = (config_gen){.cfg = &cfg, .health = f->health, .users = 1};
+    f->st.gen = &f->gen;
+    pthread_mutex_init(&f->st.gen_lock, NULL);
     health_init(&f->health[0], "kafka");
     health_init(&f->health[1], "mq\"tt");
     f->st.metrics = stats_new(&cfg);
@@ -52,6 +56,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     stats_free(f->st.metrics);
+    pthread_mutex_destroy(&f->st.gen_lock);
     health_destroy(&f->health[0]);
     health_destroy(&f->health[1]);
     free(f);
@@ -89,16 +94,16 @@ static void test_outcomes(void **state)
     relay_metrics *m = f->st.metrics;
     obx_message order = msg("order.paid", stats_wall_us() - 2000000), user = msg("user.new", 0);
     for (int i = 0; i < 3; i++)
-        stats_sent(m, 0);
-    stats_sent(m, 1);
-    assert_int_equal(atomic_load(&m->outputs[0].in_flight), 3);
-    stats_observe_completion(m, 0, &order, now_ms(), OUTCOME_PUBLISHED, 0);
-    stats_observe_completion(m, 0, &order, now_ms(), OUTCOME_RETRY, 1);
-    stats_observe_completion(m, 0, &order, now_ms(), OUTCOME_DEFER, 1);
-    stats_observe_completion(m, 1, &user, now_ms(), OUTCOME_DEAD, 0);
-    stats_observe_completion(m, 1, NULL, now_ms(), OUTCOME_DEAD, 0); /* a bad row: never sent */
-    stats_observe_completion(m, 7, &user, now_ms(), OUTCOME_PUBLISHED, 0); /* no such output */
-    output_stats *k = &m->outputs[0], *q = &m->outputs[1];
+        stats_sent(m, &cfg, 0);
+    stats_sent(m, &cfg, 1);
+    assert_int_equal(atomic_load(&stats_output(m, "kafka")->in_flight), 3);
+    stats_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_PUBLISHED, 0);
+    stats_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_RETRY, 1);
+    stats_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_DEFER, 1);
+    stats_observe_completion(m, &cfg, 1, &user, now_ms(), OUTCOME_DEAD, 0);
+    stats_observe_completion(m, &cfg, 1, NULL, now_ms(), OUTCOME_DEAD, 0);       /* never sent */
+    stats_observe_completion(m, &cfg, 7, &user, now_ms(), OUTCOME_PUBLISHED, 0); /* no output 7 */
+    output_stats *k = stats_output(m, "kafka"), *q = stats_output(m, "mq\"tt");
     assert_int_equal(atomic_load(&k->in_flight), 0);
     assert_int_equal(atomic_load(&q->in_flight), 0);
     assert_int_equal(atomic_load(&k->n.published), 1);
@@ -106,8 +111,8 @@ static void test_outcomes(void **state)
     assert_int_equal(atomic_load(&k->n.deferred), 1);
     assert_int_equal(atomic_load(&k->n.refused), 2);
     assert_int_equal(atomic_load(&q->n.dead), 2);
-    assert_int_equal(atomic_load(&m->routes[0].published), 1);
-    assert_int_equal(atomic_load(&m->routes[1].dead), 1); /* the bad row has no route */
+    assert_int_equal(atomic_load(&stats_route(m, 1, "kafka")->n.published), 1);
+    assert_int_equal(atomic_load(&stats_route(m, 2, "mq\"tt")->n.dead), 1); /* bad row: no route */
     /* latencies only for what was published: 2 s since created_at */
     assert_int_equal(bucket(&k->commit_to_ack, 10), 1); /* le="2.5" */
     long long publish_total = 0, q_total = 0;
@@ -191,7 +196,7 @@ static void test_render(void **state)
     fixture *f = *state;
     relay_metrics *m = f->st.metrics;
     for (int i = 0; i < 5; i++)
-        histogram_observe(&m->outputs[1].publish, 20000 * i);
+        histogram_observe(&stats_output(m, "mq\"tt")->publish, 20000 * i);
     poll_result(m, 1, "", 0);
     m->backlog.pending = 42;
     m->backlog.oldest_pending_s = 12.5;
@@ -226,6 +231,71 @@ static void test_render(void **state)
     f->st.metrics = saved;
 }
 
+/* A reload: "kafka" removed, "mq\"tt" kept at another index, "file" new, and
+ * the routes reordered. Counts follow names and positions, not indexes, and
+ * /metrics and /readyz show the running generation only. */
+static cfg_output outputs2[] = {{.name = "file"}, {.name = "mq\"tt"}};
+static cfg_route routes2[] = {
+    {.event_type = "*", .aggregate_type = "*", .output = "mq\"tt", .output_index = 1},
+};
+static relay_config cfg2 = {.workers = 2,
+                            .lease_ms = 30000,
+                            .poll_interval_ms = 300000,
+                            .outputs = outputs2,
+                            .output_count = 2,
+                            .routes = routes2,
+                            .route_count = 1};
+
+static void test_reload(void **state)
+{
+    fixture *f = *state;
+    relay_metrics *m = f->st.metrics;
+    obx_message user = msg("user.new", stats_wall_us());
+    stats_sent(m, &cfg, 1); /* generation 0: mq"tt is output 1, route 2 */
+    stats_observe_completion(m, &cfg, 1, &user, now_ms(), OUTCOME_PUBLISHED, 0);
+    stats_sent(m, &cfg, 0);
+    stats_observe_completion(m, &cfg, 0, &user, now_ms(), OUTCOME_DEAD, 0);
+    output_health health2[2];
+    health_init(&health2[0], "file");
+    health_init(&health2[1], "mq\"tt");
+    config_gen gen2 = {.number = 1, .cfg = &cfg2, .health = health2, .users = 1};
+    f->st.gen = &gen2;
+    stats_sent(m, &cfg2, 1); /* generation 1: mq"tt is output 1, route 1 */
+    stats_observe_completion(m, &cfg2, 1, &user, now_ms(), OUTCOME_PUBLISHED, 0);
+    assert_int_equal(atomic_load(&stats_output(m, "mq\"tt")->n.published), 2);
+    assert_int_equal(atomic_load(&stats_output(m, "mq\"tt")->in_flight), 0);
+    assert_int_equal(atomic_load(&stats_route(m, 1, "mq\"tt")->n.published), 1);
+    assert_int_equal(atomic_load(&stats_route(m, 2, "mq\"tt")->n.published), 1);
+    assert_int_equal(atomic_load(&stats_output(m, "file")->n.published), 0);
+    size_t len;
+    char *body = metrics_render(&f->st, &len);
+    assert_non_null(strstr(body, "\noutbox_relay_output_published_total{output=\"mq\\\"tt\"} 2\n"));
+    assert_non_null(strstr(body, "\noutbox_relay_output_published_total{output=\"file\"} 0\n"));
+    assert_non_null(strstr(body, "\noutbox_relay_output_up{output=\"file\"} 1\n"));
+    assert_non_null(
+        strstr(body, "\noutbox_relay_route_published_total{route=\"1\",output=\"mq\\\"tt\"} 1\n"));
+    assert_null(strstr(body, "route=\"2\""));
+    assert_null(strstr(body, "output=\"kafka\""));
+    assert_non_null(
+        strstr(body, "outbox_relay_commit_to_ack_seconds_count{output=\"mq\\\"tt\"} 2\n"));
+    free(body);
+    /* the running generation's outputs for /readyz; its poll interval for /healthz */
+    poll_result(m, 1, "", 0);
+    health_down(&health2[0], "test");
+    expect_ready(f, 503, "\"output file: unavailable\"");
+    assert_int_equal(stats_stale_ms(m, &cfg2), 3 * 30000 + 300000);
+    assert_int_equal(stats_stale_ms(m, &cfg), m->stale_ms);
+    stats_thread_register(m, 0);
+    atomic_store(&m->beats[0], now_ms() - m->stale_ms - 2000); /* stale only under generation 0 */
+    char *hb;
+    assert_int_equal(probe_health(&f->st, &hb), 200);
+    free(hb);
+    stats_thread_register(NULL, 0);
+    f->st.gen = &f->gen;
+    health_destroy(&health2[0]);
+    health_destroy(&health2[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +304,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_healthz, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readyz, setup, teardown),
         cmocka_unit_test_setup_teardown(test_render, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reload, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
