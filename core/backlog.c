@@ -9,6 +9,7 @@
 #include "log.h"
 #include "sql.h"
 #include "stats.h"
+#include "text.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -31,7 +32,8 @@ static void store_failure(relay_metrics *m, const char *why)
     pthread_mutex_lock(&m->lock);
     m->backlog.db_ok = 0;
     m->backlog.failures++;
-    snprintf(m->backlog.db_error, sizeof m->backlog.db_error, "%s", why);
+    /* cut to fit on a character boundary: /readyz puts it in JSON */
+    text_copy(m->backlog.db_error, sizeof m->backlog.db_error, why);
     pthread_mutex_unlock(&m->lock);
 }
 
