@@ -79,50 +79,51 @@ static const char claim_unordered[] =
  * worker recorded since this statement's snapshot is skipped.
  */
 static const char claim_ordered[] =
-    "WITH RECURSIVE aggs(t, a, n, wrapped) AS ("
-    " (SELECT f.t, f.a, 1, f.w FROM ("
-    "  (SELECT " AGG("x") ", false FROM {table} x WHERE " LIVE("x")
+    /* the live index is ordered (type, id, event id): the first entry after
+     * an aggregate is the next aggregate's head */
+    "WITH RECURSIVE aggs(t, a, id, n, wrapped) AS ("
+    " (SELECT f.t, f.a, f.id, 1, f.w FROM ("
+    "  (SELECT " AGG("x") ", x.{c.id}, false FROM {table} x WHERE " LIVE("x")
     "   AND ($3::text IS NULL OR (" AGG("x") ") > ($3::text, $4::text))"
-    "   ORDER BY " AGG("x") " LIMIT 1)"
+    "   ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
     "  UNION ALL"
-    "  (SELECT " AGG("x") ", true FROM {table} x WHERE " LIVE("x") " AND $3::text IS NOT NULL"
-    "   ORDER BY " AGG("x") " LIMIT 1)"
-    "  LIMIT 1) f(t, a, w))"
+    "  (SELECT " AGG("x") ", x.{c.id}, true FROM {table} x WHERE " LIVE("x")
+    "   AND $3::text IS NOT NULL ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
+    "  LIMIT 1) f(t, a, id, w))"
     " UNION ALL"
-    " SELECT nx.t, nx.a, g.n + 1, nx.w FROM aggs g CROSS JOIN LATERAL ("
-    "  (SELECT " AGG("x") ", g.wrapped FROM {table} x WHERE " LIVE("x")
-    "   AND (" AGG("x") ") > (g.t, g.a) ORDER BY " AGG("x") " LIMIT 1)"
+    " SELECT nx.t, nx.a, nx.id, g.n + 1, nx.w FROM aggs g CROSS JOIN LATERAL ("
+    "  (SELECT " AGG("x") ", x.{c.id}, g.wrapped FROM {table} x WHERE " LIVE("x")
+    "   AND (" AGG("x") ") > (g.t, g.a) ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
     "  UNION ALL"
-    "  (SELECT " AGG("x") ", true FROM {table} x WHERE " LIVE("x") " AND NOT g.wrapped"
-    "   ORDER BY " AGG("x") " LIMIT 1)"
-    "  LIMIT 1) nx(t, a, w)"
+    "  (SELECT " AGG("x") ", x.{c.id}, true FROM {table} x WHERE " LIVE("x") " AND NOT g.wrapped"
+    "   ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
+    "  LIMIT 1) nx(t, a, id, w)"
     " WHERE NOT (nx.w AND ($3::text IS NULL OR (nx.t, nx.a) > ($3::text, $4::text)))),"
-    " heads AS (SELECT g.t, g.a, g.n, h.id FROM aggs g CROSS JOIN LATERAL ("
-    "  SELECT p.{c.id} AS id, p.{c.available_at} AS due, p.{c.lease_until} AS lease"
-    "  FROM {table} p WHERE p.{c.aggregate_type} = g.t AND p.{c.aggregate_id} = g.a"
-    "  AND " LIVE("p") " ORDER BY p.{c.id} LIMIT 1) h"
-    "  WHERE h.due <= now() AND h.due < 'infinity' AND (h.lease IS NULL OR h.lease < now())"
-    "  @DEAD_BEFORE@"
-    /* locked here, in the walk: a head another worker holds is passed over
-     * and does not count against the batch */
-    "  AND EXISTS (SELECT 1 FROM {table} o WHERE o.{c.id} = h.id AND " CLAIMABLE("o")
+    /* a head is locked here, in the walk, if it is due and free: one another
+     * worker holds is passed over and does not count against the batch */
+    " heads AS (SELECT g.t, g.a, g.n, g.id FROM aggs g WHERE true @DEAD_BEFORE@"
+    "  AND EXISTS (SELECT 1 FROM {table} o WHERE o.{c.id} = g.id AND " CLAIMABLE("o")
     "   FOR UPDATE SKIP LOCKED) LIMIT $1),"
-    " cand AS (SELECT r.id, h.n, r.pos FROM heads h CROSS JOIN LATERAL ("
-    "  SELECT q.id, row_number() OVER w AS pos, bool_and(q.ok) OVER w AS prefix_ok FROM ("
+    /* the events right behind each head, the batch shared among the heads
+     * (a hot aggregate alone gets it all); none when every head has its share */
+    " share AS (SELECT least($5, ceil($1::numeric / greatest(count(*), 1)))::int AS k FROM heads),"
+    " runs AS (SELECT r.id, h.n, r.pos FROM heads h CROSS JOIN LATERAL ("
+    "  SELECT q.id, 1 + row_number() OVER w AS pos, bool_and(q.ok) OVER w AS prefix_ok FROM ("
     "   SELECT b.{c.id} AS id, b.{c.available_at} <= now() AND b.{c.available_at} < 'infinity'"
     "   AND (b.{c.lease_until} IS NULL OR b.{c.lease_until} < now()) AS ok"
     "   FROM {table} b WHERE b.{c.aggregate_type} = h.t AND b.{c.aggregate_id} = h.a"
-    "   AND " LIVE("b") " AND b.{c.id} >= h.id ORDER BY b.{c.id}"
-    /* the batch shared among the heads held: a hot aggregate alone gets it all */
-    "   LIMIT least($5, (SELECT ceil($1::numeric / count(*)) FROM heads))) q"
+    "   AND " LIVE("b") " AND b.{c.id} > h.id ORDER BY b.{c.id}"
+    "   LIMIT (SELECT k - 1 FROM share)) q"
     "  WINDOW w AS (ORDER BY q.id)) r WHERE r.prefix_ok),"
-    " locked AS (SELECT o.{c.id} AS id FROM {table} o WHERE o.{c.id} IN (SELECT id FROM cand)"
+    " locked AS (SELECT o.{c.id} AS id FROM {table} o WHERE o.{c.id} IN (SELECT id FROM runs)"
     "  AND " CLAIMABLE("o") " FOR UPDATE SKIP LOCKED),"
     /* a run is kept up to its first row it could not lock (its gap) */
-    " gaps AS (SELECT c.n, min(c.pos) AS pos FROM cand c"
-    "  WHERE c.id NOT IN (SELECT id FROM locked) GROUP BY c.n),"
-    " picked AS (SELECT c.id, c.n FROM cand c LEFT JOIN gaps g ON g.n = c.n"
-    "  WHERE c.id IN (SELECT id FROM locked) AND (g.pos IS NULL OR c.pos < g.pos)"
+    " gaps AS (SELECT r.n, min(r.pos) AS pos FROM runs r"
+    "  WHERE r.id NOT IN (SELECT id FROM locked) GROUP BY r.n),"
+    " picked AS (SELECT c.id, c.n FROM ("
+    "  SELECT h.id, h.n, 1 AS pos FROM heads h UNION ALL"
+    "  SELECT r.id, r.n, r.pos FROM runs r LEFT JOIN gaps g ON g.n = r.n"
+    "  WHERE r.id IN (SELECT id FROM locked) AND (g.pos IS NULL OR r.pos < g.pos)) c"
     "  ORDER BY c.pos, c.n LIMIT $1)"
     /* by the id array, not a join: the planner cannot estimate picked, and a
      * hash join over the whole table is what it then chose */
@@ -135,7 +136,7 @@ static const char claim_ordered[] =
 static const char no_dead_before[] =
     "AND NOT EXISTS (SELECT 1 FROM {table} d WHERE d.{c.aggregate_type} = g.t"
     " AND d.{c.aggregate_id} = g.a AND d.{c.dead_at} IS NOT NULL AND d.{c.published_at} IS NULL"
-    " AND d.{c.id} < h.id)";
+    " AND d.{c.id} < g.id)";
 
 #define SIZE_JSONB                                                                            \
     "(CASE WHEN pg_column_size(t.{c.payload})::bigint * 256 < $2 THEN NULL"                    \
