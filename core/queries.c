@@ -14,7 +14,7 @@
  * Rows any worker may take now: pending, due, and not leased. A worker's
  * lease is its transaction's row lock (FOR UPDATE SKIP LOCKED skips the rows
  * other workers hold); lease_until is only read, for rows leased by a relay
- * older than schema version 3 during a rolling upgrade. It states the
+ * of an older version during a rolling upgrade. It states the
  * pending index's whole predicate, so the unordered claim uses it.
  */
 #define CLAIMABLE(o)                                                                          \
