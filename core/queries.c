@@ -11,8 +11,11 @@
 /* SQL text reads best as written. */
 /* clang-format off */
 /*
- * Rows any worker may take now: pending, due, lease free or expired. It
- * states the pending index's whole predicate, so the unordered claim uses it.
+ * Rows any worker may take now: pending, due, and not leased. A worker's
+ * lease is its transaction's row lock (FOR UPDATE SKIP LOCKED skips the rows
+ * other workers hold); lease_until is only read, for rows leased by a relay
+ * of an older version during a rolling upgrade. It states the
+ * pending index's whole predicate, so the unordered claim uses it.
  */
 #define CLAIMABLE(o)                                                                          \
     o ".{c.published_at} IS NULL AND " o ".{c.dead_at} IS NULL AND " o                          \
@@ -20,30 +23,30 @@
     ".{c.lease_until} IS NULL OR " o ".{c.lease_until} < now())"
 
 /*
- * The payload is not fetched when it is larger than max_payload_bytes ($4 in
+ * The payload is not fetched when it is larger than max_payload_bytes ($2 in
  * both claims): a backlog of huge rows must not fill the relay's memory. The
  * size (@SIZE@, filled in per payload type) is read without the value where
  * PostgreSQL can tell: text, json and bytea know their raw length; jsonb is
  * measured as text only when even its stored (maybe compressed) form is not
  * clearly small, and is NULL (small) otherwise.
  */
-#define CLAIM_RETURNING                                                                       \
-    " RETURNING t.{c.id}, t.{c.event_id}, t.{c.aggregate_type}, t.{c.aggregate_id},"          \
-    " t.{c.event_type}, CASE WHEN coalesce(@SIZE@, 0) > $4 THEN NULL ELSE t.{c.payload} END,"   \
+#define CLAIM_COLUMNS                                                                         \
+    " t.{c.id}, t.{c.event_id}, t.{c.aggregate_type}, t.{c.aggregate_id},"          \
+    " t.{c.event_type}, CASE WHEN coalesce(@SIZE@, 0) > $2 THEN NULL ELSE t.{c.payload} END,"   \
     " t.{c.headers}, t.{c.destination},"                                                       \
     " (extract(epoch FROM t.{c.created_at}) * 1000000)::bigint, t.{c.attempts}, @SIZE@"
 
-#define LEASE_UNTIL "clock_timestamp() + $3 * interval '1 millisecond'"
-
-/* $1 owner, $2 batch size, $3 lease ms, $4 max payload bytes. The lease runs
- * from when it is written (clock_timestamp), not from the statement's start:
- * a claim that waited (a lock, a slow plan) must not write a lease already
- * expired. */
+/*
+ * A claim only locks: the lease is the worker's transaction, held while the
+ * batch is in flight, so an event is written once, when it is recorded. A
+ * relay that dies or stops answering loses its locks with its session
+ * (idle_in_transaction_session_timeout = the lease, see session.c), and its
+ * late record fails with the session: PostgreSQL is the fence.
+ * $1 batch size, $2 max payload bytes.
+ */
 static const char claim_unordered[] =
-    "WITH picked AS (SELECT o.{c.id} FROM {table} o WHERE " CLAIMABLE("o")
-    " ORDER BY o.{c.id} LIMIT $2 FOR UPDATE SKIP LOCKED)"
-    " UPDATE {table} t SET {c.lease_owner} = $1, {c.lease_until} = " LEASE_UNTIL
-    " FROM picked WHERE t.{c.id} = picked.{c.id}" CLAIM_RETURNING ", NULL, NULL";
+    "SELECT" CLAIM_COLUMNS ", NULL, NULL FROM {table} t WHERE " CLAIMABLE("t")
+    " ORDER BY t.{c.id} LIMIT $1 FOR UPDATE SKIP LOCKED";
 
 /* A row of the aggregate scan: pending and not dead. */
 #define LIVE(o) o ".{c.published_at} IS NULL AND " o ".{c.dead_at} IS NULL"
@@ -63,119 +66,133 @@ static const char claim_unordered[] =
  * is reached, whatever a hot, held, backing-off or dead aggregate holds. A
  * batch takes every head before any second event of a run.
  *
- * $1 owner, $2 batch size, $3 lease ms, $4 max payload bytes, $5/$6 the
- * aggregate to start after (NULL: from the first), $7 the longest run per
- * aggregate (1 unless every driver keeps order within an instance).
- * Returns the claimed rows, each with the last aggregate claimed in the walk
- * (where the next claim starts). Claimability is tested again where rows are locked, so a row
- * another worker claimed since this statement's snapshot is skipped.
+ * Heads are locked as the walk finds them, and only the runs behind heads
+ * this claim holds are locked after them: rows behind a head another worker
+ * holds are never touched, so they are not kept locked (and unclaimable)
+ * for a whole batch.
+ *
+ * $1 batch size, $2 max payload bytes, $3/$4 the aggregate to start after
+ * (NULL: from the first), $5 the longest run per aggregate (1 unless every
+ * driver keeps order within an instance). Returns the claimed rows, each
+ * with the last aggregate claimed in the walk (where the next claim starts).
+ * Claimability is tested again where rows are locked, so a row another
+ * worker recorded since this statement's snapshot is skipped.
  */
 static const char claim_ordered[] =
-    "WITH RECURSIVE aggs(t, a, n, wrapped) AS ("
-    " (SELECT f.t, f.a, 1, f.w FROM ("
-    "  (SELECT " AGG("x") ", false FROM {table} x WHERE " LIVE("x")
-    "   AND ($5::text IS NULL OR (" AGG("x") ") > ($5::text, $6::text))"
-    "   ORDER BY " AGG("x") " LIMIT 1)"
+    /* the live index is ordered (type, id, event id): the first entry after
+     * an aggregate is the next aggregate's head */
+    "WITH RECURSIVE aggs(t, a, id, n, wrapped) AS ("
+    " (SELECT f.t, f.a, f.id, 1, f.w FROM ("
+    "  (SELECT " AGG("x") ", x.{c.id}, false FROM {table} x WHERE " LIVE("x")
+    "   AND ($3::text IS NULL OR (" AGG("x") ") > ($3::text, $4::text))"
+    "   ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
     "  UNION ALL"
-    "  (SELECT " AGG("x") ", true FROM {table} x WHERE " LIVE("x") " AND $5::text IS NOT NULL"
-    "   ORDER BY " AGG("x") " LIMIT 1)"
-    "  LIMIT 1) f(t, a, w))"
+    "  (SELECT " AGG("x") ", x.{c.id}, true FROM {table} x WHERE " LIVE("x")
+    "   AND $3::text IS NOT NULL ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
+    "  LIMIT 1) f(t, a, id, w))"
     " UNION ALL"
-    " SELECT nx.t, nx.a, g.n + 1, nx.w FROM aggs g CROSS JOIN LATERAL ("
-    "  (SELECT " AGG("x") ", g.wrapped FROM {table} x WHERE " LIVE("x")
-    "   AND (" AGG("x") ") > (g.t, g.a) ORDER BY " AGG("x") " LIMIT 1)"
+    " SELECT nx.t, nx.a, nx.id, g.n + 1, nx.w FROM aggs g CROSS JOIN LATERAL ("
+    "  (SELECT " AGG("x") ", x.{c.id}, g.wrapped FROM {table} x WHERE " LIVE("x")
+    "   AND (" AGG("x") ") > (g.t, g.a) ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
     "  UNION ALL"
-    "  (SELECT " AGG("x") ", true FROM {table} x WHERE " LIVE("x") " AND NOT g.wrapped"
-    "   ORDER BY " AGG("x") " LIMIT 1)"
-    "  LIMIT 1) nx(t, a, w)"
-    " WHERE NOT (nx.w AND ($5::text IS NULL OR (nx.t, nx.a) > ($5::text, $6::text)))),"
-    " heads AS (SELECT g.t, g.a, g.n, h.id FROM aggs g CROSS JOIN LATERAL ("
-    "  SELECT p.{c.id} AS id, p.{c.available_at} AS due, p.{c.lease_until} AS lease"
-    "  FROM {table} p WHERE p.{c.aggregate_type} = g.t AND p.{c.aggregate_id} = g.a"
-    "  AND " LIVE("p") " ORDER BY p.{c.id} LIMIT 1) h"
-    "  WHERE h.due <= now() AND h.due < 'infinity' AND (h.lease IS NULL OR h.lease < now())"
-    "  @DEAD_BEFORE@ LIMIT $2),"
-    " cand AS (SELECT r.id, h.n, r.pos FROM heads h CROSS JOIN LATERAL ("
-    "  SELECT q.id, row_number() OVER w AS pos, bool_and(q.ok) OVER w AS prefix_ok FROM ("
+    "  (SELECT " AGG("x") ", x.{c.id}, true FROM {table} x WHERE " LIVE("x") " AND NOT g.wrapped"
+    "   ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
+    "  LIMIT 1) nx(t, a, id, w)"
+    " WHERE NOT (nx.w AND ($3::text IS NULL OR (nx.t, nx.a) > ($3::text, $4::text)))),"
+    /* a head is locked here, in the walk, if it is due and free: one another
+     * worker holds is passed over and does not count against the batch */
+    " heads AS (SELECT g.t, g.a, g.n, g.id FROM aggs g WHERE true @DEAD_BEFORE@"
+    "  AND EXISTS (SELECT 1 FROM {table} o WHERE o.{c.id} = g.id AND " CLAIMABLE("o")
+    "   FOR UPDATE SKIP LOCKED) LIMIT $1),"
+    /* the events right behind each head, the batch shared among the heads
+     * (a hot aggregate alone gets it all); none when every head has its share */
+    " share AS (SELECT least($5, ceil($1::numeric / greatest(count(*), 1)))::int AS k FROM heads),"
+    " runs AS (SELECT r.id, h.n, r.pos FROM heads h CROSS JOIN LATERAL ("
+    "  SELECT q.id, 1 + row_number() OVER w AS pos, bool_and(q.ok) OVER w AS prefix_ok FROM ("
     "   SELECT b.{c.id} AS id, b.{c.available_at} <= now() AND b.{c.available_at} < 'infinity'"
     "   AND (b.{c.lease_until} IS NULL OR b.{c.lease_until} < now()) AS ok"
     "   FROM {table} b WHERE b.{c.aggregate_type} = h.t AND b.{c.aggregate_id} = h.a"
-    "   AND " LIVE("b") " AND b.{c.id} >= h.id ORDER BY b.{c.id}"
-    /* the batch shared among the heads found: a hot aggregate alone gets it all */
-    "   LIMIT least($7, (SELECT ceil($2::numeric / count(*)) FROM heads))) q"
+    "   AND " LIVE("b") " AND b.{c.id} > h.id ORDER BY b.{c.id}"
+    "   LIMIT (SELECT k - 1 FROM share)) q"
     "  WINDOW w AS (ORDER BY q.id)) r WHERE r.prefix_ok),"
-    " locked AS (SELECT o.{c.id} AS id FROM {table} o WHERE o.{c.id} IN (SELECT id FROM cand)"
+    " locked AS (SELECT o.{c.id} AS id FROM {table} o WHERE o.{c.id} IN (SELECT id FROM runs)"
     "  AND " CLAIMABLE("o") " FOR UPDATE SKIP LOCKED),"
-    /* a run is kept up to its first row another worker holds (its gap) */
-    " gaps AS (SELECT c.n, min(c.pos) AS pos FROM cand c"
-    "  WHERE c.id NOT IN (SELECT id FROM locked) GROUP BY c.n),"
-    " picked AS (SELECT c.id, c.n FROM cand c LEFT JOIN gaps g ON g.n = c.n"
-    "  WHERE c.id IN (SELECT id FROM locked) AND (g.pos IS NULL OR c.pos < g.pos)"
-    "  ORDER BY c.pos, c.n LIMIT $2)"
+    /* a run is kept up to its first row it could not lock (its gap) */
+    " gaps AS (SELECT r.n, min(r.pos) AS pos FROM runs r"
+    "  WHERE r.id NOT IN (SELECT id FROM locked) GROUP BY r.n),"
+    " picked AS (SELECT c.id, c.n FROM ("
+    "  SELECT h.id, h.n, 1 AS pos FROM heads h UNION ALL"
+    "  SELECT r.id, r.n, r.pos FROM runs r LEFT JOIN gaps g ON g.n = r.n"
+    "  WHERE r.id IN (SELECT id FROM locked) AND (g.pos IS NULL OR r.pos < g.pos)) c"
+    "  ORDER BY c.pos, c.n LIMIT $1)"
     /* by the id array, not a join: the planner cannot estimate picked, and a
      * hash join over the whole table is what it then chose */
-    " UPDATE {table} t SET {c.lease_owner} = $1, {c.lease_until} = " LEASE_UNTIL
-    " WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM picked))" CLAIM_RETURNING ","
+    " SELECT" CLAIM_COLUMNS ","
     " (SELECT h.t FROM heads h WHERE h.n = (SELECT max(n) FROM picked)),"
-    " (SELECT h.a FROM heads h WHERE h.n = (SELECT max(n) FROM picked))";
+    " (SELECT h.a FROM heads h WHERE h.n = (SELECT max(n) FROM picked))"
+    " FROM {table} t WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM picked)) ORDER BY t.{c.id}";
 
 /* on_dead = "block": a dead event holds back every later one of its aggregate. */
 static const char no_dead_before[] =
     "AND NOT EXISTS (SELECT 1 FROM {table} d WHERE d.{c.aggregate_type} = g.t"
     " AND d.{c.aggregate_id} = g.a AND d.{c.dead_at} IS NOT NULL AND d.{c.published_at} IS NULL"
-    " AND d.{c.id} < h.id)";
+    " AND d.{c.id} < g.id)";
 
 #define SIZE_JSONB                                                                            \
-    "(CASE WHEN pg_column_size(t.{c.payload})::bigint * 256 < $4 THEN NULL"                    \
+    "(CASE WHEN pg_column_size(t.{c.payload})::bigint * 256 < $2 THEN NULL"                    \
     " ELSE octet_length(t.{c.payload}::text) END)"
 #define SIZE_JSON "octet_length(t.{c.payload}::text)"
 #define SIZE_RAW "octet_length(t.{c.payload})"
 
 /*
- * One statement records a whole batch, fenced by the lease owner: a worker
- * whose lease was taken over changes nothing. $1 ids, $2 outcome codes
- * (OUTCOME_*), $3 retry delays in ms, $4 errors, $5 owner, $6 delete
- * published rows. Returns (outcome, rows) for the rows actually recorded.
+ * One statement records a whole batch. In the claim's transaction the rows
+ * are the worker's own: its locks are the fence. After that transaction
+ * ended without recording (the session was lost, or the statement failed on
+ * its data), the rows are locked again first, and only those still pending
+ * and free are recorded: a row another worker holds or recorded since is
+ * left to it. $1 ids, $2 outcome codes (OUTCOME_*), $3 retry delays in ms,
+ * $4 errors, $5 delete published rows, $6 lock again. Returns (outcome,
+ * rows) for the rows actually recorded.
  */
 #define O_PUBLISHED OUTCOME_SQL(OUTCOME_PUBLISHED)
 #define O_RETRY OUTCOME_SQL(OUTCOME_RETRY)
 #define O_DEAD OUTCOME_SQL(OUTCOME_DEAD)
 #define O_RELEASE OUTCOME_SQL(OUTCOME_RELEASE)
 #define O_DEFER OUTCOME_SQL(OUTCOME_DEFER)
+#define MINE(ids, relock)                                                                     \
+    "ANY (CASE WHEN " relock " THEN ARRAY(SELECT r.{c.id} FROM {table} r WHERE r.{c.id} = ANY(" \
+    ids ") AND " LIVE("r") " FOR UPDATE SKIP LOCKED) ELSE " ids " END)"
 static const char record_sql[] =
     "WITH f AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[])"
-    " AS f(id, outcome, delay_ms, error)),"
-    " gone AS (DELETE FROM {table} t USING f WHERE $6 AND f.outcome = " O_PUBLISHED
-    " AND t.{c.id} = f.id AND t.{c.lease_owner} = $5 RETURNING f.outcome),"
+    " AS f(id, outcome, delay_ms, error) WHERE f.id = " MINE("$1::bigint[]", "$6") "),"
+    " gone AS (DELETE FROM {table} t USING f WHERE $5 AND f.outcome = " O_PUBLISHED
+    " AND t.{c.id} = f.id RETURNING f.outcome),"
+    /* released rows need no write: their lock ends with the transaction */
     " kept AS (UPDATE {table} t SET"
     " {c.published_at} = CASE WHEN f.outcome = " O_PUBLISHED " THEN now() ELSE t.{c.published_at} END,"
     " {c.dead_at} = CASE WHEN f.outcome = " O_DEAD " THEN now() ELSE t.{c.dead_at} END,"
-    " {c.attempts} = t.{c.attempts} + CASE WHEN f.outcome IN (" O_RELEASE ", " O_DEFER ")"
-    "   THEN 0 ELSE 1 END,"
+    " {c.attempts} = t.{c.attempts} + CASE WHEN f.outcome = " O_DEFER " THEN 0 ELSE 1 END,"
     " {c.available_at} = CASE WHEN f.outcome IN (" O_RETRY ", " O_DEFER ")"
     "   THEN now() + f.delay_ms * interval '1 millisecond' ELSE t.{c.available_at} END,"
     " {c.last_error} = CASE WHEN f.outcome IN (" O_RETRY ", " O_DEAD ", " O_DEFER ")"
-    "   THEN f.error ELSE t.{c.last_error} END,"
-    " {c.lease_owner} = NULL, {c.lease_until} = NULL"
-    " FROM f WHERE t.{c.id} = f.id AND t.{c.lease_owner} = $5"
-    " AND NOT (f.outcome = " O_PUBLISHED " AND $6) RETURNING f.outcome)"
-    " SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept) r"
-    " GROUP BY outcome";
+    "   THEN f.error ELSE t.{c.last_error} END"
+    " FROM f WHERE t.{c.id} = f.id AND f.outcome <> " O_RELEASE
+    " AND NOT (f.outcome = " O_PUBLISHED " AND $5) RETURNING f.outcome)"
+    " SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept"
+    " UNION ALL SELECT outcome FROM f WHERE f.outcome = " O_RELEASE ") r GROUP BY outcome";
 
 /* The common case, a batch all published: no per-row arrays to unpack.
- * $1 ids, $2 owner, $3 delete them. Returns the rows recorded. */
+ * $1 ids, $2 delete them, $3 lock again. Returns the rows recorded. */
 static const char mark_sql[] =
-    "WITH gone AS (DELETE FROM {table} WHERE $3 AND {c.id} = ANY($1::bigint[])"
-    " AND {c.lease_owner} = $2 RETURNING 1),"
-    " kept AS (UPDATE {table} SET {c.published_at} = now(), {c.attempts} = {c.attempts} + 1,"
-    " {c.lease_owner} = NULL, {c.lease_until} = NULL"
-    " WHERE NOT $3 AND {c.id} = ANY($1::bigint[]) AND {c.lease_owner} = $2 RETURNING 1)"
+    "WITH gone AS (DELETE FROM {table} WHERE $2 AND {c.id} = " MINE("$1::bigint[]", "$3")
+    " RETURNING 1),"
+    " kept AS (UPDATE {table} SET {c.published_at} = now(), {c.attempts} = {c.attempts} + 1"
+    " WHERE NOT $2 AND {c.id} = " MINE("$1::bigint[]", "$3") " RETURNING 1)"
     " SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept)";
 
-/* $1 ids still in flight, $2 owner, $3 lease ms. */
-static const char renew_sql[] =
-    "UPDATE {table} SET {c.lease_until} = clock_timestamp() + $3 * interval '1 millisecond'"
-    " WHERE {c.id} = ANY($1::bigint[]) AND {c.lease_owner} = $2";
+/* Keeps the claim's transaction from being idle past the lease while a
+ * batch waits for acknowledgements (renewing the lease). */
+static const char renew_sql[] = "SELECT 1";
 
 /* Is anything left to do? Under block, rows behind a dead event are not. */
 static const char pending_sql[] =

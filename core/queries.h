@@ -26,9 +26,7 @@ enum {
 
 /* Parameters of the claim statements. */
 enum {
-    CLAIM_OWNER,
     CLAIM_BATCH,
-    CLAIM_LEASE,
     CLAIM_MAX_PAYLOAD,
     CLAIM_AFTER_TYPE,
     CLAIM_AFTER_ID,

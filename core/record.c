@@ -8,12 +8,15 @@
 #include "log.h"
 #include "pgarray.h"
 
-/* One statement for rows [from, to). Returns the result or NULL. */
+/* One statement for rows [from, to); relock: the claim's transaction has
+ * ended, take the rows that are still pending and free. Returns the result
+ * or NULL. */
 static PGresult *record_range(session *s, const batch *b, const decision *d, int from, int to,
-                              const char *owner, int plain_errors)
+                              int relock, int plain_errors)
 {
     const relay_config *cfg = s->st->cfg;
     const char *delete = cfg->retention == RETAIN_DELETE ? "true" : "false";
+    const char *again = relock ? "true" : "false";
     int all_published = 1;
     for (int i = from; i < to; i++)
         all_published &= d[i].outcome == OUTCOME_PUBLISHED;
@@ -35,15 +38,15 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
     }
     PGresult *res;
     if (all_published) {
-        const char *params[] = {pgarray_text(&ids), owner, delete};
+        const char *params[] = {pgarray_text(&ids), delete, again};
         res = session_run(s, SESSION_OTHER, "mark", 3, params, PGRES_TUPLES_OK);
     } else {
         const char *params[] = {pgarray_text(&ids),
                                 pgarray_text(&outcomes),
                                 pgarray_text(&delays),
                                 pgarray_text(&errors),
-                                owner,
-                                delete};
+                                delete,
+                                again};
         res = session_run(s, SESSION_OTHER, "record", 6, params, PGRES_TUPLES_OK);
     }
     pgarray_free(&ids);
@@ -73,8 +76,8 @@ static long long tally(PGresult *res, const decision *d, int from, long long cou
     return total;
 }
 
-/* Until when recording is worth trying: while the lease holds, and not
- * past a stop's deadline. */
+/* Until when recording is worth trying: while the rows are likely still
+ * free (within a lease of the claim), and not past a stop's deadline. */
 static long long give_up_at(session *s, long long claimed_at)
 {
     const relay_config *cfg = s->st->cfg;
@@ -87,15 +90,16 @@ static long long give_up_at(session *s, long long claimed_at)
     return at;
 }
 
-/* Row by row, after the whole batch failed for a reason in its data. */
-static long long record_each(session *s, const batch *b, const decision *d, const char *owner,
-                             long long claimed_at, long long counts[OUTCOME_COUNT])
+/* Row by row, each in its own transaction, after the whole batch failed
+ * for a reason in its data. */
+static long long record_each(session *s, const batch *b, const decision *d, long long claimed_at,
+                             long long counts[OUTCOME_COUNT])
 {
     long long total = 0;
     for (int i = 0; i < b->count && s->conn && now_ms() < give_up_at(s, claimed_at); i++) {
-        PGresult *res = record_range(s, b, d, i, i + 1, owner, 0);
+        PGresult *res = record_range(s, b, d, i, i + 1, 1, 0);
         if (!res && s->conn)
-            res = record_range(s, b, d, i, i + 1, owner, 1);
+            res = record_range(s, b, d, i, i + 1, 1, 1);
         if (res)
             total += tally(res, d, i, counts);
         else
@@ -105,23 +109,31 @@ static long long record_each(session *s, const batch *b, const decision *d, cons
     return total;
 }
 
-long long record_batch(session *s, const batch *b, const decision *d, const char *owner,
-                       long long claimed_at, long long counts[OUTCOME_COUNT])
+long long record_batch(session *s, const batch *b, const decision *d, long long claimed_at,
+                       long long counts[OUTCOME_COUNT])
 {
-    for (int tries = 0;; tries++) {
-        PGresult *res = record_range(s, b, d, 0, b->count, owner, 0);
-        if (res)
-            return tally(res, d, 0, counts);
-        if (s->conn) /* the statement failed, the connection did not: the data did */
-            return record_each(s, b, d, owner, claimed_at, counts);
-        if (now_ms() >= give_up_at(s, claimed_at))
-            break;
+    PGresult *res = record_range(s, b, d, 0, b->count, 0, 0);
+    if (res && session_commit(s) == 0)
+        return tally(res, d, 0, counts);
+    PQclear(res);
+    if (s->conn) { /* the statement failed, the connection did not: the data did */
+        session_rollback(s);
+        return record_each(s, b, d, claimed_at, counts);
+    }
+    /* The session was lost with its locks (PostgreSQL restarted, or ended
+     * the session of a relay that stopped answering): whatever is still
+     * pending and free is recorded from a new one. */
+    s->in_transaction = 0;
+    for (int tries = 0; now_ms() < give_up_at(s, claimed_at); tries++) {
         usleep(1000 * (tries < 5 ? 100 : 1000));
         /* even during a graceful stop: recording is what the stop waits for */
-        session_connect(s, give_up_at(s, claimed_at), 0);
+        if (session_connect(s, give_up_at(s, claimed_at), 0) < 0)
+            break;
+        res = record_range(s, b, d, 0, b->count, 1, 0);
+        if (res)
+            return tally(res, d, 0, counts);
     }
     log_scoped(OBX_LOG_ERROR, s->scope,
-               "could not record %d outcomes; the rows will be retried when their lease expires",
-               b->count);
+               "could not record %d outcomes; the events will be published again", b->count);
     return 0;
 }

@@ -36,27 +36,32 @@ void session_disconnect(session *s)
     pthread_mutex_unlock(&s->lock);
     PQfinish(s->conn);
     s->conn = NULL;
+    s->in_transaction = 0;
 }
 
 static int setup(session *s, char *err, size_t err_size)
 {
     const relay_config *cfg = s->st->cfg;
-    char channel[300], command[400], timeout[64];
+    char channel[300], command[400], timeout[128];
     sql_channel_name(cfg, channel, sizeof channel); /* as the notify trigger names it */
     char *quoted = PQescapeIdentifier(s->conn, channel, strlen(channel));
     snprintf(command, sizeof command, "LISTEN %s", quoted ? quoted : "\"\"");
     PQfreemem(quoted);
     /*
-     * A statement of a killed relay must not run on for long, yet a claim
-     * slower than a short lease must still be able to finish on a busy
-     * database (else every claim is cancelled and retried as slowly: the
-     * chaos suite saw minutes without a delivery at lease 2 s). Past the
-     * lease nothing goes wrong: the claim writes its lease as it writes each
-     * row, and the record only touches rows the worker still owns.
+     * The claim's transaction is the batch's lease (queries.c): a session
+     * idle in it for longer than the lease is ended by PostgreSQL, which
+     * releases its rows to the other workers and makes its late record fail.
+     * A worker waiting for acknowledgements keeps it busy (renew). A running
+     * statement is bounded separately, by at least 10 s: a claim slower than
+     * a short lease must still be able to finish on a busy database (else
+     * every claim is cancelled and retried as slowly: the chaos suite saw
+     * minutes without a delivery at lease 2 s).
      */
-    snprintf(timeout, sizeof timeout, "SET statement_timeout = %d",
+    snprintf(timeout, sizeof timeout,
+             "SET statement_timeout = %d; SET idle_in_transaction_session_timeout = %d",
              cfg->lease_ms > STATEMENT_TIMEOUT_FLOOR_MS ? cfg->lease_ms
-                                                        : STATEMENT_TIMEOUT_FLOOR_MS);
+                                                        : STATEMENT_TIMEOUT_FLOOR_MS,
+             cfg->lease_ms);
     if (db_exec(s->conn, timeout, err, err_size) < 0 ||
         queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
         db_exec(s->conn, command, err, err_size) < 0)
@@ -124,6 +129,43 @@ PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
         session_disconnect(s);
     }
     return NULL;
+}
+
+/* Runs a transaction control command; a lost connection is dropped. */
+static int control(session *s, const char *command)
+{
+    char err[1024];
+    if (!s->conn)
+        return -1;
+    if (db_exec(s->conn, command, err, sizeof err) == 0)
+        return 0;
+    log_scoped(OBX_LOG_WARN, s->scope, "%s failed: %s", command, err);
+    if (db_lost(s->conn)) {
+        log_scoped(OBX_LOG_WARN, s->scope, "database connection lost; reconnecting");
+        session_disconnect(s);
+    }
+    return -1;
+}
+
+int session_begin(session *s)
+{
+    if (control(s, "BEGIN") < 0)
+        return -1;
+    s->in_transaction = 1;
+    return 0;
+}
+
+int session_commit(session *s)
+{
+    s->in_transaction = 0;
+    return control(s, "COMMIT");
+}
+
+void session_rollback(session *s)
+{
+    if (s->in_transaction && control(s, "ROLLBACK") < 0)
+        session_disconnect(s); /* never leave a transaction behind on a kept session */
+    s->in_transaction = 0;
 }
 
 void session_cancel(session *s, int kind)

@@ -13,7 +13,8 @@ typedef struct session {
     relay_state *st;
     const char *scope; /* "worker N", for the log */
     const char *payload_type;
-    PGconn *conn; /* NULL while disconnected */
+    PGconn *conn;       /* NULL while disconnected */
+    int in_transaction; /* a claim's transaction is open (its locks are the lease) */
 
     pthread_mutex_t lock; /* guards cancel and running (read by the engine's thread) */
     PGcancel *cancel;
@@ -34,6 +35,13 @@ void session_disconnect(session *s);
  * the result, or NULL after logging why (and dropping a lost connection). */
 PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
                       const char *const *params, ExecStatusType want);
+
+/* The claim's transaction. A commit that fails (the session lost, or ended
+ * by PostgreSQL) leaves the outcome unknown. The rollback is a no-op
+ * outside a transaction. */
+int session_begin(session *s);
+int session_commit(session *s);
+void session_rollback(session *s);
 
 /* From any thread: cancels the running statement when it is of `kind`
  * (SESSION_OTHER: any). */

@@ -23,7 +23,6 @@ struct worker {
     const relay_config *cfg;
     int index;
     char scope[32];
-    char owner[192];
     session db;
     outputs outs;
     unsigned rand_state;
@@ -57,15 +56,12 @@ static void nap(worker *w, long long ms)
 
 static int claim(worker *w)
 {
-    char batch[16], lease[16], max_payload[24], run[16];
+    char batch[16], max_payload[24], run[16];
     snprintf(batch, sizeof batch, "%d", w->cfg->batch_size);
-    snprintf(lease, sizeof lease, "%d", w->cfg->lease_ms);
     snprintf(max_payload, sizeof max_payload, "%d", w->cfg->max_payload_bytes);
     snprintf(run, sizeof run, "%d", w->run_length);
     const char *params[CLAIM_PARAMS] = {
-        [CLAIM_OWNER] = w->owner,
         [CLAIM_BATCH] = batch,
-        [CLAIM_LEASE] = lease,
         [CLAIM_MAX_PAYLOAD] = max_payload,
         [CLAIM_AFTER_TYPE] = w->after_type,
         [CLAIM_AFTER_ID] = w->after_id,
@@ -134,27 +130,11 @@ static void publish(worker *w)
 
 /* ---- waiting for completions ---- */
 
-typedef struct renewal {
-    const batch *b;
-    pgarray ids;
-} renewal;
-
-static void add_id(void *arg, int index)
-{
-    renewal *r = arg;
-    pgarray_add(&r->ids, r->b->rows[index].id_text, 0);
-}
-
+/* The lease is the claim's transaction: it holds while the session is not
+ * idle in it for a lease (session.c). */
 static void renew_lease(worker *w)
 {
-    renewal r = {.b = &w->b};
-    pgarray_init(&r.ids);
-    flight_each_awaiting(&w->flight, add_id, &r);
-    char lease[16];
-    snprintf(lease, sizeof lease, "%d", w->cfg->lease_ms);
-    const char *params[] = {pgarray_text(&r.ids), w->owner, lease};
-    PQclear(session_run(&w->db, SESSION_OTHER, "renew", 3, params, PGRES_COMMAND_OK));
-    pgarray_free(&r.ids);
+    PQclear(session_run(&w->db, SESSION_OTHER, "renew", 0, NULL, PGRES_TUPLES_OK));
 }
 
 /* Waits for every completion, renewing the lease; a stop bounds the wait. */
@@ -249,7 +229,7 @@ static void decide(worker *w)
 static void record(worker *w)
 {
     long long counts[OUTCOME_COUNT] = {0};
-    long long total = record_batch(&w->db, &w->b, w->decisions, w->owner, w->claimed_at, counts);
+    long long total = record_batch(&w->db, &w->b, w->decisions, w->claimed_at, counts);
     if (total > 0 && total < w->b.count)
         log_scoped(OBX_LOG_WARN, w->scope,
                    "lease lost on %lld of %d rows (another worker took them over "
@@ -295,8 +275,11 @@ static int one_round(worker *w)
         nap(w, outputs_wait_ms(&w->outs) ? outputs_wait_ms(&w->outs) : 100);
         return 0;
     }
+    if (session_begin(&w->db) < 0)
+        return -1;
     int n = claim(w);
     if (n <= 0) {
+        session_rollback(&w->db);
         batch_clear(&w->b);
         return n < 0 ? -1 : 1;
     }
@@ -350,7 +333,6 @@ worker *worker_new(relay_state *st, int index, const char *payload_type)
     w->cfg = st->cfg;
     w->index = index;
     snprintf(w->scope, sizeof w->scope, "worker %d", index);
-    snprintf(w->owner, sizeof w->owner, "%s:w%d", st->owner_prefix, index);
     session_init(&w->db, st, w->scope, payload_type);
     outputs_init(&w->outs, st, index, flight_on_complete, flight_on_refuse, &w->flight);
     w->run_length = w->outs.gen->run_length;

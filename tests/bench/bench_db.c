@@ -78,25 +78,21 @@ static PGconn *open_session(void)
 }
 
 typedef struct {
-    char owner[64], batch[16], lease[16], max_payload[24], run[16];
+    char batch[16], max_payload[24], run[16];
     char *after_type, *after_id;
 } claimer;
 
-static void claimer_init(claimer *k, const char *owner)
+static void claimer_init(claimer *k)
 {
     memset(k, 0, sizeof *k);
-    snprintf(k->owner, sizeof k->owner, "%s", owner);
     snprintf(k->batch, sizeof k->batch, "%d", cfg->batch_size);
-    snprintf(k->lease, sizeof k->lease, "%d", cfg->lease_ms);
     snprintf(k->max_payload, sizeof k->max_payload, "%d", cfg->max_payload_bytes);
     snprintf(k->run, sizeof k->run, "%d", run_length);
 }
 
 static int claim_params(claimer *k, const char **p)
 {
-    p[CLAIM_OWNER] = k->owner;
     p[CLAIM_BATCH] = k->batch;
-    p[CLAIM_LEASE] = k->lease;
     p[CLAIM_MAX_PAYLOAD] = k->max_payload;
     p[CLAIM_AFTER_TYPE] = k->after_type;
     p[CLAIM_AFTER_ID] = k->after_id;
@@ -132,14 +128,15 @@ static void *worker(void *arg)
     PGconn *c = open_session();
     if (!c)
         return NULL;
-    char owner[64];
-    snprintf(owner, sizeof owner, "bench-db:%d:w%d", (int)getpid(), index);
+    (void)index;
     claimer k;
-    claimer_init(&k, owner);
+    claimer_init(&k);
     const char *del = cfg->retention == RETAIN_DELETE ? "true" : "false";
     for (;;) {
         const char *cp[CLAIM_PARAMS];
         int np = claim_params(&k, cp);
+        /* as the worker: the claim's transaction is the lease */
+        PQclear(must(c, PQexec(c, "BEGIN"), PGRES_COMMAND_OK, "begin"));
         PGresult *claim =
             must(c, PQexecPrepared(c, "claim", np, cp, NULL, NULL, 0), PGRES_TUPLES_OK, "claim");
         if (!claim)
@@ -148,6 +145,7 @@ static void *worker(void *arg)
         claimer_walk_end(&k, claim);
         if (n == 0) {
             PQclear(claim);
+            PQclear(must(c, PQexec(c, "ROLLBACK"), PGRES_COMMAND_OK, "rollback"));
             /* another worker may hold the rest (a hot aggregate): wait for it, without
              * spinning claims that would compete with its mark */
             if (!pending(c))
@@ -166,11 +164,14 @@ static void *worker(void *arg)
         }
         (void)bytes;
         PQclear(claim);
-        const char *mp[] = {pgarray_text(&ids), owner, del};
+        const char *mp[] = {pgarray_text(&ids), del, "false"};
         PGresult *r =
             must(c, PQexecPrepared(c, "mark", 3, mp, NULL, NULL, 0), PGRES_TUPLES_OK, "mark");
         pgarray_free(&ids);
         if (!r)
+            break;
+        PQclear(r);
+        if (!(r = must(c, PQexec(c, "COMMIT"), PGRES_COMMAND_OK, "commit")))
             break;
         PQclear(r);
         atomic_fetch_add(&total, n);
@@ -211,22 +212,6 @@ static void explain_execute(PGconn *c, const char *title, const char *stmt, int 
     PQclear(r);
 }
 
-/* Ids the owner holds, as an array literal. */
-static char *held_ids(PGconn *c, const char *owner)
-{
-    const char *p[] = {owner};
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT coalesce(array_agg(id ORDER BY id), '{}')::text FROM %s.%s"
-             " WHERE lease_owner = $1",
-             cfg->schema, cfg->table);
-    PGresult *r =
-        must(c, PQexecParams(c, sql, 1, NULL, p, NULL, NULL, 0), PGRES_TUPLES_OK, "held ids");
-    char *out = strdup(r ? PQgetvalue(r, 0, 0) : "{}");
-    PQclear(r);
-    return out;
-}
-
 static int explain_run(void)
 {
     PGconn *c = open_session();
@@ -236,20 +221,28 @@ static int explain_run(void)
     const char *order = cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none";
     claimer k;
     for (int round = 1; round <= 2; round++) {
-        char owner[32], title[160];
-        snprintf(owner, sizeof owner, "explain-%d", round);
-        claimer_init(&k, owner);
+        char title[160];
+        claimer_init(&k);
         const char *cp[CLAIM_PARAMS];
         int np = claim_params(&k, cp);
+        PQclear(must(c, PQexec(c, "BEGIN"), PGRES_COMMAND_OK, "begin"));
         snprintf(title, sizeof title, "relay claim, ordering %s, batch %s, claim %d%s", order,
                  k.batch, round, round == 1 ? " (full table)" : " (after one batch marked)");
         explain_execute(c, title, "claim", np, cp);
-        char *ids = held_ids(c, owner);
-        const char *mp[] = {ids, owner, del};
+        /* the rows the explained claim locked, as the worker would mark them */
+        PGresult *again =
+            must(c, PQexecPrepared(c, "claim", np, cp, NULL, NULL, 0), PGRES_TUPLES_OK, "claim");
+        pgarray ids;
+        pgarray_init(&ids);
+        for (int i = 0; again && i < PQntuples(again); i++)
+            pgarray_add(&ids, PQgetvalue(again, i, ROW_ID), 0);
+        PQclear(again);
+        const char *mp[] = {pgarray_text(&ids), del, "false"};
         snprintf(title, sizeof title, "relay mark (retention %s), claim %d's rows",
                  cfg->retention == RETAIN_DELETE ? "delete" : "mark", round);
         explain_execute(c, title, "mark", 3, mp);
-        free(ids);
+        pgarray_free(&ids);
+        PQclear(must(c, PQexec(c, "COMMIT"), PGRES_COMMAND_OK, "commit"));
     }
     PQfinish(c);
     return atomic_load(&failed) ? 1 : 0;

@@ -25,7 +25,7 @@ while [ "$KILLS" -lt 12 ] && [ "$ROUND" -lt 60 ]; do
     # a random point 150..950 ms after start (startup itself is part of the space)
     sleep "0.$(printf '%03d' $((150 + RANDOM % 800)))"
     pending=$(sql "SELECT count(*) FROM outbox WHERE published_at IS NULL")
-    leased=$(sql "SELECT count(*) FROM outbox WHERE lease_owner IS NOT NULL AND lease_until > now()")
+    leased=$(sql "$HELD_SQL")
     kill -9 "$RELAY_PID"
     wait "$RELAY_PID" 2>/dev/null || true
     [ "$pending" -gt 0 ] || break

@@ -15,7 +15,7 @@ enqueue_bulk 200 50
 start_relay "$WORK/relay.cfg" "$WORK/relay.log"
 PID=$RELAY_PID
 wait_log "$WORK/relay.log" "relay starting" 30
-wait_sql "SELECT count(*) > 0 FROM outbox WHERE lease_owner IS NOT NULL" t 60
+wait_sql "SELECT ($HELD_SQL) > 0" t 60
 kill -HUP "$PID"
 wait_log "$WORK/relay.log" "reload: config generation 1 applied .*outputs kept: mem; new or changed: none" 30
 kill -HUP "$PID"

@@ -28,13 +28,13 @@ in_flight() { "$OBX_BIN" status -c "$WORK/fast.cfg" --json | sed -n 's/.*"in_fli
 
 # --- 1
 start_relay "$WORK/slow.cfg" "$WORK/slow.log"
-wait_sql "SELECT count(*) >= 1000 FROM outbox WHERE lease_owner IS NOT NULL" t 60
+wait_sql "SELECT ($HELD_SQL) >= 1000" t 60
 T0=$(date +%s%N)
 kill -TERM "$RELAY_PID"
 wait_exit "$RELAY_PID" 30
 MS=$((($(date +%s%N) - T0) / 1000000))
 expect_eq "exit code after SIGTERM" "$EXIT_RC" 0
-expect_eq "leases held after SIGTERM" "$(sql "SELECT count(*) FROM outbox WHERE lease_owner IS NOT NULL")" 0
+expect_eq "leases held after SIGTERM" "$(sql "$HELD_SQL")" 0
 expect_eq "status in flight" "$(in_flight)" 0
 load_record
 OKS=$(sql "SELECT count(*) FROM r WHERE status = 'ok'")
@@ -45,14 +45,14 @@ note "1: exit after $MS ms, $OKS published before the exit"
 
 # --- 2
 start_relay "$WORK/stuck.cfg" "$WORK/stuck.log"
-wait_sql "SELECT count(*) >= 1000 FROM outbox WHERE lease_owner IS NOT NULL" t 60
+wait_sql "SELECT ($HELD_SQL) >= 1000" t 60
 BEFORE=$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")
 T0=$(date +%s%N)
 kill -TERM "$RELAY_PID"
 wait_exit "$RELAY_PID" 30
 MS=$((($(date +%s%N) - T0) / 1000000))
 expect_eq "exit code after SIGTERM past the deadline" "$EXIT_RC" 0
-expect_eq "leases held after the deadline" "$(sql "SELECT count(*) FROM outbox WHERE lease_owner IS NOT NULL")" 0
+expect_eq "leases held after the deadline" "$(sql "$HELD_SQL")" 0
 expect_eq "published by the stuck relay" "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")" "$BEFORE"
 expect_eq "attempts counted for released rows" \
     "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND attempts > 0")" 0
@@ -61,7 +61,7 @@ note "2: exit after $MS ms"
 
 # --- 3
 start_relay "$WORK/twice.cfg" "$WORK/twice.log"
-wait_sql "SELECT count(*) >= 1000 FROM outbox WHERE lease_owner IS NOT NULL" t 60
+wait_sql "SELECT ($HELD_SQL) >= 1000" t 60
 kill -TERM "$RELAY_PID"
 sleep 0.3
 kill -TERM "$RELAY_PID"
