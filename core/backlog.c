@@ -18,7 +18,7 @@
 static const char backlog_sql[] =
     "SELECT (SELECT count(*) FROM {table} WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL),"
     " (SELECT count(*) FROM {table} WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL"
-    "   AND {c.lease_until} >= now()),"
+    "   AND " SQL_HELD("") "),"
     " (SELECT count(*) FROM {table} WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL),"
     " (SELECT coalesce(extract(epoch FROM now() - min({c.created_at})), 0) FROM {table}"
     "   WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL)";

@@ -162,7 +162,7 @@ static void histograms(FILE *f, relay_metrics *m, const relay_config *cfg)
                          &stats_output(m, cfg->outputs[i].name)->commit_to_ack);
     family(f, "outbox_relay_statement_duration_seconds", "histogram",
            "The engine's statements: claim, record (with failures), mark (all published), "
-           "renew (lease), pending (idle check).");
+           "renew (keeps a batch's transaction from idling), pending (idle check).");
     for (int s = 0; s < STMT_COUNT; s++)
         histogram_series(f, "outbox_relay_statement_duration_seconds", "statement",
                          stats_statement_names[s], &m->statements[s]);
@@ -183,8 +183,8 @@ static void backlog(FILE *f, relay_metrics *m)
         gauge(f, "outbox_relay_pending_rows",
               "Rows neither published nor dead, in flight included (last poll).",
               (double)b.pending);
-        gauge(f, "outbox_relay_leased_rows", "Pending rows under a live lease (last poll).",
-              (double)b.leased);
+        gauge(f, "outbox_relay_leased_rows",
+              "Pending rows held in flight by a claim transaction (last poll).", (double)b.leased);
         gauge(f, "outbox_relay_dead_rows", "Dead-lettered rows not requeued (last poll).",
               (double)b.dead);
         gauge(f, "outbox_relay_oldest_pending_age_seconds",

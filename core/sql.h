@@ -42,4 +42,13 @@ void sql_derived_name(const relay_config *cfg, const char *suffix, char *out, si
  */
 void sql_channel_name(const relay_config *cfg, char *out, size_t cap);
 
+/* SQL condition: the row (prefix "o." or "") is held in flight by a relay:
+ * a running transaction (a claim's: the lease is its row lock) has locked it,
+ * its xmax being that transaction's id, or an older relay's lease column
+ * says so. Takes no lock. Sessions of other roles are seen only with
+ * pg_read_all_stats. */
+#define SQL_HELD(o)                                                                            \
+    "(coalesce(" o "{c.lease_until} >= now(), false) OR " o "xmax::text IN ("                \
+    "SELECT backend_xid::text FROM pg_stat_activity WHERE backend_xid IS NOT NULL))"
+
 #endif

@@ -14,9 +14,8 @@
 /* SQL text reads best as written. */
 /* clang-format off */
 static const char totals_sql[] =
-    "SELECT count(*) FILTER (WHERE {c.dead_at} IS NULL AND ({c.lease_until} IS NULL"
-    "   OR {c.lease_until} < now())),"
-    " count(*) FILTER (WHERE {c.dead_at} IS NULL AND {c.lease_until} >= now()),"
+    "SELECT count(*) FILTER (WHERE {c.dead_at} IS NULL AND NOT " SQL_HELD("") "),"
+    " count(*) FILTER (WHERE {c.dead_at} IS NULL AND " SQL_HELD("") "),"
     " count(*) FILTER (WHERE {c.dead_at} IS NOT NULL),"
     " coalesce(extract(epoch FROM now() - min({c.created_at}) FILTER (WHERE {c.dead_at} IS NULL)), 0),"
     /* last put back, no attempt counted, because their output was unavailable */
