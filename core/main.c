@@ -23,6 +23,7 @@ static const char usage_text[] =
     "  run -c FILE [--drain]        relay until SIGTERM/SIGINT; --drain exits 0 once\n"
     "                               nothing is pending or in flight\n"
     "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
+    "          [--reset-slot]       WAL mode: drop and re-create the replication slot\n"
     "  check-config -c FILE         load the config and its drivers, validate options,\n"
     "                               create each output's driver instance once\n"
     "  status -c FILE [--json]      pending, in flight, dead, oldest pending age\n"
@@ -45,7 +46,7 @@ static const char usage_text[] =
 typedef struct cli {
     const char *config;
     const char *drivers_dir;
-    int drain, json, all, verbose;
+    int drain, json, all, verbose, reset_slot;
     int first_arg; /* index of the first positional argument after options */
 } cli;
 
@@ -57,6 +58,7 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"all", no_argument, NULL, 'a'},
                                              {"drivers-dir", required_argument, NULL, 'D'},
                                              {"verbose", no_argument, NULL, 'v'},
+                                             {"reset-slot", no_argument, NULL, 'R'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
@@ -69,6 +71,7 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'a': c->all = 1; break;
         case 'D': c->drivers_dir = optarg; break;
         case 'v': c->verbose = 1; break;
+        case 'R': c->reset_slot = 1; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: return -1;
         }
@@ -230,7 +233,7 @@ int main(int argc, char **argv)
     if (!strcmp(command, "run"))
         rc = engine_run(cfg, c.drain);
     else if (!strcmp(command, "init-db"))
-        rc = command_init_db(cfg);
+        rc = command_init_db(cfg, c.reset_slot);
     else if (!strcmp(command, "check-config"))
         rc = check_config(cfg);
     else if (!strcmp(command, "status"))
