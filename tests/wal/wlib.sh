@@ -48,3 +48,18 @@ check_wal_order() {
 
 # slot_confirmed: the slot's confirmed_flush_lsn.
 slot_confirmed() { sql "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE database = '$TEST_DB'"; }
+
+# enqueue_txns N AGGREGATES [PER_TXN] [EVENT_TYPE]: N events in transactions of
+# PER_TXN (100): the slot confirms whole transactions, as applications commit them.
+enqueue_txns() {
+    local per=${3:-100} k
+    for ((k = 0; k < $1 / per; k++)); do
+        echo "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $2), '${4:-order.created}',
+                jsonb_build_object('n', g, 'pad', repeat('x', 150)))) FROM generate_series($((k * per + 1)), $(((k + 1) * per))) g;"
+    done | psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -f - >/dev/null
+}
+
+# ok_events: distinct events with an "ok" line in the broker log so far.
+ok_events() {
+    if [ -s "$REC" ]; then { grep '"status":"ok"' "$REC" || true; } | cut -d'"' -f4 | sort -u | wc -l; else echo 0; fi
+}
