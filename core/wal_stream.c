@@ -138,9 +138,10 @@ int wal_stream_read(wal_stream *s, int timeout_ms, const char **data, size_t *le
         s->buf = NULL;
     }
 lost:;
-    char why[512];
+    char why[512] = "the server ended the stream";
     PGresult *res = PQgetResult(s->conn);
-    db_error(s->conn, res, why, sizeof why);
+    if ((res && PQresultErrorMessage(res)[0]) || PQerrorMessage(s->conn)[0])
+        db_error(s->conn, res, why, sizeof why);
     PQclear(res);
     snprintf(err, err_size, "replication stream ended: %s", why);
     return -1;
