@@ -211,9 +211,15 @@ int engine_run(const relay_config *cfg, int drain)
     }
     running = st;
     install_signals();
-    log_info("relay starting: %d workers, batch %d, ordering %s, %zu outputs%s", cfg->workers,
-             cfg->batch_size, cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none",
-             cfg->output_count, drain ? ", drain" : "");
+    if (cfg->source == SOURCE_WAL)
+        log_info("relay starting: source wal (slot %s, publication %s), ordering %s, %zu outputs%s",
+                 cfg->wal_slot, cfg->wal_publication,
+                 cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none", cfg->output_count,
+                 drain ? ", drain" : "");
+    else
+        log_info("relay starting: %d workers, batch %d, ordering %s, %zu outputs%s", cfg->workers,
+                 cfg->batch_size, cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none",
+                 cfg->output_count, drain ? ", drain" : "");
     if (cfg->source == SOURCE_WAL)
         wal_run(st); /* one thread streams the slot: workers and batches do not apply */
     else

@@ -100,7 +100,7 @@ static void dead_letter(wal_publisher *p, wal_event *ev, const char *error, long
     }
     if (!p->db)
         p->db = db_connect(p->st->cfg, "outbox-relay", err, sizeof err);
-    uint64_t lsn = 0; /* the row names the transaction only loosely: its end is not known yet */
+    uint64_t lsn = wal_event_commit_lsn(ev); /* 0 while a long transaction is still read */
     if (p->db && wal_dead_insert(p->db, p->st->cfg, ev->row, ev->attempt, error, lsn, err,
                                  sizeof err) == 0) {
         log_scoped(OBX_LOG_WARN, SCOPE, "event %s dead-lettered: %s",

@@ -239,6 +239,11 @@ uint64_t wal_window_confirm(wal_window *w)
     return lsn;
 }
 
+uint64_t wal_event_commit_lsn(const wal_event *ev)
+{
+    return ev->txn->end_lsn;
+}
+
 long long wal_window_wait_ms(const wal_window *w, long long now)
 {
     long long best = -1;

@@ -78,6 +78,9 @@ void wal_window_retry(wal_window *w, wal_event *ev, long long due_ms);
  * the end LSN of the last one dropped, or 0 when none. */
 uint64_t wal_window_confirm(wal_window *w);
 
+/* The end LSN of the event's transaction, 0 while its commit is not read yet. */
+uint64_t wal_event_commit_lsn(const wal_event *ev);
+
 /* Milliseconds until the first waiting event is due (-1: none waits). */
 long long wal_window_wait_ms(const wal_window *w, long long now);
 /* The commit time of the oldest unconfirmed transaction (0: none). */
