@@ -44,7 +44,7 @@ static void notice_to_log(void *arg, const char *message)
 
 /* WAL mode's replication connection: pgoutput writes timestamps in the
  * walsender's style, so it is pinned to one the relay parses. */
-#define REPLICATION_PINNED " -c datestyle=ISO -c timezone=UTC -c intervalstyle=postgres"
+#define REPLICATION_PINNED " -c datestyle=ISO -c timezone=UTC -c bytea_output=hex"
 
 static PGconn *connect_as(const relay_config *cfg, const char *application, int replication,
                           char *err, size_t err_size)
