@@ -66,6 +66,7 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
     p->accept = calloc(ROUND, sizeof *p->accept);
     p->refused = calloc(ROUND, sizeof *p->refused);
     outputs_init(&p->outs, st, 0, on_complete, on_refuse, p);
+    p->may_send = calloc(p->outs.count, sizeof *p->may_send);
     snprintf(p->outs.scope, sizeof p->outs.scope, SCOPE);
     return outputs_ensure(&p->outs, 1) < 0 ? -1 : 0;
 }
@@ -85,6 +86,7 @@ void wal_publisher_free(wal_publisher *p)
     free(p->out_of);
     free(p->accept);
     free(p->refused);
+    free(p->may_send);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->arrived);
 }
@@ -185,6 +187,12 @@ int wal_publisher_send(wal_publisher *p, long long now)
     wal_event *hold[ROUND];
     wal_event *ev;
     char err[OUTCOME_ERROR_MAX];
+    /* once per round: a paused output without a probe takes one round as its probe */
+    int any = 0;
+    for (size_t i = 0; i < p->outs.count; i++)
+        any |= p->may_send[i] = outputs_may_send(&p->outs, i);
+    if (!any)
+        return 0; /* the stream pauses: nothing is built, nothing attempted */
     while (count < p->round_cap && held < ROUND && (ev = wal_window_next(p->w, now))) {
         if (ev->dead_error) { /* its dead letter could not be written before */
             char *error = ev->dead_error;
@@ -206,7 +214,7 @@ int wal_publisher_send(wal_publisher *p, long long now)
             continue;
         }
         ev->output = out;
-        if (!outputs_may_send(&p->outs, out)) {
+        if (!p->may_send[out]) {
             hold[held++] = ev;
             continue;
         }

@@ -47,6 +47,7 @@ typedef struct wal_publisher {
     obx_status *accept;
     char (*refused)[OUTCOME_ERROR_MAX / 2];
     size_t round_cap;
+    int *may_send; /* per output, decided once per round */
 } wal_publisher;
 
 /* Creates the driver instances. Returns 0 or -1 (logged). */
