@@ -6,11 +6,13 @@
 # published, nothing dead-lettered, the slot is not confirmed past them. Then
 # the file goes and the relay drains: every event published once with
 # attempt 1, and the log says once that the output is down and once back.
+# Meanwhile other writes make the slot hold more WAL than lag_warn_mb: the
+# relay warns.
 ENG_TEST=waloutage
 . "$(dirname "$0")/wlib.sh"
 
 fresh_wal_db wal_outage
-write_wal_cfg "$WORK/relay.cfg" "max_attempts = 2;
+WAL_OPTS="lag_warn_mb = 1;" write_wal_cfg "$WORK/relay.cfg" "max_attempts = 2;
     backoff = { initial_ms = 10; max_ms = 20; multiplier = 2.0; jitter = 0.0; };" \
     "unavailable_file = \"$WORK/down\";"
 init_db "$WORK/relay.cfg"
@@ -21,7 +23,10 @@ enqueue_txns 300 30
 start_relay "$WORK/relay.cfg" "$WORK/relay.log" --drain
 PID=$RELAY_PID
 wait_log "$WORK/relay.log" "output mem unavailable" 60
-sleep 3 # the outage goes on: probes, no attempts
+# other writes go on: the slot, not confirmed past the waiting events, holds their WAL
+sql "CREATE TABLE filler (x text); INSERT INTO filler SELECT repeat('x', 1000) FROM generate_series(1, 3000)"
+wait_log "$WORK/relay.log" "replication slot wal_outage holds [0-9]+ MB of WAL \\(over relay.wal.lag_warn_mb = 1\\)" 30
+sleep 2 # the outage goes on: probes, no attempts
 expect_eq "ok lines during the outage" "$(ok_events)" 0
 expect_eq "dead letters during the outage" "$(sql "SELECT count(*) FROM outbox_dead_letter")" 0
 expect_eq "slot confirmed during the outage" "$(sql "SELECT confirmed_flush_lsn <= '$BEFORE'::pg_lsn FROM pg_replication_slots WHERE slot_name = 'wal_outage'")" t
