@@ -36,4 +36,5 @@ expect_eq "event_type" "$(cut -f7 "$WORK/got" | sort -u)" "order.created"
 awk -F'\t' '!seen[$4]++' "$WORK/got" > "$WORK/first"
 check_order "$WORK/first" 5 3
 expect_eq "outbox rows written by the relay" "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")" 0
+drop_wal_slots
 echo "PASS wal kafka_e2e ($events events in ${secs} s, $DUPS duplicates)"

@@ -23,4 +23,5 @@ secs=$((SECONDS - t0))
 msub_wait
 expect_eq "unique events received" "$(msub_field unique)" "$N"
 expect_eq "aggregates seen" "$(msub_field aggregates)" "$AGGS"
+drop_wal_slots
 echo "PASS wal mqtt_e2e ($N events in $secs s, duplicates $(msub_field duplicates))"

@@ -25,4 +25,5 @@ echo "$r"
 expect_eq duplicates "$(field duplicates "$r")" 0
 expect_eq aggregates "$(field aggregates "$r")" 1000
 "$RCONSUME" "$AMQP_URL" purge "$Q"
+drop_wal_slots
 echo "PASS wal rabbitmq_e2e ($N events in $secs s)"

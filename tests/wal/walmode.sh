@@ -9,6 +9,18 @@ fresh_wal_database() {
     fresh_db "$1"
 }
 
+# drop_wal_slots: at the end of a test, its database's slot (it would hold WAL).
+drop_wal_slots() {
+    local i
+    for ((i = 0; i < 50; i++)); do
+        psql -qAt -d postgres -c "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots
+            WHERE database = '$TEST_DB' AND NOT active" >/dev/null 2>&1 || true
+        [ "$(psql -qAt -d postgres -c "SELECT count(*) FROM pg_replication_slots WHERE database = '$TEST_DB'")" = 0 ] && return 0
+        sleep 0.1
+    done
+    fail "the slot of $TEST_DB is still in use"
+}
+
 # to_wal_mode CFG: relay.source = "wal", the slot named after the test database.
 to_wal_mode() {
     sed -i "s/^relay = {/relay = { source = \"wal\"; wal = { slot = \"$TEST_DB\"; };/" "$1"

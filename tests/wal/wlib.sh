@@ -4,11 +4,20 @@
 # shellcheck disable=SC1091
 . "$(dirname "${BASH_SOURCE[0]}")/../engine/elib.sh"
 
-# A slot left by a killed test would hold WAL: drop the test database's slots.
+# A slot left behind holds WAL on the server for good: drop the test
+# database's slots (waiting a little for a killed relay's walsender to end).
 wal_drop_slots() {
-    psql -qAt -d postgres -c "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots
-        WHERE database = '$1' AND NOT active" >/dev/null 2>&1 || true
+    local i
+    for ((i = 0; i < 50; i++)); do
+        psql -qAt -d postgres -c "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots
+            WHERE database = '$1' AND NOT active" >/dev/null 2>&1 || true
+        [ "$(psql -qAt -d postgres -c "SELECT count(*) FROM pg_replication_slots WHERE database = '$1'" 2>/dev/null)" = 0 ] && return 0
+        sleep 0.1
+    done
 }
+# at exit (elib's cleanup calls it after killing the relays); tests with
+# their own eng_extra_cleanup call wal_drop_slots themselves
+eng_extra_cleanup() { [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB"; }
 
 # fresh_wal_db NAME: fresh_db, after dropping the old database's slots.
 fresh_wal_db() {
