@@ -8,6 +8,8 @@
 #include "pgarray.h"
 #include "schema.h"
 #include "sql.h"
+#include "wal_dead.h"
+#include "wal_schema.h"
 
 static PGconn *connect_or_report(const relay_config *cfg)
 {
@@ -18,13 +20,19 @@ static PGconn *connect_or_report(const relay_config *cfg)
     return conn;
 }
 
-int command_init_db(const relay_config *cfg)
+int command_init_db(const relay_config *cfg, int reset_slot)
 {
+    if (reset_slot && cfg->source != SOURCE_WAL) {
+        fprintf(stderr, "outbox-relay init-db: --reset-slot is for relay.source = \"wal\"\n");
+        return 2;
+    }
     PGconn *conn = connect_or_report(cfg);
     if (!conn)
         return 1;
     char err[1024];
     int rc = schema_install(conn, cfg, err, sizeof err);
+    if (rc == 0 && cfg->source == SOURCE_WAL)
+        rc = wal_schema_install(conn, cfg, reset_slot, err, sizeof err);
     PQfinish(conn);
     if (rc < 0) {
         fprintf(stderr, "outbox-relay: %s\n", err);
@@ -62,6 +70,11 @@ int command_requeue(const relay_config *cfg, int all, char **ids, int count)
     PGconn *conn = connect_or_report(cfg);
     if (!conn)
         return 1;
+    if (cfg->source == SOURCE_WAL) { /* from the dead-letter table, through the outbox */
+        int wal_rc = wal_command_requeue(conn, cfg, all, ids, count);
+        PQfinish(conn);
+        return wal_rc;
+    }
     pgarray list;
     pgarray_init(&list);
     for (int i = 0; i < count; i++)

@@ -4,7 +4,8 @@
 
 #include "config.h"
 
-int command_init_db(const relay_config *cfg);
+/* reset_slot: WAL mode, drop and re-create the replication slot */
+int command_init_db(const relay_config *cfg, int reset_slot);
 /* all, or the event ids in ids[0..count) */
 int command_requeue(const relay_config *cfg, int all, char **ids, int count);
 

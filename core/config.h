@@ -10,6 +10,7 @@
 typedef enum { ORDERING_AGGREGATE, ORDERING_NONE } ordering_mode;
 typedef enum { DEAD_SKIP, DEAD_BLOCK } dead_policy;
 typedef enum { RETAIN_MARK, RETAIN_DELETE } retention_mode;
+typedef enum { SOURCE_POLL, SOURCE_WAL } relay_source;
 
 /* A driver option value as written in the file (already env-expanded). */
 typedef struct cfg_value {
@@ -77,6 +78,13 @@ typedef struct relay_config {
     int retention_hours; /* published rows older than this are deleted (mark mode); 0 = keep */
     int max_payload_bytes;
     char *drivers_dir; /* NULL: loader_default_dir() */
+
+    relay_source source;        /* "poll" (claims) or "wal" (logical replication) */
+    char *wal_slot;             /* WAL mode: the logical replication slot */
+    char *wal_publication;      /* WAL mode: the publication of the outbox table */
+    int wal_max_in_flight;      /* WAL mode: events held unfinished at once */
+    int wal_lag_warn_mb;        /* WAL mode: warn when the slot holds more WAL than this */
+    int wal_status_interval_ms; /* WAL mode: standby status update at least this often */
 
     obx_log_level log_level;
     log_format log_format;

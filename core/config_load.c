@@ -85,6 +85,8 @@ void config_free(relay_config *cfg)
     free(cfg->schema);
     free(cfg->table);
     free(cfg->drivers_dir);
+    free(cfg->wal_slot);
+    free(cfg->wal_publication);
     free(cfg->metrics_listen);
     free(cfg);
 }

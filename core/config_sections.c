@@ -80,6 +80,55 @@ void config_load_database(cfg_reader *st, const config_setting_t *db)
     }
 }
 
+/* A slot name as PostgreSQL takes it: lower-case letters, digits, underscores. */
+static int slot_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* relay.wal: the slot, the publication and the window of WAL mode. The
+ * default names derive from the table: "<table>_relay", folded to what a
+ * slot name may hold. */
+static int load_wal(cfg_reader *st, const config_setting_t *w)
+{
+    static const char *const keys[] = {"slot",        "publication",        "max_in_flight",
+                                       "lag_warn_mb", "status_interval_ms", NULL};
+    relay_config *cfg = st->cfg;
+    if (cfg_check_keys(st, w, "relay.wal", keys) < 0 ||
+        cfg_get_string(st, w, "slot", &cfg->wal_slot, 0) < 0 ||
+        cfg_get_string(st, w, "publication", &cfg->wal_publication, 0) < 0 ||
+        cfg_get_int(st, w, "max_in_flight", &cfg->wal_max_in_flight, 1, 1000000) < 0 ||
+        cfg_get_int(st, w, "lag_warn_mb", &cfg->wal_lag_warn_mb, 1, 1 << 30) < 0 ||
+        cfg_get_int(st, w, "status_interval_ms", &cfg->wal_status_interval_ms, 10, 60000) < 0)
+        return -1;
+    if (cfg->wal_slot && !slot_name_ok(cfg->wal_slot))
+        return cfg_fail(st, cfg_member(w, "slot"),
+                        "relay.wal.slot must be 1 to 63 lower-case letters, digits or underscores");
+    if (cfg->wal_publication &&
+        cfg_check_identifier(st, cfg_member(w, "publication"), "relay.wal.publication",
+                             cfg->wal_publication) < 0)
+        return -1;
+    if (!cfg->wal_slot) {
+        char name[64];
+        snprintf(name, sizeof name, "%.*s_relay", 57, cfg->table);
+        for (char *p = name; *p; p++)
+            if (*p >= 'A' && *p <= 'Z')
+                *p = (char)(*p - 'A' + 'a');
+            else if (!slot_name_ok((char[]){*p, 0}))
+                *p = '_';
+        cfg->wal_slot = strdup(name);
+    }
+    if (!cfg->wal_publication)
+        cfg->wal_publication = strdup(cfg->wal_slot);
+    return 0;
+}
+
 void config_load_relay(cfg_reader *st, const config_setting_t *r)
 {
     static const char *const keys[] = {"workers",
@@ -95,15 +144,18 @@ void config_load_relay(cfg_reader *st, const config_setting_t *r)
                                        "retention_hours",
                                        "max_payload_bytes",
                                        "drivers_dir",
+                                       "source",
+                                       "wal",
                                        NULL};
     static const char *const backoff_keys[] = {"initial_ms", "max_ms", "multiplier", "jitter",
                                                NULL};
     static const char *const orderings[] = {"aggregate", "none", NULL};
     static const char *const policies[] = {"skip", "block", NULL};
     static const char *const retentions[] = {"mark", "delete", NULL};
+    static const char *const sources[] = {"poll", "wal", NULL};
     relay_config *cfg = st->cfg;
     int lease_s = cfg->lease_ms / 1000, ordering = cfg->ordering, on_dead = cfg->on_dead,
-        retention = cfg->retention;
+        retention = cfg->retention, source = cfg->source;
     if (cfg_check_keys(st, r, "relay", keys) < 0 ||
         cfg_get_int(st, r, "workers", &cfg->workers, 1, 256) < 0 ||
         cfg_get_int(st, r, "batch_size", &cfg->batch_size, 1, 100000) < 0 ||
@@ -117,7 +169,11 @@ void config_load_relay(cfg_reader *st, const config_setting_t *r)
         cfg_get_int(st, r, "retention_hours", &cfg->retention_hours, 0, 1000000) < 0 ||
         cfg_get_int(st, r, "max_payload_bytes", &cfg->max_payload_bytes, 1, 1 << 30) < 0 ||
         cfg_get_string(st, r, "drivers_dir", &cfg->drivers_dir, 0) < 0 ||
-        cfg_resolve_relative(st, cfg_member(r, "drivers_dir"), &cfg->drivers_dir) < 0)
+        cfg_resolve_relative(st, cfg_member(r, "drivers_dir"), &cfg->drivers_dir) < 0 ||
+        cfg_get_enum(st, r, "source", &source, sources) < 0)
+        return;
+    cfg->source = source;
+    if (load_wal(st, cfg_member(r, "wal")) < 0)
         return;
     cfg->lease_ms = lease_s * 1000;
     cfg->ordering = ordering;
@@ -178,6 +234,10 @@ void config_set_defaults(relay_config *cfg)
     cfg->retention = RETAIN_MARK;
     cfg->retention_hours = 168;
     cfg->max_payload_bytes = 1 << 20;
+    cfg->source = SOURCE_POLL;
+    cfg->wal_max_in_flight = 10000;
+    cfg->wal_lag_warn_mb = 1024;
+    cfg->wal_status_interval_ms = 1000;
     cfg->log_level = OBX_LOG_INFO;
     cfg->log_format = LOG_FORMAT_TEXT;
 }

@@ -42,7 +42,12 @@ static void notice_to_log(void *arg, const char *message)
     " -c search_path=pg_catalog,public,pg_temp"
 #define SESSION_PINNED "-c standard_conforming_strings=on"
 
-PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size)
+/* WAL mode's replication connection: pgoutput writes timestamps in the
+ * walsender's style, so it is pinned to one the relay parses. */
+#define REPLICATION_PINNED " -c datestyle=ISO -c timezone=UTC -c bytea_output=hex"
+
+static PGconn *connect_as(const relay_config *cfg, const char *application, int replication,
+                          char *err, size_t err_size)
 {
     PQconninfoOption *opts = conninfo_parse(cfg->conninfo);
     if (!opts) { /* the config loader checked it: only a bug gets here */
@@ -54,7 +59,7 @@ PGconn *db_connect(const relay_config *cfg, const char *application, char *err, 
     size_t n = 0;
     for (PQconninfoOption *o = opts; o->keyword; o++)
         n++;
-    const char **keys = calloc(n + 4, sizeof *keys), **values = calloc(n + 4, sizeof *values);
+    const char **keys = calloc(n + 5, sizeof *keys), **values = calloc(n + 5, sizeof *values);
     size_t k = 0;
     /* Custom plans: a generic plan of the claim cannot see its LIMIT and
      * joins the whole table (measured: 150 ms instead of 17 ms at batch 500). */
@@ -69,11 +74,14 @@ PGconn *db_connect(const relay_config *cfg, const char *application, char *err, 
         else
             keys[k] = o->keyword, values[k++] = o->val; /* later keys win */
     }
-    size_t options_size =
-        strlen(user_options) + sizeof SESSION_DEFAULTS + sizeof SESSION_PINNED + 2;
+    size_t options_size = strlen(user_options) + sizeof SESSION_DEFAULTS + sizeof SESSION_PINNED +
+                          sizeof REPLICATION_PINNED + 2;
     char *options = malloc(options_size);
-    snprintf(options, options_size, "%s %s %s", SESSION_DEFAULTS, user_options, SESSION_PINNED);
+    snprintf(options, options_size, "%s %s %s%s", SESSION_DEFAULTS, user_options, SESSION_PINNED,
+             replication ? REPLICATION_PINNED : "");
     keys[k] = "options", values[k++] = options;
+    if (replication)
+        keys[k] = "replication", values[k++] = "database";
     keys[k] = NULL, values[k] = NULL;
     PGconn *conn = PQconnectdbParams(keys, values, 0); /* parsed already: no expansion */
     free(options);
@@ -89,6 +97,17 @@ PGconn *db_connect(const relay_config *cfg, const char *application, char *err, 
     }
     PQsetNoticeProcessor(conn, notice_to_log, NULL);
     return conn;
+}
+
+PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size)
+{
+    return connect_as(cfg, application, 0, err, err_size);
+}
+
+PGconn *db_connect_replication(const relay_config *cfg, const char *application, char *err,
+                               size_t err_size)
+{
+    return connect_as(cfg, application, 1, err, err_size);
 }
 
 int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size)

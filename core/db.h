@@ -12,6 +12,11 @@
  * and writes a one-line, redacted reason to err. */
 PGconn *db_connect(const relay_config *cfg, const char *application, char *err, size_t err_size);
 
+/* As db_connect, with replication=database (WAL mode's stream), in ISO
+ * DateStyle and UTC. */
+PGconn *db_connect_replication(const relay_config *cfg, const char *application, char *err,
+                               size_t err_size);
+
 /* Runs sql with no parameters; returns 0, or -1 with the error in err. */
 int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size);
 

@@ -19,6 +19,7 @@
 #include "schema.h"
 #include "state.h"
 #include "stats.h"
+#include "wal_source.h"
 #include "worker.h"
 
 static relay_state *running;         /* for the signal handler */
@@ -229,6 +230,8 @@ int engine_run(const relay_config *cfg, int drain)
     int code = load_drivers(st);
     if (code == 0 && preflight(st, payload_type, sizeof payload_type) < 0)
         code = 1;
+    if (code == 0 && cfg->source == SOURCE_WAL && wal_preflight(cfg) < 0)
+        code = 1;
     metrics_server *metrics = NULL;
     if (code == 0 && cfg->metrics_listen) {
         char err[512];
@@ -245,10 +248,19 @@ int engine_run(const relay_config *cfg, int drain)
     }
     running = st;
     install_signals();
-    log_info("relay starting: %d workers, batch %d, ordering %s, %zu outputs%s", cfg->workers,
-             cfg->batch_size, cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none",
-             cfg->output_count, drain ? ", drain" : "");
-    run_workers(st, payload_type);
+    if (cfg->source == SOURCE_WAL)
+        log_info("relay starting: source wal (slot %s, publication %s), ordering %s, %zu outputs%s",
+                 cfg->wal_slot, cfg->wal_publication,
+                 cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none", cfg->output_count,
+                 drain ? ", drain" : "");
+    else
+        log_info("relay starting: %d workers, batch %d, ordering %s, %zu outputs%s", cfg->workers,
+                 cfg->batch_size, cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none",
+                 cfg->output_count, drain ? ", drain" : "");
+    if (cfg->source == SOURCE_WAL)
+        wal_run(st); /* one thread streams the slot: workers and batches do not apply */
+    else
+        run_workers(st, payload_type);
     metrics_stop(metrics);
     running = NULL;
     const relay_stats *s = &st->stats;

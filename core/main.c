@@ -27,6 +27,7 @@ static const char usage_text[] =
     "  reload -c FILE               check FILE, then make the relays running it re-read\n"
     "                               it (SIGHUP; found by their -c in /proc)\n"
     "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
+    "          [--reset-slot]       WAL mode: drop and re-create the replication slot\n"
     "  check-config -c FILE         load the config and its drivers, validate options,\n"
     "                               create each output's driver instance once\n"
     "  status -c FILE [--json] [--watch [SECONDS]]\n"
@@ -51,7 +52,7 @@ static const char usage_text[] =
 typedef struct cli {
     const char *config;
     const char *drivers_dir;
-    int drain, json, all, verbose;
+    int drain, json, all, verbose, reset_slot;
     int watch;     /* status --watch: seconds between reports, 0: once */
     int first_arg; /* index of the first positional argument after options */
 } cli;
@@ -65,6 +66,7 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"drivers-dir", required_argument, NULL, 'D'},
                                              {"verbose", no_argument, NULL, 'v'},
                                              {"watch", optional_argument, NULL, 'w'},
+                                             {"reset-slot", no_argument, NULL, 'R'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
@@ -78,6 +80,7 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'D': c->drivers_dir = optarg; break;
         case 'v': c->verbose = 1; break;
         case 'w': c->watch = !optarg ? -1 : atoi(optarg) > 0 ? atoi(optarg) : -2; break;
+        case 'R': c->reset_slot = 1; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: return -1;
         }
@@ -250,7 +253,7 @@ int main(int argc, char **argv)
     if (!strcmp(command, "run"))
         rc = engine_run(cfg, c.drain);
     else if (!strcmp(command, "init-db"))
-        rc = command_init_db(cfg);
+        rc = command_init_db(cfg, c.reset_slot);
     else if (!strcmp(command, "check-config"))
         rc = check_config(cfg);
     else if (!strcmp(command, "reload"))

@@ -16,15 +16,13 @@ static const char *row_value(result_row row, int col)
 
 /* The payload column as the driver gets it: bytea decoded, text checked to
  * hold JSON, within max_payload_bytes. */
-static int read_payload(const message_source *src, result_row row, obx_message *msg, char *err,
-                        size_t err_size)
+static int read_payload(const message_source *src, const char *payload, size_t len,
+                        obx_message *msg, char *err, size_t err_size)
 {
-    const char *payload = row_value(row, ROW_PAYLOAD);
     if (!payload) {
         snprintf(err, err_size, "payload is NULL");
         return -1;
     }
-    size_t len = PQgetlength(row.res, row.index, ROW_PAYLOAD);
     if (src->payload == PAYLOAD_BYTES) { /* bytea arrives as \x hex text */
         unsigned char *raw = PQunescapeBytea((const unsigned char *)payload, &len);
         if (!raw) {
@@ -57,22 +55,39 @@ static int read_payload(const message_source *src, result_row row, obx_message *
 int message_build(const message_source *src, result_row row, obx_message *msg, size_t *output,
                   char *err, size_t err_size)
 {
+    event_fields f = {
+        .event_id = row_value(row, ROW_EVENT_ID),
+        .aggregate_type = row_value(row, ROW_AGGREGATE_TYPE),
+        .aggregate_id = row_value(row, ROW_AGGREGATE_ID),
+        .event_type = row_value(row, ROW_EVENT_TYPE),
+        .payload = row_value(row, ROW_PAYLOAD),
+        .headers = row_value(row, ROW_HEADERS),
+        .destination = row_value(row, ROW_DESTINATION),
+        .payload_len = PQgetlength(row.res, row.index, ROW_PAYLOAD),
+        .created_at_us = strtoll(PQgetvalue(row.res, row.index, ROW_CREATED_US), NULL, 10),
+        .attempt = (unsigned)strtoul(PQgetvalue(row.res, row.index, ROW_ATTEMPTS), NULL, 10) + 1,
+    };
+    return message_build_fields(src, &f, msg, output, err, err_size);
+}
+
+int message_build_fields(const message_source *src, const event_fields *f, obx_message *msg,
+                         size_t *output, char *err, size_t err_size)
+{
     memset(msg, 0, sizeof *msg);
-    msg->event_id = row_value(row, ROW_EVENT_ID);
-    msg->event_type = row_value(row, ROW_EVENT_TYPE);
-    msg->aggregate_type = row_value(row, ROW_AGGREGATE_TYPE);
-    msg->aggregate_id = row_value(row, ROW_AGGREGATE_ID);
-    msg->created_at_us = strtoll(PQgetvalue(row.res, row.index, ROW_CREATED_US), NULL, 10);
-    msg->attempt = (uint32_t)strtoul(PQgetvalue(row.res, row.index, ROW_ATTEMPTS), NULL, 10) + 1;
+    msg->event_id = f->event_id;
+    msg->event_type = f->event_type;
+    msg->aggregate_type = f->aggregate_type;
+    msg->aggregate_id = f->aggregate_id;
+    msg->created_at_us = f->created_at_us;
+    msg->attempt = f->attempt;
     if (!msg->event_id || !msg->event_type || !msg->aggregate_type || !msg->aggregate_id) {
         snprintf(err, err_size,
                  "event_id, event_type, aggregate_type and aggregate_id must not be NULL");
         return -1;
     }
-    if (read_payload(src, row, msg, err, err_size) < 0)
+    if (read_payload(src, f->payload, f->payload_len, msg, err, err_size) < 0)
         return -1;
-    const char *headers = row_value(row, ROW_HEADERS);
-    if (headers && json_read_headers(headers, src->scratch, msg, err, err_size) < 0)
+    if (f->headers && json_read_headers(f->headers, src->scratch, msg, err, err_size) < 0)
         return -1;
     const cfg_route *route = route_for(src->cfg, msg);
     if (!route) {
@@ -81,7 +96,7 @@ int message_build(const message_source *src, result_row row, obx_message *msg, s
         return -1;
     }
     *output = route->output_index;
-    const char *override = row_value(row, ROW_DESTINATION);
+    const char *override = f->destination;
     if (override && *override) {
         msg->destination = override;
         return 0;

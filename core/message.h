@@ -30,4 +30,19 @@ typedef struct result_row {
 int message_build(const message_source *src, result_row row, obx_message *msg, size_t *output,
                   char *err, size_t err_size);
 
+/* One event's fields as text (NULL for SQL NULL) from a source other than a
+ * claim: WAL mode's decoded inserts and emitted messages. The payload is in
+ * the column type's text form (bytea as \x hex). */
+typedef struct event_fields {
+    const char *event_id, *aggregate_type, *aggregate_id, *event_type;
+    const char *payload, *headers, *destination;
+    size_t payload_len;
+    long long created_at_us;
+    unsigned attempt; /* 1 on the first */
+} event_fields;
+
+/* As message_build, from fields; poll mode's rows take the same path. */
+int message_build_fields(const message_source *src, const event_fields *f, obx_message *msg,
+                         size_t *output, char *err, size_t err_size);
+
 #endif

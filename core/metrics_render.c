@@ -218,6 +218,22 @@ static void heartbeats(FILE *f, relay_state *st, relay_metrics *m)
     }
 }
 
+/* WAL mode: how much the slot holds back, and whether this process streams. */
+static void wal_slot(FILE *f, relay_state *st)
+{
+    if (st->cfg->source != SOURCE_WAL)
+        return;
+    gauge(f, "outbox_relay_wal_slot_lag_bytes",
+          "WAL the replication slot holds past the position confirmed to PostgreSQL.",
+          (double)atomic_load(&st->wal_lag_bytes));
+    gauge(f, "outbox_relay_wal_slot_lag_seconds",
+          "Age of the oldest commit received and not yet confirmed.",
+          atomic_load(&st->wal_lag_ms) / 1000.0);
+    gauge(f, "outbox_relay_wal_streaming",
+          "1 while this process streams the slot, 0 while it waits as a standby.",
+          (double)atomic_load(&st->wal_streaming));
+}
+
 char *metrics_render(relay_state *st, size_t *len)
 {
     char *body = NULL;
@@ -235,6 +251,7 @@ char *metrics_render(relay_state *st, size_t *len)
         backlog(f, m);
         heartbeats(f, st, m);
     }
+    wal_slot(f, st);
     gen_release(gen);
     if (fclose(f) != 0) {
         free(body);

@@ -32,6 +32,13 @@ typedef struct relay_state {
     atomic_llong stop_at_ms; /* when stop was requested (monotonic) */
     relay_stats stats;
     struct relay_metrics *metrics; /* stats.h: per output, latencies, heartbeats; may be NULL */
+
+    /* WAL mode (relay.source = "wal"), for status and /metrics: how much
+     * WAL the slot holds past the confirmed position, how old the oldest
+     * unconfirmed commit is, the confirmed LSN, and whether this process
+     * streams (1) or waits as a standby (0). */
+    atomic_llong wal_lag_bytes, wal_lag_ms, wal_confirmed_lsn;
+    atomic_int wal_streaming;
 } relay_state;
 
 /* Requests a graceful stop (async-signal-safe). */

@@ -10,6 +10,7 @@
 
 #include "db.h"
 #include "sql.h"
+#include "wal_dead.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -168,6 +169,8 @@ static int report(const relay_config *cfg, PGconn **conn, int json)
         fprintf(stderr, "outbox-relay: %s\n", err);
         return 1;
     }
+    if (cfg->source == SOURCE_WAL) /* the dead-letter table and the slot */
+        return wal_command_status(*conn, cfg, json);
     const char *params[] = {cfg->on_dead == DEAD_BLOCK ? "true" : "false"};
     PGresult *t = query(*conn, cfg, totals_sql, 0, NULL);
     PGresult *h = t ? query(*conn, cfg, held_sql, 1, params) : NULL;

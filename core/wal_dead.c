@@ -1,0 +1,172 @@
+#include "wal_dead.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "pgarray.h"
+#include "sql.h"
+
+/* SQL text reads best as written. */
+/* clang-format off */
+static const char insert_sql[] =
+    "INSERT INTO {schema}.{n._dead_letter} ({c.event_id}, {c.aggregate_type}, {c.aggregate_id},"
+    " {c.event_type}, {c.payload}, {c.headers}, {c.destination}, {c.created_at}, dl_attempts,"
+    " dl_error, dl_at, dl_commit_lsn) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), $11)"
+    " ON CONFLICT ({c.event_id}) DO UPDATE SET dl_attempts = EXCLUDED.dl_attempts,"
+    " dl_error = EXCLUDED.dl_error, dl_at = now(), dl_commit_lsn = EXCLUDED.dl_commit_lsn";
+
+static const char lag_sql[] =
+    "SELECT coalesce(pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()"
+    " ELSE pg_current_wal_lsn() END, confirmed_flush_lsn), 0)::bigint, coalesce(wal_status, ''),"
+    " coalesce(active_pid, 0), coalesce((SELECT extract(epoch FROM r.flush_lag)"
+    "   FROM pg_stat_replication r WHERE r.pid = s.active_pid), 0)"
+    " FROM pg_replication_slots s WHERE slot_name = $1";
+
+static const char dead_sql[] =
+    "SELECT count(*), coalesce(extract(epoch FROM now() - min(dl_at)), 0)"
+    " FROM {schema}.{n._dead_letter}";
+
+/* Back through the outbox table, so the stream relays it again: a row kept
+ * for audit under the same event_id is removed first (event_id is unique). */
+static const char requeue_delete_sql[] =
+    "DELETE FROM {table} o USING {schema}.{n._dead_letter} d"
+    " WHERE o.{c.event_id} = d.{c.event_id} AND ($1 OR d.{c.event_id} = ANY($2::uuid[]))";
+static const char requeue_insert_sql[] =
+    "WITH d AS (DELETE FROM {schema}.{n._dead_letter} WHERE $1 OR {c.event_id} = ANY($2::uuid[])"
+    "   RETURNING *)"
+    " INSERT INTO {table} ({c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type},"
+    " {c.payload}, {c.headers}, {c.destination}, {c.created_at})"
+    " SELECT coalesce({c.event_id}, gen_random_uuid()), {c.aggregate_type}, {c.aggregate_id},"
+    " {c.event_type}, {c.payload}, {c.headers}, {c.destination}, {c.created_at} FROM d"
+    " ORDER BY dl_commit_lsn, dl_at";
+/* clang-format on */
+
+int wal_dead_insert(PGconn *conn, const relay_config *cfg, const wal_row *row, unsigned attempts,
+                    const char *error, uint64_t commit_lsn, char *err, size_t err_size)
+{
+    char n[16], lsn[32];
+    snprintf(n, sizeof n, "%u", attempts);
+    snprintf(lsn, sizeof lsn, "%X/%X", (unsigned)(commit_lsn >> 32), (unsigned)commit_lsn);
+    const char *params[11];
+    for (int f = 0; f < WF_COUNT; f++)
+        params[f] = row->v[f];
+    params[8] = n;
+    params[9] = error;
+    params[10] = lsn;
+    char *sql = sql_render(cfg, insert_sql);
+    PGresult *res = PQexecParams(conn, sql, 11, NULL, params, NULL, NULL, 0);
+    free(sql);
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
+    if (rc < 0)
+        db_error(conn, res, err, err_size);
+    PQclear(res);
+    return rc;
+}
+
+int wal_slot_lag(PGconn *conn, const relay_config *cfg, long long *bytes, int *lost, char *err,
+                 size_t err_size)
+{
+    const char *params[] = {cfg->wal_slot};
+    PGresult *res = PQexecParams(conn, lag_sql, 1, NULL, params, NULL, NULL, 0);
+    int rc = -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        db_error(conn, res, err, err_size);
+    } else if (PQntuples(res) == 0) {
+        snprintf(err, err_size, "replication slot \"%s\" does not exist", cfg->wal_slot);
+        rc = 1;
+    } else {
+        *bytes = atoll(PQgetvalue(res, 0, 0));
+        *lost = strcmp(PQgetvalue(res, 0, 1), "lost") == 0;
+        rc = 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+int wal_command_status(PGconn *conn, const relay_config *cfg, int json)
+{
+    const char *params[] = {cfg->wal_slot};
+    PGresult *slot = PQexecParams(conn, lag_sql, 1, NULL, params, NULL, NULL, 0);
+    char *sql = sql_render(cfg, dead_sql);
+    PGresult *dead = PQexec(conn, sql);
+    free(sql);
+    int rc = 1;
+    char err[1024];
+    if (PQresultStatus(slot) != PGRES_TUPLES_OK || PQresultStatus(dead) != PGRES_TUPLES_OK) {
+        db_error(conn, PQresultStatus(slot) != PGRES_TUPLES_OK ? slot : dead, err, sizeof err);
+        fprintf(stderr, "outbox-relay: status: %s\n", err);
+    } else if (PQntuples(slot) == 0) {
+        fprintf(stderr,
+                "outbox-relay: status: replication slot \"%s\" does not exist: run "
+                "`outbox-relay init-db -c %s`\n",
+                cfg->wal_slot, cfg->path);
+    } else {
+        long long lag = atoll(PQgetvalue(slot, 0, 0)), dead_n = atoll(PQgetvalue(dead, 0, 0));
+        const char *wal_status = PQgetvalue(slot, 0, 1);
+        int pid = atoi(PQgetvalue(slot, 0, 2));
+        double lag_s = atof(PQgetvalue(slot, 0, 3)), oldest = atof(PQgetvalue(dead, 0, 1));
+        if (json) {
+            json_t *o =
+                json_pack("{s:s,s:s,s:I,s:f,s:s,s:b,s:I,s:f}", "source", "wal", "slot",
+                          cfg->wal_slot, "slot_lag_bytes", (json_int_t)lag, "slot_lag_seconds",
+                          lag_s, "slot_wal_status", wal_status, "slot_active", pid != 0, "dead",
+                          (json_int_t)dead_n, "oldest_dead_seconds", oldest);
+            char *text = json_dumps(o, JSON_COMPACT);
+            puts(text);
+            free(text);
+            json_decref(o);
+        } else {
+            printf("source:                 wal (slot %s, %s)\n"
+                   "slot lag (bytes):       %lld\nslot lag (s):           %.3f\n"
+                   "slot WAL status:        %s\ndead:                   %lld\n",
+                   cfg->wal_slot, pid ? "streaming" : "no relay attached", lag, lag_s,
+                   wal_status[0] ? wal_status : "unknown", dead_n);
+            if (strcmp(wal_status, "lost") == 0)
+                printf("the slot was invalidated: run `outbox-relay init-db --reset-slot -c %s` "
+                       "(events committed while it was invalid are not relayed)\n",
+                       cfg->path);
+        }
+        rc = 0;
+    }
+    PQclear(slot);
+    PQclear(dead);
+    return rc;
+}
+
+int wal_command_requeue(PGconn *conn, const relay_config *cfg, int all, char **ids, int count)
+{
+    pgarray list;
+    pgarray_init(&list);
+    for (int i = 0; i < count; i++)
+        pgarray_add(&list, ids[i], 1);
+    const char *params[] = {all ? "true" : "false", pgarray_text(&list)};
+    char err[1024];
+    int rc = db_exec(conn, "BEGIN", err, sizeof err) < 0 ? -1 : 0;
+    const char *steps[] = {requeue_delete_sql, requeue_insert_sql};
+    PGresult *res = NULL;
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        char *sql = sql_render(cfg, steps[i]);
+        PQclear(res);
+        res = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
+        free(sql);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+            db_error(conn, res, err, sizeof err);
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        printf("requeued %s dead events\n", PQcmdTuples(res));
+    PQclear(res);
+    if (rc == 0 && db_exec(conn, "COMMIT", err, sizeof err) < 0)
+        rc = -1;
+    if (rc < 0) {
+        fprintf(stderr, "outbox-relay: requeue: %s\n", err);
+        char ignored[256];
+        db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+    }
+    pgarray_free(&list);
+    return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,249 @@
+#include "wal_decode.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
+#define PG_EPOCH_OFFSET_US 946684800000000LL
+
+/* A bounds-checked reader over one message; ok drops to 0 on overrun. */
+typedef struct reader {
+    const char *p;
+    size_t len, pos;
+    int ok;
+} reader;
+
+static const char *take(reader *r, size_t n)
+{
+    if (!r->ok || r->len - r->pos < n) {
+        r->ok = 0;
+        return NULL;
+    }
+    const char *at = r->p + r->pos;
+    r->pos += n;
+    return at;
+}
+
+static uint64_t read_int(reader *r, int bytes)
+{
+    const char *at = take(r, (size_t)bytes);
+    uint64_t v = 0;
+    for (int i = 0; at && i < bytes; i++)
+        v = v << 8 | (unsigned char)at[i];
+    return v;
+}
+
+/* A NUL-terminated string in place. */
+static const char *read_str(reader *r)
+{
+    const char *start = r->p + r->pos;
+    size_t n = r->ok ? strnlen(start, r->len - r->pos) : 0;
+    if (!r->ok || n == r->len - r->pos) {
+        r->ok = 0;
+        return "";
+    }
+    r->pos += n + 1;
+    return start;
+}
+
+long long wal_parse_timestamp(const char *text)
+{
+    struct tm tm = {0};
+    int consumed = 0;
+    if (!text || sscanf(text, "%d-%d-%d %d:%d:%d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                        &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6)
+        return 0;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    long long us = (long long)timegm(&tm) * 1000000;
+    const char *p = text + consumed;
+    if (*p == '.') {
+        long long frac = 0, scale = 100000;
+        for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+            frac += (*p - '0') * scale;
+        us += frac;
+    }
+    if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1, h = 0, m = 0, s = 0;
+        sscanf(p + 1, "%d:%d:%d", &h, &m, &s);
+        us -= sign * ((long long)h * 3600 + m * 60 + s) * 1000000;
+    }
+    return us;
+}
+
+void wal_decoder_init(wal_decoder *d, const relay_config *cfg)
+{
+    memset(d, 0, sizeof *d);
+    d->cfg = cfg;
+    snprintf(d->prefix, sizeof d->prefix, "outbox-relay:%s.%s", cfg->schema, cfg->table);
+}
+
+/* Which field a column of the outbox table carries, or -1. */
+static int field_of(const relay_config *cfg, const char *name)
+{
+    const char *names[WF_COUNT] = {
+        cfg->col.event_id, cfg->col.aggregate_type, cfg->col.aggregate_id, cfg->col.event_type,
+        cfg->col.payload,  cfg->col.headers,        cfg->col.destination,  cfg->col.created_at};
+    for (int f = 0; f < WF_COUNT; f++)
+        if (strcmp(names[f], name) == 0)
+            return f;
+    return -1;
+}
+
+static void decode_relation(wal_decoder *d, reader *r)
+{
+    uint32_t relid = (uint32_t)read_int(r, 4);
+    const char *nsp = read_str(r), *name = read_str(r);
+    read_int(r, 1); /* replica identity */
+    int ncols = (int)read_int(r, 2);
+    if (!r->ok || strcmp(nsp, d->cfg->schema) != 0 || strcmp(name, d->cfg->table) != 0)
+        return;
+    d->relid = relid;
+    d->have_relation = 1;
+    for (int f = 0; f < WF_COUNT; f++)
+        d->column[f] = -1;
+    for (int i = 0; i < ncols && r->ok; i++) {
+        read_int(r, 1); /* flags */
+        int f = field_of(d->cfg, read_str(r));
+        read_int(r, 4); /* type oid */
+        read_int(r, 4); /* typmod */
+        if (f >= 0)
+            d->column[f] = i;
+    }
+}
+
+/* One allocation holding the row and copies of its values. */
+static wal_row *row_new(const char *const *values, const size_t *lens)
+{
+    size_t size = sizeof(wal_row);
+    for (int f = 0; f < WF_COUNT; f++)
+        size += values[f] ? lens[f] + 1 : 0;
+    wal_row *row = calloc(1, size);
+    char *at = (char *)(row + 1);
+    for (int f = 0; f < WF_COUNT; f++) {
+        if (!values[f])
+            continue;
+        memcpy(at, values[f], lens[f]);
+        at[lens[f]] = '\0';
+        row->v[f] = at;
+        row->len[f] = lens[f];
+        at += lens[f] + 1;
+    }
+    row->created_at_us = wal_parse_timestamp(row->v[WF_CREATED_AT]);
+    return row;
+}
+
+static wal_row *decode_insert(wal_decoder *d, reader *r, char *err, size_t err_size)
+{
+    uint32_t relid = (uint32_t)read_int(r, 4);
+    if (!d->have_relation || relid != d->relid)
+        return NULL; /* another table of the publication */
+    if (read_int(r, 1) != 'N') {
+        r->ok = 0;
+        return NULL;
+    }
+    int ncols = (int)read_int(r, 2);
+    const char *values[WF_COUNT] = {0};
+    size_t lens[WF_COUNT] = {0};
+    for (int i = 0; i < ncols && r->ok; i++) {
+        char kind = (char)read_int(r, 1);
+        const char *value = NULL;
+        size_t n = 0;
+        if (kind == 't') {
+            n = (size_t)read_int(r, 4);
+            value = take(r, n);
+        } else if (kind != 'n' && kind != 'u') {
+            snprintf(err, err_size, "pgoutput: unknown tuple column kind 0x%02x",
+                     (unsigned char)kind);
+            r->ok = 0;
+            return NULL;
+        }
+        for (int f = 0; f < WF_COUNT; f++)
+            if (d->column[f] == i)
+                values[f] = value, lens[f] = n;
+    }
+    return r->ok ? row_new(values, lens) : NULL;
+}
+
+/* outbox_emit's JSON object as a row (created_at rendered from its microseconds). */
+static wal_row *decode_message(wal_decoder *d, reader *r)
+{
+    read_int(r, 8); /* the message's LSN */
+    const char *prefix = read_str(r);
+    size_t n = (size_t)read_int(r, 4);
+    const char *content = take(r, n);
+    if (!r->ok || strcmp(prefix, d->prefix) != 0)
+        return NULL;
+    json_t *o = json_loadb(content, n, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return NULL;
+    }
+    static const char *const keys[WF_COUNT] = {
+        "event_id", "aggregate_type", "aggregate_id", "event_type",
+        "payload",  "headers",        "destination",  NULL};
+    const char *values[WF_COUNT] = {0};
+    size_t lens[WF_COUNT] = {0};
+    for (int f = 0; f < WF_COUNT; f++) {
+        json_t *v = keys[f] ? json_object_get(o, keys[f]) : NULL;
+        if (json_is_string(v))
+            values[f] = json_string_value(v), lens[f] = json_string_length(v);
+    }
+    long long us = (long long)json_integer_value(json_object_get(o, "created_at_us"));
+    char stamp[64];
+    time_t secs = (time_t)(us / 1000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t at = strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(stamp + at, sizeof stamp - at, ".%06lld+00", us % 1000000);
+    values[WF_CREATED_AT] = stamp;
+    lens[WF_CREATED_AT] = strlen(stamp);
+    wal_row *row = row_new(values, lens);
+    json_decref(o);
+    return row;
+}
+
+int wal_decode(wal_decoder *d, const char *data, size_t len, wal_change *out, char *err,
+               size_t err_size)
+{
+    reader r = {data, len, 0, 1};
+    memset(out, 0, sizeof *out);
+    err[0] = '\0';
+    char type = (char)read_int(&r, 1);
+    switch (type) {
+    case 'B': /* final LSN, commit time, xid */
+        read_int(&r, 8);
+        out->commit_us = (long long)read_int(&r, 8) + PG_EPOCH_OFFSET_US;
+        read_int(&r, 4);
+        out->kind = WAL_BEGIN;
+        break;
+    case 'C': /* flags, commit LSN, end LSN, time */
+        read_int(&r, 1);
+        read_int(&r, 8);
+        out->lsn = read_int(&r, 8);
+        out->kind = WAL_COMMIT;
+        break;
+    case 'R': decode_relation(d, &r); break;
+    case 'I':
+        out->row = decode_insert(d, &r, err, err_size);
+        out->kind = out->row ? WAL_EVENT : WAL_NONE;
+        break;
+    case 'M':
+        /* only transactional messages: they sit between Begin and Commit */
+        if (read_int(&r, 1) & 1) {
+            out->row = decode_message(d, &r);
+            out->kind = out->row ? WAL_EVENT : WAL_NONE;
+        }
+        break;
+    default: break; /* Update, Delete, Truncate, Type, Origin: not events */
+    }
+    if (!r.ok) {
+        if (!err[0])
+            snprintf(err, err_size, "pgoutput: message '%c' of %zu bytes is cut short", type, len);
+        return -1;
+    }
+    return 0;
+}

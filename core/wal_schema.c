@@ -1,0 +1,240 @@
+/* WAL mode's part of init-db: what the server must allow, the publication,
+ * the dead-letter table, outbox_emit() and the logical replication slot. */
+#include "wal_schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "sql.h"
+
+/* SQL text reads best as written. */
+/* clang-format off */
+static const char *const wal_steps[] = {
+    "SELECT pg_advisory_xact_lock(hashtext('outbox-relay init-db'))",
+    /* the only write per event in WAL mode, and only for a failed one; the
+     * event's columns keep the outbox's types so that requeue copies them back */
+    "CREATE TABLE IF NOT EXISTS {schema}.{n._dead_letter} AS SELECT"
+    " {c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload},"
+    " {c.headers}, {c.destination}, {c.created_at}, 0 AS dl_attempts, ''::text AS dl_error,"
+    " now() AS dl_at, '0/0'::pg_lsn AS dl_commit_lsn FROM {table} WITH NO DATA",
+    "CREATE UNIQUE INDEX IF NOT EXISTS {n._dead_letter_event}"
+    " ON {schema}.{n._dead_letter} ({c.event_id})",
+    /* an event with no row: one transactional logical message, in commit order
+     * with the inserts; prefix outbox-relay:schema.table */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._emit}("
+    " p_aggregate_type text, p_aggregate_id text, p_event_type text,"
+    " p_payload {table}.{c.payload}%TYPE,"
+    " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL)"
+    " RETURNS uuid LANGUAGE plpgsql AS {$} DECLARE v_id uuid := gen_random_uuid(); BEGIN"
+    " PERFORM pg_logical_emit_message(true, 'outbox-relay:' || {lit.table},"
+    " json_build_object('event_id', v_id, 'aggregate_type', p_aggregate_type,"
+    " 'aggregate_id', p_aggregate_id, 'event_type', p_event_type, 'payload', p_payload::text,"
+    " 'headers', p_headers::text, 'destination', p_destination, 'created_at_us',"
+    " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)::text);"
+    " RETURN v_id; END {$}",
+};
+
+/* What the server and the role must allow, as one row. */
+static const char prereq_sql[] =
+    "SELECT current_setting('wal_level'), r.rolreplication OR r.rolsuper, current_user,"
+    " current_setting('max_replication_slots')::int"
+    " FROM pg_roles r WHERE r.rolname = current_user";
+
+static const char slot_sql[] =
+    "SELECT plugin, database = current_database(), coalesce(wal_status, ''),"
+    " coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'logical'";
+/* clang-format on */
+
+int wal_prerequisites(PGconn *conn, char *err, size_t err_size)
+{
+    PGresult *res = PQexec(conn, prereq_sql);
+    int rc = -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        db_error(conn, res, err, err_size);
+    } else {
+        const char *level = PQgetvalue(res, 0, 0), *user = PQgetvalue(res, 0, 2);
+        int may_replicate = PQgetvalue(res, 0, 1)[0] == 't';
+        int n = snprintf(err, err_size, "WAL mode cannot run here:");
+        if (strcmp(level, "logical") != 0)
+            n += snprintf(err + n, err_size - n,
+                          " wal_level is \"%s\", it must be \"logical\" (ALTER SYSTEM SET "
+                          "wal_level = logical; then restart PostgreSQL);",
+                          level);
+        if (!may_replicate && n > 0 && (size_t)n < err_size)
+            n += snprintf(err + n, err_size - n,
+                          " role \"%s\" lacks the REPLICATION attribute (ALTER ROLE \"%s\" "
+                          "REPLICATION;);",
+                          user, user);
+        if (atoi(PQgetvalue(res, 0, 3)) == 0 && n > 0 && (size_t)n < err_size)
+            snprintf(err + n, err_size - n,
+                     " max_replication_slots is 0 (set it to at least 1 and restart);");
+        rc = strcmp(level, "logical") == 0 && may_replicate && atoi(PQgetvalue(res, 0, 3)) > 0 ? 0
+                                                                                               : -1;
+    }
+    PQclear(res);
+    return rc;
+}
+
+/* The publication: the outbox table, inserts only. */
+static int install_publication(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    char pub[2 * SQL_NAME_MAX + 3];
+    sql_quote_ident(pub, sizeof pub, cfg->wal_publication);
+    const char *params[] = {cfg->wal_publication};
+    PGresult *res = PQexecParams(conn, "SELECT 1 FROM pg_publication WHERE pubname = $1", 1, NULL,
+                                 params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        db_error(conn, res, why, why_size);
+        PQclear(res);
+        return -1;
+    }
+    int exists = PQntuples(res) > 0;
+    PQclear(res);
+    char tmpl[512];
+    snprintf(tmpl, sizeof tmpl,
+             exists ? "ALTER PUBLICATION %s SET TABLE {table}"
+                    : "CREATE PUBLICATION %s FOR TABLE {table} WITH (publish = 'insert')",
+             pub);
+    char *sql = sql_render(cfg, tmpl);
+    int rc = db_exec(conn, sql, why, why_size);
+    free(sql);
+    if (rc == 0 && exists) {
+        snprintf(tmpl, sizeof tmpl, "ALTER PUBLICATION %s SET (publish = 'insert')", pub);
+        rc = db_exec(conn, tmpl, why, why_size);
+    }
+    return rc;
+}
+
+int wal_slot_state(PGconn *conn, const relay_config *cfg, char *wal_status, size_t status_size,
+                   int *active_pid, char *err, size_t err_size)
+{
+    const char *params[] = {cfg->wal_slot};
+    PGresult *res = PQexecParams(conn, slot_sql, 1, NULL, params, NULL, NULL, 0);
+    int rc = -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        db_error(conn, res, err, err_size);
+    } else if (PQntuples(res) == 0) {
+        snprintf(err, err_size,
+                 "replication slot \"%s\" does not exist: run `outbox-relay init-db -c %s`",
+                 cfg->wal_slot, cfg->path);
+        rc = 1;
+    } else if (strcmp(PQgetvalue(res, 0, 0), "pgoutput") != 0 || PQgetvalue(res, 0, 1)[0] != 't') {
+        snprintf(err, err_size,
+                 "replication slot \"%s\" belongs to another database or plugin (%s); choose "
+                 "another relay.wal.slot",
+                 cfg->wal_slot, PQgetvalue(res, 0, 0));
+    } else {
+        snprintf(wal_status, status_size, "%s", PQgetvalue(res, 0, 2));
+        *active_pid = atoi(PQgetvalue(res, 0, 3));
+        rc = 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+/* The slot, created after the publication is committed (pgoutput looks the
+ * publication up as of each change's time). With reset, dropped first. */
+static int install_slot(PGconn *conn, const relay_config *cfg, int reset, char *why,
+                        size_t why_size)
+{
+    char status[32] = "";
+    int pid = 0;
+    int rc = wal_slot_state(conn, cfg, status, sizeof status, &pid, why, why_size);
+    if (rc < 0)
+        return -1;
+    const char *params[] = {cfg->wal_slot};
+    if (rc == 0 && reset) {
+        if (pid) {
+            snprintf(why, why_size,
+                     "replication slot \"%s\" is in use by a running relay (server pid %d): "
+                     "stop it before --reset-slot",
+                     cfg->wal_slot, pid);
+            return -1;
+        }
+        PGresult *res = PQexecParams(conn, "SELECT pg_drop_replication_slot($1)", 1, NULL, params,
+                                     NULL, NULL, 0);
+        rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 1 : -1;
+        if (rc < 0)
+            db_error(conn, res, why, why_size);
+        PQclear(res);
+        if (rc < 0)
+            return -1;
+        printf("replication slot %s dropped: events committed since it stopped being read "
+               "and before now are not relayed\n",
+               cfg->wal_slot);
+    }
+    if (rc == 0) {
+        if (strcmp(status, "lost") == 0) {
+            snprintf(why, why_size,
+                     "replication slot \"%s\" was invalidated (its WAL was removed): run "
+                     "`outbox-relay init-db --reset-slot -c %s` (see README, WAL mode)",
+                     cfg->wal_slot, cfg->path);
+            return -1;
+        }
+        return 0;
+    }
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT lsn FROM pg_create_logical_replication_slot($1, "
+                                 "'pgoutput')",
+                                 1, NULL, params, NULL, NULL, 0);
+    rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
+    if (rc < 0)
+        db_error(conn, res, why, why_size);
+    else
+        printf("replication slot %s created at %s\n", cfg->wal_slot, PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return rc;
+}
+
+int wal_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot, char *err,
+                       size_t err_size)
+{
+    char why[1024];
+    if (wal_prerequisites(conn, why, sizeof why) < 0)
+        goto fail;
+    if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
+        goto fail;
+    for (size_t i = 0; i < sizeof wal_steps / sizeof wal_steps[0]; i++) {
+        char *sql = sql_render(cfg, wal_steps[i]);
+        int rc = db_exec(conn, sql, why, sizeof why);
+        free(sql);
+        if (rc < 0)
+            goto rollback;
+    }
+    if (install_publication(conn, cfg, why, sizeof why) < 0)
+        goto rollback;
+    if (db_exec(conn, "COMMIT", why, sizeof why) < 0 ||
+        install_slot(conn, cfg, reset_slot, why, sizeof why) < 0)
+        goto fail;
+    return 0;
+rollback:;
+    char ignored[256];
+    db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+fail:
+    snprintf(err, err_size, "init-db (WAL mode) failed for %s.%s: %s", cfg->schema, cfg->table,
+             why);
+    return -1;
+}
+
+int wal_schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+{
+    char why[768], status[32] = "";
+    int pid = 0;
+    if (wal_prerequisites(conn, why, sizeof why) < 0) {
+        snprintf(err, err_size, "%s", why);
+        return -1;
+    }
+    if (wal_slot_state(conn, cfg, status, sizeof status, &pid, err, err_size) != 0)
+        return -1;
+    if (strcmp(status, "lost") == 0) {
+        snprintf(err, err_size,
+                 "replication slot \"%s\" was invalidated (the server removed WAL it still "
+                 "needed: max_slot_wal_keep_size); events since then cannot be read from it. "
+                 "Run `outbox-relay init-db --reset-slot -c %s` (see README, WAL mode)",
+                 cfg->wal_slot, cfg->path);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,298 @@
+#include "wal_source.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "log.h"
+#include "wal_dead.h"
+#include "wal_decode.h"
+#include "wal_publish.h"
+#include "wal_schema.h"
+#include "wal_stream.h"
+#include "wal_window.h"
+
+#define SCOPE "wal"
+#define LAG_CHECK_MS 2000
+#define FRAMES_PER_ROUND 2000
+#define STATUS_MIN_GAP_MS 10
+
+typedef struct wal_source {
+    relay_state *st;
+    const relay_config *cfg;
+    wal_window w;
+    wal_publisher pub;
+    wal_decoder dec;
+    wal_stream s;
+    uint64_t confirmed;    /* every event of every commit up to here is finished */
+    uint64_t drain_target; /* --drain: the WAL position at start */
+    PGconn *db;            /* slot checks */
+    long long lag_checked_ms;
+    int lag_warned;
+} wal_source;
+
+static int stopping(const wal_source *src)
+{
+    return atomic_load(&src->st->stop) != 0;
+}
+
+static void nap(const wal_source *src, long long ms)
+{
+    for (long long slept = 0; slept < ms && !stopping(src); slept += 50)
+        usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
+}
+
+int wal_preflight(const relay_config *cfg)
+{
+    char err[1024];
+    PGconn *conn = db_connect(cfg, "outbox-relay", err, sizeof err);
+    int rc = conn ? wal_schema_check(conn, cfg, err, sizeof err) : -1;
+    if (conn)
+        PQfinish(conn);
+    if (rc < 0)
+        log_error("%s", err);
+    return rc;
+}
+
+/* A plain session for slot checks, re-made when lost. */
+static PGconn *slot_db(wal_source *src)
+{
+    char err[512];
+    if (src->db && db_lost(src->db)) {
+        PQfinish(src->db);
+        src->db = NULL;
+    }
+    if (!src->db && !(src->db = db_connect(src->cfg, "outbox-relay", err, sizeof err)))
+        log_scoped(OBX_LOG_DEBUG, SCOPE, "slot check: %s", err);
+    return src->db;
+}
+
+/* Slot lag into relay_state, a warning past lag_warn_mb. Returns -1 when
+ * the slot is lost (the relay cannot go on), else 0. */
+static int check_slot(wal_source *src, long long now)
+{
+    if (now - src->lag_checked_ms < LAG_CHECK_MS)
+        return 0;
+    src->lag_checked_ms = now;
+    long long oldest = wal_window_oldest_us(&src->w), lag_ms = 0;
+    if (oldest > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        lag_ms = ((long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - oldest) / 1000;
+    }
+    atomic_store(&src->st->wal_lag_ms, lag_ms > 0 ? lag_ms : 0);
+    PGconn *db = slot_db(src);
+    long long bytes = 0;
+    int lost = 0;
+    char err[512];
+    if (!db || wal_slot_lag(db, src->cfg, &bytes, &lost, err, sizeof err) != 0)
+        return 0; /* the stream itself says when the server is gone */
+    if (lost) {
+        log_error("replication slot %s was invalidated (the server removed WAL it still needed: "
+                  "max_slot_wal_keep_size); run `outbox-relay init-db --reset-slot -c %s` "
+                  "(see README, WAL mode)",
+                  src->cfg->wal_slot, src->cfg->path);
+        return -1;
+    }
+    atomic_store(&src->st->wal_lag_bytes, bytes);
+    long long limit = (long long)src->cfg->wal_lag_warn_mb * 1024 * 1024;
+    if (bytes > limit && !src->lag_warned)
+        log_warn("replication slot %s holds %lld MB of WAL (over relay.wal.lag_warn_mb = %d); "
+                 "the server keeps it until the relay confirms",
+                 src->cfg->wal_slot, bytes >> 20, src->cfg->wal_lag_warn_mb);
+    else if (bytes <= limit && src->lag_warned)
+        log_info("replication slot %s is back under relay.wal.lag_warn_mb", src->cfg->wal_slot);
+    src->lag_warned = bytes > limit;
+    return 0;
+}
+
+/* Reads what the stream has, while the window has room. Returns the frames
+ * read, or -1 when the stream is lost. */
+static int read_frames(wal_source *src, int timeout_ms)
+{
+    int frames = 0;
+    char err[512];
+    while (frames < FRAMES_PER_ROUND && src->w.unfinished < src->cfg->wal_max_in_flight) {
+        const char *data;
+        size_t len;
+        int rc = wal_stream_read(&src->s, frames ? 0 : timeout_ms, &data, &len, err, sizeof err);
+        if (rc < 0) {
+            log_warn("%s", err);
+            return -1;
+        }
+        if (rc == 0)
+            break;
+        frames++;
+        wal_change c;
+        if (wal_decode(&src->dec, data, len, &c, err, sizeof err) < 0) {
+            log_error("%s", err);
+            return -1;
+        }
+        if (c.kind == WAL_BEGIN) {
+            wal_window_begin(&src->w, c.commit_us);
+        } else if (c.kind == WAL_COMMIT) {
+            wal_window_commit(&src->w, c.lsn);
+        } else if (c.kind == WAL_EVENT) {
+            if (!wal_window_in_txn(&src->w)) { /* only inside a transaction: never expected */
+                free(c.row);
+                continue;
+            }
+            wal_window_add(&src->w, c.row);
+            atomic_fetch_add(&src->st->stats.claimed, 1);
+        }
+    }
+    return frames;
+}
+
+/* Moves the confirmed position and tells the server when it moved, when
+ * asked, and at least every status_interval_ms. */
+static int report(wal_source *src, long long now)
+{
+    uint64_t lsn = wal_window_confirm(&src->w);
+    if (lsn > src->confirmed)
+        src->confirmed = lsn;
+    /* nothing held: every commit the server has sent is finished */
+    if (wal_window_empty(&src->w) && src->s.server_end > src->confirmed)
+        src->confirmed = src->s.server_end;
+    atomic_store(&src->st->wal_confirmed_lsn, (long long)src->confirmed);
+    int draining = src->st->drain && wal_window_empty(&src->w);
+    long long since = now - src->s.sent_at_ms;
+    int due = src->s.reply_requested || since >= src->cfg->wal_status_interval_ms ||
+              (src->confirmed != src->s.sent_flush && since >= STATUS_MIN_GAP_MS) ||
+              (draining && since >= 200);
+    if (due && wal_stream_status(&src->s, src->confirmed, draining) < 0)
+        return -1;
+    return 0;
+}
+
+/* Streams until stopped (0), drained (0), lost (-1) or a fatal error (-2). */
+static int stream(wal_source *src)
+{
+    for (;;) {
+        long long now = now_ms();
+        if (stopping(src))
+            return 0;
+        wal_publisher_tend(&src->pub);
+        wal_publisher_settle(&src->pub, now);
+        int sent = wal_publisher_send(&src->pub, now);
+        if (report(src, now) < 0)
+            return -1;
+        if (check_slot(src, now) < 0)
+            return -2;
+        if (src->st->drain && wal_window_empty(&src->w) && src->confirmed >= src->drain_target) {
+            log_info("drained: confirmed %X/%X", (unsigned)(src->confirmed >> 32),
+                     (unsigned)src->confirmed);
+            return 0;
+        }
+        if (src->w.unfinished >= src->cfg->wal_max_in_flight) {
+            wal_publisher_wait(&src->pub, 10);
+            continue;
+        }
+        long long wait = wal_window_wait_ms(&src->w, now);
+        int timeout = src->pub.in_flight > 0 || sent ? 2 : 50;
+        if (wait >= 0 && wait < timeout)
+            timeout = (int)wait;
+        if (read_frames(src, timeout) < 0)
+            return -1;
+    }
+}
+
+/* Before the window is dropped (reconnect) or the relay exits: wait, up to
+ * shutdown_timeout_ms, for what is in flight, then confirm what finished. */
+static void settle_in_flight(wal_source *src)
+{
+    long long until = now_ms() + src->cfg->shutdown_timeout_ms;
+    while (src->pub.in_flight > 0 && now_ms() < until) {
+        wal_publisher_wait(&src->pub, 20);
+        wal_publisher_settle(&src->pub, now_ms() + 3600000); /* no retry now */
+    }
+    if (src->pub.in_flight > 0) {
+        log_warn("%ld events still in flight at the deadline: the slot replays them",
+                 src->pub.in_flight);
+        wal_publisher_abort(&src->pub);
+    }
+    uint64_t lsn = wal_window_confirm(&src->w);
+    if (lsn > src->confirmed)
+        src->confirmed = lsn;
+    if (src->s.conn)
+        wal_stream_status(&src->s, src->confirmed, 0);
+}
+
+static void drain_target(wal_source *src)
+{
+    PGconn *db = slot_db(src);
+    PGresult *res = db ? PQexec(db, "SELECT pg_current_wal_lsn()") : NULL;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK)
+        src->drain_target = wal_lsn_parse(PQgetvalue(res, 0, 0));
+    PQclear(res);
+}
+
+void wal_run(relay_state *st)
+{
+    wal_source *src = calloc(1, sizeof *src);
+    src->st = st;
+    src->cfg = st->cfg;
+    wal_window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
+    wal_decoder_init(&src->dec, src->cfg);
+    if (wal_publisher_init(&src->pub, st, &src->w) < 0) {
+        atomic_store(&st->failed, 1);
+        goto out;
+    }
+    if (st->drain)
+        drain_target(src);
+    int standby_said = 0, backoff = 100;
+    while (!stopping(src)) {
+        char err[1024];
+        wal_open_result r = wal_stream_open(&src->s, src->cfg, src->confirmed, err, sizeof err);
+        if (r == WAL_OPEN_BUSY) {
+            if (!standby_said++)
+                log_info("standby: replication slot %s is held by another relay; taking over "
+                         "when it is released",
+                         src->cfg->wal_slot);
+            nap(src, 500);
+            continue;
+        }
+        if (r == WAL_OPEN_LOST) {
+            log_error("%s; the relay cannot continue (`outbox-relay init-db -c %s`, or "
+                      "--reset-slot for an invalidated slot: see README, WAL mode)",
+                      err, src->cfg->path);
+            atomic_store(&st->failed, 1);
+            break;
+        }
+        if (r == WAL_OPEN_RETRY) {
+            log_warn("%s; retrying in %d ms", err, backoff);
+            nap(src, backoff);
+            backoff = backoff < 5000 ? backoff * 2 : 5000;
+            continue;
+        }
+        backoff = 100;
+        log_info("streaming from replication slot %s%s", src->cfg->wal_slot,
+                 standby_said ? " (took over as the active relay)" : "");
+        standby_said = 0;
+        atomic_store(&st->wal_streaming, 1);
+        int rc = stream(src);
+        atomic_store(&st->wal_streaming, 0);
+        settle_in_flight(src);
+        wal_stream_close(&src->s);
+        if (rc == 0)
+            break;
+        if (rc == -2) {
+            atomic_store(&st->failed, 1);
+            break;
+        }
+        /* lost: what was not confirmed comes again from the slot */
+        wal_window_clear(&src->w);
+        wal_decoder_init(&src->dec, src->cfg);
+        nap(src, 200);
+    }
+    wal_stream_close(&src->s);
+out:
+    wal_publisher_free(&src->pub);
+    wal_window_free(&src->w);
+    if (src->db)
+        PQfinish(src->db);
+    free(src);
+}

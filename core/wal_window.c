@@ -1,0 +1,299 @@
+#include "wal_window.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct wal_txn {
+    wal_txn *next;
+    uint64_t end_lsn; /* 0 until committed */
+    long long commit_us;
+    long unfinished;
+    uint64_t first_seq, end_seq; /* its events: [first_seq, end_seq) */
+};
+
+/* An aggregate's unfinished events, in commit order: head is the one that may be sent. */
+struct wal_agg {
+    wal_agg *next; /* in its bucket */
+    uint64_t hash;
+    wal_event *head, *tail;
+};
+
+#define BUCKETS 65536
+
+void wal_window_init(wal_window *w, int ordered)
+{
+    memset(w, 0, sizeof *w);
+    w->ordered = ordered;
+    w->bucket_count = BUCKETS;
+    w->buckets = calloc(BUCKETS, sizeof *w->buckets);
+    w->ring_cap = 1024;
+    w->ring = calloc(w->ring_cap, sizeof *w->ring);
+}
+
+/* FNV-1a over type, a separator and id. */
+static uint64_t agg_hash(const wal_row *row)
+{
+    uint64_t h = 1469598103934665603ull;
+    const char *parts[] = {row->v[WF_AGGREGATE_TYPE], row->v[WF_AGGREGATE_ID]};
+    for (int i = 0; i < 2; i++) {
+        for (const char *p = parts[i] ? parts[i] : ""; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull;
+    }
+    return h;
+}
+
+static int same_agg(const wal_row *a, const wal_row *b)
+{
+    for (int f = WF_AGGREGATE_TYPE; f <= WF_AGGREGATE_ID; f++) {
+        if (!a->v[f] || !b->v[f]) {
+            if (a->v[f] != b->v[f])
+                return 0;
+        } else if (strcmp(a->v[f], b->v[f]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static wal_event *ring_at(const wal_window *w, size_t i)
+{
+    return w->ring[(w->base_seq + i) % w->ring_cap];
+}
+
+static void ring_push(wal_window *w, wal_event *ev)
+{
+    if (w->ring_len == w->ring_cap) {
+        size_t cap = w->ring_cap * 2;
+        wal_event **ring = calloc(cap, sizeof *ring);
+        for (size_t i = 0; i < w->ring_len; i++)
+            ring[(w->base_seq + i) % cap] = ring_at(w, i);
+        free(w->ring);
+        w->ring = ring;
+        w->ring_cap = cap;
+    }
+    w->ring[(w->base_seq + w->ring_len) % w->ring_cap] = ev;
+    w->ring_len++;
+}
+
+static void push_ready(wal_window *w, wal_event *ev)
+{
+    ev->state = EV_READY;
+    ev->next_list = NULL;
+    if (w->ready_tail)
+        w->ready_tail->next_list = ev;
+    else
+        w->ready_head = ev;
+    w->ready_tail = ev;
+}
+
+void wal_window_begin(wal_window *w, long long commit_us)
+{
+    wal_txn *t = calloc(1, sizeof *t);
+    t->commit_us = commit_us;
+    t->first_seq = t->end_seq = w->next_seq;
+    if (w->last)
+        w->last->next = t;
+    else
+        w->first = t;
+    w->last = t;
+}
+
+int wal_window_in_txn(const wal_window *w)
+{
+    return w->last && w->last->end_lsn == 0;
+}
+
+void wal_window_add(wal_window *w, wal_row *row)
+{
+    wal_event *ev = calloc(1, sizeof *ev);
+    ev->seq = w->next_seq++;
+    ev->row = row;
+    ev->txn = w->last;
+    ev->txn->unfinished++;
+    ev->txn->end_seq = w->next_seq;
+    w->unfinished++;
+    ring_push(w, ev);
+    if (!w->ordered) {
+        push_ready(w, ev);
+        return;
+    }
+    uint64_t h = agg_hash(row);
+    wal_agg **bucket = &w->buckets[h % w->bucket_count], *a;
+    for (a = *bucket; a; a = a->next)
+        if (a->hash == h && same_agg(a->head->row, row))
+            break;
+    if (a) { /* its aggregate has an unfinished event: wait for it */
+        a->tail->next_same = ev;
+        a->tail = ev;
+        ev->agg = a;
+        ev->state = EV_BLOCKED;
+        return;
+    }
+    a = calloc(1, sizeof *a);
+    a->hash = h;
+    a->head = a->tail = ev;
+    a->next = *bucket;
+    *bucket = a;
+    ev->agg = a;
+    push_ready(w, ev);
+}
+
+void wal_window_commit(wal_window *w, uint64_t end_lsn)
+{
+    if (w->last && w->last->end_lsn == 0)
+        w->last->end_lsn = end_lsn ? end_lsn : 1;
+}
+
+wal_event *wal_window_next(wal_window *w, long long now)
+{
+    /* due retries first: they are the oldest of their aggregates */
+    for (wal_event **p = &w->waiting; *p; p = &(*p)->next_list) {
+        wal_event *ev = *p;
+        if (ev->due_ms <= now) {
+            *p = ev->next_list;
+            ev->next_list = NULL;
+            ev->state = EV_READY;
+            return ev;
+        }
+    }
+    wal_event *ev = w->ready_head;
+    if (ev) {
+        w->ready_head = ev->next_list;
+        if (!w->ready_head)
+            w->ready_tail = NULL;
+        ev->next_list = NULL;
+    }
+    return ev;
+}
+
+void wal_window_unready(wal_window *w, wal_event *ev)
+{
+    ev->state = EV_READY;
+    ev->next_list = w->ready_head;
+    w->ready_head = ev;
+    if (!w->ready_tail)
+        w->ready_tail = ev;
+}
+
+wal_event *wal_window_find(wal_window *w, uint64_t seq)
+{
+    if (seq < w->base_seq || seq - w->base_seq >= w->ring_len)
+        return NULL;
+    return ring_at(w, (size_t)(seq - w->base_seq));
+}
+
+void wal_window_finish(wal_window *w, wal_event *ev)
+{
+    if (ev->state == EV_DONE)
+        return;
+    ev->state = EV_DONE;
+    ev->txn->unfinished--;
+    w->unfinished--;
+    if (ev->agg) {
+        wal_agg *a = ev->agg;
+        wal_event *next = ev->next_same;
+        if (next) {
+            a->head = next;
+            push_ready(w, next);
+        } else { /* the aggregate has nothing left: forget it */
+            wal_agg **p = &w->buckets[a->hash % w->bucket_count];
+            while (*p != a)
+                p = &(*p)->next;
+            *p = a->next;
+            free(a);
+        }
+        ev->agg = NULL;
+        ev->next_same = NULL;
+    }
+    free(ev->row);
+    ev->row = NULL;
+    free(ev->dead_error);
+    ev->dead_error = NULL;
+}
+
+void wal_window_retry(wal_window *w, wal_event *ev, long long due_ms)
+{
+    ev->state = EV_WAITING;
+    ev->due_ms = due_ms;
+    ev->next_list = w->waiting;
+    w->waiting = ev;
+}
+
+uint64_t wal_window_confirm(wal_window *w)
+{
+    uint64_t lsn = 0;
+    while (w->first && w->first->end_lsn && w->first->unfinished == 0) {
+        wal_txn *t = w->first;
+        for (uint64_t s = t->first_seq; s < t->end_seq; s++) {
+            free(ring_at(w, 0));
+            w->base_seq++;
+            w->ring_len--;
+        }
+        lsn = t->end_lsn;
+        w->first = t->next;
+        if (!w->first)
+            w->last = NULL;
+        free(t);
+    }
+    return lsn;
+}
+
+uint64_t wal_event_commit_lsn(const wal_event *ev)
+{
+    return ev->txn->end_lsn;
+}
+
+long long wal_window_wait_ms(const wal_window *w, long long now)
+{
+    long long best = -1;
+    for (const wal_event *ev = w->waiting; ev; ev = ev->next_list) {
+        long long d = ev->due_ms > now ? ev->due_ms - now : 0;
+        if (best < 0 || d < best)
+            best = d;
+    }
+    return best;
+}
+
+long long wal_window_oldest_us(const wal_window *w)
+{
+    return w->first ? w->first->commit_us : 0;
+}
+
+int wal_window_empty(const wal_window *w)
+{
+    return w->first == NULL;
+}
+
+void wal_window_clear(wal_window *w)
+{
+    for (size_t i = 0; i < w->ring_len; i++) {
+        wal_event *ev = ring_at(w, i);
+        free(ev->row);
+        free(ev->dead_error);
+        free(ev);
+    }
+    for (size_t b = 0; b < w->bucket_count; b++)
+        while (w->buckets[b]) {
+            wal_agg *a = w->buckets[b];
+            w->buckets[b] = a->next;
+            free(a);
+        }
+    while (w->first) {
+        wal_txn *t = w->first;
+        w->first = t->next;
+        free(t);
+    }
+    w->last = NULL;
+    w->base_seq = w->next_seq;
+    w->ring_len = 0;
+    w->ready_head = w->ready_tail = w->waiting = NULL;
+    w->unfinished = 0;
+}
+
+void wal_window_free(wal_window *w)
+{
+    wal_window_clear(w);
+    free(w->ring);
+    free(w->buckets);
+}

@@ -1,0 +1,281 @@
+/*
+ * WAL mode's pure parts, without a server: pgoutput messages built byte by
+ * byte through the decoder (Begin, Relation, Insert, Commit, Message, the
+ * ignored rest, a message cut short), and the window's decisions: what may
+ * be sent per aggregate, retries in place, and the confirmable commit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wal_decode.h"
+#include "wal_window.h"
+
+typedef struct buf {
+    char b[4096];
+    size_t n;
+} buf;
+
+static void put(buf *m, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--)
+        m->b[m->n++] = (char)(v >> (8 * i));
+}
+static void put_str(buf *m, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    memcpy(m->b + m->n, s, len);
+    m->n += len;
+}
+
+static relay_config cfg;
+static const char *const columns[] = {"id",         "event_id", "aggregate_type", "aggregate_id",
+                                      "event_type", "payload",  "headers",        "destination",
+                                      "created_at", "attempts"};
+
+static int setup(void **state)
+{
+    (void)state;
+    cfg.schema = "public";
+    cfg.table = "outbox";
+    cfg.col.id = "id", cfg.col.event_id = "event_id", cfg.col.aggregate_type = "aggregate_type";
+    cfg.col.aggregate_id = "aggregate_id", cfg.col.event_type = "event_type";
+    cfg.col.payload = "payload", cfg.col.headers = "headers", cfg.col.destination = "destination";
+    cfg.col.created_at = "created_at";
+    return 0;
+}
+
+static buf relation(uint32_t relid, const char *table)
+{
+    buf m = {.n = 0};
+    put(&m, 'R', 1);
+    put(&m, relid, 4);
+    put_str(&m, "public");
+    put_str(&m, table);
+    put(&m, 'd', 1);
+    put(&m, 10, 2);
+    for (int i = 0; i < 10; i++) {
+        put(&m, 0, 1);
+        put_str(&m, columns[i]);
+        put(&m, 25, 4);
+        put(&m, (uint32_t)-1, 4);
+    }
+    return m;
+}
+
+/* An insert: id, event_id, aggregate 'Order'/agg, type, payload, headers NULL, destination NULL,
+ * created_at, attempts unchanged-toast. */
+static buf insert(uint32_t relid, const char *agg)
+{
+    const char *values[] = {"7",
+                            "11111111-2222-3333-4444-555555555555",
+                            "Order",
+                            agg,
+                            "order.paid",
+                            "{\"n\": 1}",
+                            NULL,
+                            NULL,
+                            "2026-12-01 15:12:22.5+00"};
+    buf m = {.n = 0};
+    put(&m, 'I', 1);
+    put(&m, relid, 4);
+    put(&m, 'N', 1);
+    put(&m, 10, 2);
+    for (int i = 0; i < 9; i++) {
+        if (!values[i]) {
+            put(&m, 'n', 1);
+            continue;
+        }
+        put(&m, 't', 1);
+        put(&m, strlen(values[i]), 4);
+        memcpy(m.b + m.n, values[i], strlen(values[i]));
+        m.n += strlen(values[i]);
+    }
+    put(&m, 'u', 1);
+    return m;
+}
+
+static void test_decode_transaction(void **state)
+{
+    (void)state;
+    wal_decoder d;
+    wal_decoder_init(&d, &cfg);
+    wal_change c;
+    char err[256];
+    buf m = {.n = 0};
+    put(&m, 'B', 1);
+    put(&m, 0x1000, 8);
+    put(&m, 0, 8); /* 2000-01-01 */
+    put(&m, 42, 4);
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.kind, WAL_BEGIN);
+    assert_int_equal(c.commit_us, 946684800000000LL);
+
+    m = relation(5, "other"); /* another table: its inserts are not events */
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    m = insert(5, "x");
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.kind, WAL_NONE);
+
+    m = relation(9, "outbox");
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    m = insert(9, "agg-1");
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.kind, WAL_EVENT);
+    assert_string_equal(c.row->v[WF_EVENT_ID], "11111111-2222-3333-4444-555555555555");
+    assert_string_equal(c.row->v[WF_AGGREGATE_ID], "agg-1");
+    assert_string_equal(c.row->v[WF_PAYLOAD], "{\"n\": 1}");
+    assert_int_equal(c.row->len[WF_PAYLOAD], 8);
+    assert_null(c.row->v[WF_HEADERS]);
+    assert_int_equal(c.row->created_at_us, 1796137942500000LL);
+    free(c.row);
+
+    m.n = 0; /* an Update: not an event */
+    put(&m, 'U', 1);
+    put(&m, 9, 4);
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.kind, WAL_NONE);
+
+    m.n = 0;
+    put(&m, 'C', 1);
+    put(&m, 0, 1);
+    put(&m, 0x1000, 8);
+    put(&m, 0x1080, 8);
+    put(&m, 0, 8);
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.kind, WAL_COMMIT);
+    assert_int_equal(c.lsn, 0x1080);
+
+    m = insert(9, "agg-1"); /* cut short */
+    assert_int_equal(wal_decode(&d, m.b, m.n - 5, &c, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cut short"));
+}
+
+static void test_decode_message(void **state)
+{
+    (void)state;
+    wal_decoder d;
+    wal_decoder_init(&d, &cfg);
+    const char *json =
+        "{\"event_id\": \"e1\", \"aggregate_type\": \"Order\", \"aggregate_id\": \"a\","
+        " \"event_type\": \"t\", \"payload\": \"{\\\"x\\\": 1}\", \"headers\": null,"
+        " \"destination\": null, \"created_at_us\": 1796137942500001}";
+    const char *prefixes[] = {"outbox-relay:public.outbox", "someone-else"};
+    for (int i = 0; i < 2; i++) {
+        buf m = {.n = 0};
+        put(&m, 'M', 1);
+        put(&m, 1, 1); /* transactional */
+        put(&m, 0x2000, 8);
+        put_str(&m, prefixes[i]);
+        put(&m, strlen(json), 4);
+        memcpy(m.b + m.n, json, strlen(json));
+        m.n += strlen(json);
+        wal_change c;
+        char err[256];
+        assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+        if (i == 1) {
+            assert_int_equal(c.kind, WAL_NONE);
+            continue;
+        }
+        assert_int_equal(c.kind, WAL_EVENT);
+        assert_string_equal(c.row->v[WF_PAYLOAD], "{\"x\": 1}");
+        assert_string_equal(c.row->v[WF_CREATED_AT], "2026-12-01 15:12:22.500001+00");
+        assert_int_equal(c.row->created_at_us, 1796137942500001LL);
+        free(c.row);
+    }
+}
+
+static wal_row *row_of(const char *agg)
+{
+    wal_row *r = calloc(1, sizeof *r + 16);
+    char *at = (char *)(r + 1);
+    strcpy(at, "Order");
+    strcpy(at + 6, agg);
+    r->v[WF_AGGREGATE_TYPE] = at;
+    r->v[WF_AGGREGATE_ID] = at + 6;
+    return r;
+}
+
+static void test_window_order_and_confirm(void **state)
+{
+    (void)state;
+    wal_window w;
+    wal_window_init(&w, 1);
+    wal_window_begin(&w, 1);
+    wal_window_add(&w, row_of("a"));
+    wal_window_add(&w, row_of("a"));
+    wal_window_add(&w, row_of("b"));
+    wal_window_commit(&w, 0x100);
+    wal_window_begin(&w, 2);
+    wal_window_add(&w, row_of("b"));
+    wal_window_commit(&w, 0x200);
+
+    wal_event *a1 = wal_window_next(&w, 0), *b1 = wal_window_next(&w, 0);
+    assert_int_equal(a1->seq, 0);
+    assert_int_equal(b1->seq, 2);
+    assert_null(wal_window_next(&w, 0)); /* a2 and b2 wait for their predecessors */
+    wal_window_retry(&w, a1, 50);        /* a1 failed: retried in place, a2 still waits */
+    assert_null(wal_window_next(&w, 10));
+    assert_ptr_equal(wal_window_next(&w, 50), a1);
+    wal_window_finish(&w, b1);
+    wal_event *b2 = wal_window_next(&w, 50);
+    assert_int_equal(b2->seq, 3);
+    wal_window_finish(&w, b2);
+    assert_int_equal(wal_window_confirm(&w), 0); /* the first transaction is not finished */
+    wal_window_finish(&w, a1);
+    wal_event *a2 = wal_window_next(&w, 50);
+    assert_int_equal(a2->seq, 1);
+    assert_ptr_equal(wal_window_find(&w, 1), a2);
+    wal_window_finish(&w, a2);
+    assert_int_equal(wal_window_confirm(&w), 0x200); /* both, in one step */
+    assert_true(wal_window_empty(&w));
+    assert_null(wal_window_find(&w, 1));
+    wal_window_free(&w);
+}
+
+static void test_window_unordered(void **state)
+{
+    (void)state;
+    wal_window w;
+    wal_window_init(&w, 0);
+    wal_window_begin(&w, 1);
+    for (int i = 0; i < 3000; i++) /* past the ring's first size */
+        wal_window_add(&w, row_of("a"));
+    int n = 0;
+    wal_event *ev;
+    while ((ev = wal_window_next(&w, 0))) {
+        assert_int_equal(ev->seq, n++);
+        wal_window_finish(&w, ev);
+    }
+    assert_int_equal(n, 3000);
+    assert_int_equal(wal_window_confirm(&w), 0); /* not committed yet */
+    wal_window_commit(&w, 0x300);
+    assert_int_equal(wal_window_confirm(&w), 0x300);
+    wal_window_free(&w);
+}
+
+static void test_timestamps(void **state)
+{
+    (void)state;
+    assert_int_equal(wal_parse_timestamp("1970-01-01 00:00:01+00"), 1000000);
+    assert_int_equal(wal_parse_timestamp("1970-01-01 01:00:00.25+01"), 250000);
+    assert_int_equal(wal_parse_timestamp("1970-01-01 00:00:00-05:30"), 19800000000LL);
+    assert_int_equal(wal_parse_timestamp("infinity"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_transaction),
+        cmocka_unit_test(test_decode_message),
+        cmocka_unit_test(test_window_order_and_confirm),
+        cmocka_unit_test(test_window_unordered),
+        cmocka_unit_test(test_timestamps),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,74 @@
+# Helpers for the WAL mode tests (tests/wal/*.sh): the engine tests' helpers
+# (memory driver as the broker, its record file loaded as table rec) and a
+# config with relay.source = "wal". Source after setting ENG_TEST.
+# shellcheck disable=SC1091
+. "$(dirname "${BASH_SOURCE[0]}")/../engine/elib.sh"
+
+# A slot left behind holds WAL on the server for good: drop the test
+# database's slots (waiting a little for a killed relay's walsender to end).
+wal_drop_slots() {
+    local i
+    for ((i = 0; i < 50; i++)); do
+        psql -qAt -d postgres -c "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots
+            WHERE database = '$1' AND NOT active" >/dev/null 2>&1 || true
+        [ "$(psql -qAt -d postgres -c "SELECT count(*) FROM pg_replication_slots WHERE database = '$1'" 2>/dev/null)" = 0 ] && return 0
+        sleep 0.1
+    done
+}
+# at exit (elib's cleanup calls it after killing the relays); tests with
+# their own eng_extra_cleanup call wal_drop_slots themselves
+eng_extra_cleanup() { [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB"; }
+
+# fresh_wal_db NAME: fresh_db, after dropping the old database's slots.
+fresh_wal_db() {
+    wal_drop_slots "$1"
+    fresh_db "$1"
+}
+
+# write_wal_cfg FILE RELAY_SETTINGS MEMORY_OPTIONS [EXTRA]: write_cfg in WAL mode,
+# the slot named after the test database (slots are cluster-wide); WAL_OPTS
+# adds settings to relay.wal.
+write_wal_cfg() { write_cfg "$1" "source = \"wal\"; wal = { slot = \"$TEST_DB\"; ${WAL_OPTS:-} }; $2" "$3" "${4:-}"; }
+
+# wal_events [N] [AGGREGATES]: the outbox inserts and emits that committed, as table ev
+# (event_id, aggregate_id, n = commit order per aggregate). Emitted events are listed by
+# the test itself in table emitted (event_id, aggregate_id, n).
+wal_expected() {
+    sql "DROP TABLE IF EXISTS ev; CREATE TABLE ev AS SELECT event_id, aggregate_id, id AS n FROM outbox"
+}
+
+# check_wal_published: every expected event has an ok line; no ok line for an unknown event.
+check_wal_published() {
+    expect_eq "events without an ok line in the record" \
+        "$(sql "SELECT count(*) FROM ev WHERE NOT EXISTS
+                  (SELECT 1 FROM r WHERE r.event_id = ev.event_id AND r.status = 'ok')")" 0
+    expect_eq "ok lines for events never committed" \
+        "$(sql "SELECT count(*) FROM r WHERE status = 'ok' AND NOT EXISTS (SELECT 1 FROM ev WHERE ev.event_id = r.event_id)")" 0
+}
+
+# check_wal_order: in the order of first "ok", every aggregate's events are in commit order.
+check_wal_order() {
+    sql "DROP TABLE IF EXISTS first_ok; CREATE TABLE first_ok AS SELECT ev.n, ev.aggregate_id, min(r.line) AS ok_line
+         FROM ev JOIN r USING (event_id) WHERE r.status = 'ok' GROUP BY ev.n, ev.aggregate_id"
+    expect_eq "events first published after a later event of their aggregate" \
+        "$(sql "SELECT count(*) FROM (SELECT n, lag(n) OVER (PARTITION BY aggregate_id ORDER BY ok_line) AS prev
+                FROM first_ok) x WHERE prev > n")" 0
+}
+
+# slot_confirmed: the slot's confirmed_flush_lsn.
+slot_confirmed() { sql "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE database = '$TEST_DB'"; }
+
+# enqueue_txns N AGGREGATES [PER_TXN] [EVENT_TYPE]: N events in transactions of
+# PER_TXN (100): the slot confirms whole transactions, as applications commit them.
+enqueue_txns() {
+    local per=${3:-100} k
+    for ((k = 0; k < $1 / per; k++)); do
+        echo "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $2), '${4:-order.created}',
+                jsonb_build_object('n', g, 'pad', repeat('x', 150)))) FROM generate_series($((k * per + 1)), $(((k + 1) * per))) g;"
+    done | psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -f - >/dev/null
+}
+
+# ok_events: distinct events with an "ok" line in the broker log so far.
+ok_events() {
+    if [ -s "$REC" ]; then { grep '"status":"ok"' "$REC" || true; } | cut -d'"' -f4 | sort -u | wc -l; else echo 0; fi
+}
