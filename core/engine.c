@@ -212,6 +212,46 @@ static void run_workers(relay_state *st, const char *payload_type)
     free(threads);
 }
 
+static void *wal_main(void *arg)
+{
+    wal_run(arg);
+    return NULL;
+}
+
+/* WAL mode: one thread streams the slot; this one serves the service
+ * manager, SIGHUP and the backlog poller (/readyz's database check), as for
+ * workers. Outputs and routes are fixed for the run: a reload is refused. */
+static void run_wal(relay_state *st)
+{
+    pthread_t streamer, poller;
+    pthread_create(&streamer, NULL, wal_main, st);
+    notify_send("READY=1\nSTATUS=relaying from the WAL");
+    int polling = st->cfg->metrics_listen != NULL;
+    if (polling)
+        pthread_create(&poller, NULL, backlog_main, st);
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        if (pthread_timedjoin_np(streamer, NULL, &until) == 0)
+            break;
+        notify_watchdog(now_ms());
+        if (hangup) {
+            hangup = 0;
+            log_warn("reload: not supported with relay.source = \"wal\"; the running config "
+                     "stays (restart to apply a new one)");
+        }
+        if (atomic_load(&st->stop))
+            notify_stopping();
+    }
+    notify_stopping();
+    state_request_stop(st, now_ms());
+    if (polling)
+        pthread_join(poller, NULL);
+}
+
 int engine_run(const relay_config *cfg, int drain)
 {
     notify_init();
@@ -258,7 +298,7 @@ int engine_run(const relay_config *cfg, int drain)
                  cfg->batch_size, cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none",
                  cfg->output_count, drain ? ", drain" : "");
     if (cfg->source == SOURCE_WAL)
-        wal_run(st); /* one thread streams the slot: workers and batches do not apply */
+        run_wal(st); /* one thread streams the slot: workers and batches do not apply */
     else
         run_workers(st, payload_type);
     metrics_stop(metrics);
