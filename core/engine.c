@@ -40,7 +40,8 @@ static void on_signal(int sig)
     if (first_signal_ms == 0) {
         first_signal_ms = now;
     } else if (now - first_signal_ms >= DUPLICATE_SIGNAL_MS) {
-        static const char msg[] = "second signal: exiting now; leases expire and nothing is lost\n";
+        static const char msg[] =
+            "second signal: exiting now; nothing is lost (what was in flight is published again)\n";
         ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)rc;
         _exit(130);
@@ -147,8 +148,8 @@ static void reload(relay_state *st)
 /*
  * Waits for the workers to end. A stop must not wait for PostgreSQL: a claim
  * running when it comes is cancelled at once (no new batch starts), anything
- * still running shortly after the deadline is cancelled too (its leases
- * expire).
+ * still running shortly after the deadline is cancelled too (its rows are
+ * free again when its transaction ends).
  */
 static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
 {
@@ -259,12 +260,6 @@ int engine_run(const relay_config *cfg, int drain)
     st->cfg = cfg;
     st->drain = drain;
     st->metrics = stats_new(cfg);
-    char host[64] = "host";
-    gethostname(host, sizeof host - 1);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(st->owner_prefix, sizeof st->owner_prefix, "%s:%d:%lx", host, (int)getpid(),
-             (unsigned long)(ts.tv_nsec ^ ts.tv_sec));
 
     char payload_type[64] = "";
     int code = load_drivers(st);
