@@ -55,7 +55,7 @@ load() { while [ ! -e "$WORK/stop-load" ]; do enqueue_bulk 10 20; sleep 0.05; do
 load &
 LOAD_PID=$!
 ENG_PIDS+=("$LOAD_PID")
-wait_sql "SELECT count(*) > 0 FROM outbox WHERE lease_owner IS NOT NULL" t 60
+wait_sql "SELECT ($HELD_SQL) > 0" t 60
 
 note "1. SIGHUP: route to the new output mem2"
 config "$MEM, $MEM2" '{ output = "mem2"; destination = "b.${aggregate_type}"; }'
