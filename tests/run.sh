@@ -12,6 +12,10 @@ services=$root/tests/services/services.sh
 build=${OBX_TEST_BUILD:-$root/build-test}
 
 [ -n "${OBX_SKIP_INSTALL:-}" ] || "$services" install
+# The test servers bind fixed ports in 50000-59999, inside Linux's ephemeral
+# range: reserve them, so that no test's outgoing connection holds one.
+echo 50000-59999 2>/dev/null >/proc/sys/net/ipv4/ip_local_reserved_ports ||
+    echo "tests/run.sh: cannot reserve ports 50000-59999: a fixed test port may be taken" >&2
 "$services" ensure
 cmake -S "$root" -B "$build" -DOBX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$build" -j"$(nproc)"
