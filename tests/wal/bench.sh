@@ -39,7 +39,7 @@ for _ in $(seq 100); do [ -s "$WORK/kmock.bootstrap" ] && break; sleep 0.05; don
 KAFKA=$(cat "$WORK/kmock.bootstrap") || fail "kmock did not start"
 purge() { "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench >/dev/null || true; }
 eng_extra_cleanup() {
-    [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB"
+    [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB" || true
     SVC_DIR=$BENCH_SVC MQTT_PORT=$MQ_PORT "$SERVICES" mqtt-stop >/dev/null 2>&1 || true
     rm -rf "$BENCH_SVC"
     purge

@@ -11,7 +11,7 @@
 events=${E2E_EVENTS:-20000}
 topic=kt.wal
 kmock_start "$topic:12"
-fresh_wal_database kt_wal
+fresh_wal_db kt_wal
 write_relay_cfg "$WORK/relay.cfg" "$KM_BOOTSTRAP" "$topic" 1
 to_wal_mode "$WORK/relay.cfg"
 "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db"

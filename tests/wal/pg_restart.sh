@@ -15,7 +15,7 @@ ENG_TEST=walpgrestart
 PGF_PORT=${WAL_PGF_PORT:-56442}
 PGF_DIR=/tmp/obx-walpgf-$PGF_PORT
 pgf() { SVC_DIR=$PGF_DIR PG_PORT=$PGF_PORT bash "$SERVICES" "$@"; }
-eng_extra_cleanup() { [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB"; pgf pg-stop >/dev/null 2>&1 || true; }
+eng_extra_cleanup() { [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB" || true; pgf pg-stop >/dev/null 2>&1 || true; }
 pgf pg-stop
 pgf pg-start
 export PGHOST=127.0.0.1 PGPORT=$PGF_PORT PGUSER=postgres PGDATABASE=postgres

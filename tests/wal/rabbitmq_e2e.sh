@@ -10,7 +10,7 @@ trap 'rm -rf "$WORK"' EXIT
 N=${E2E_EVENTS:-20000}
 Q=$(rmq_queue wal_e2e)
 X=obx_wal_e2e_x
-fresh_wal_database rmq_wal
+fresh_wal_db rmq_wal
 write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.\${event_type}" \
     "declare_exchange = \"$X\"; declare_queue = \"$Q\"; bind_routing_key = \"orders.#\";"
 to_wal_mode "$WORK/relay.cfg"

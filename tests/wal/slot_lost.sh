@@ -13,7 +13,7 @@ PGF_PORT=${WAL_PGF_PORT:-56442}
 PGF_DIR=/tmp/obx-walpgf-$PGF_PORT
 pgf() { SVC_DIR=$PGF_DIR PG_PORT=$PGF_PORT bash "$SERVICES" "$@"; }
 eng_extra_cleanup() {
-    [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB"
+    [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB" || true
     psql -qAt -d postgres -c "ALTER SYSTEM RESET max_slot_wal_keep_size" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
     pgf pg-stop >/dev/null 2>&1 || true
 }

@@ -1,25 +1,29 @@
-# For the brokers' WAL mode tests (tests/wal/*_e2e.sh), beside each broker's
-# own test helpers: a fresh database without stale slots, and a config turned
-# to WAL mode. Source after tests/lib.sh.
+# WAL mode helpers for every WAL test (tests/wal/wlib.sh sources it too): slots
+# dropped, a fresh database without stale slots, and a config turned to WAL
+# mode. Source after tests/lib.sh.
 
-# fresh_wal_database NAME: drops NAME's unused slots (cluster-wide), then fresh_db.
-fresh_wal_database() {
-    psql -qAt -d postgres -c "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots
-        WHERE database = '$1' AND NOT active" >/dev/null 2>&1 || true
-    fresh_db "$1"
-}
-
-# drop_wal_slots: at the end of a test, its database's slot (it would hold WAL).
-drop_wal_slots() {
+# wal_drop_slots DB: drops DB's slots (cluster-wide objects that would hold WAL
+# for good), waiting a little for a killed relay's walsender to end; returns 1
+# when one is still in use.
+wal_drop_slots() {
     local i
     for ((i = 0; i < 50; i++)); do
         psql -qAt -d postgres -c "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots
-            WHERE database = '$TEST_DB' AND NOT active" >/dev/null 2>&1 || true
-        [ "$(psql -qAt -d postgres -c "SELECT count(*) FROM pg_replication_slots WHERE database = '$TEST_DB'")" = 0 ] && return 0
+            WHERE database = '$1' AND NOT active" >/dev/null 2>&1 || true
+        [ "$(psql -qAt -d postgres -c "SELECT count(*) FROM pg_replication_slots WHERE database = '$1'" 2>/dev/null)" = 0 ] && return 0
         sleep 0.1
     done
-    fail "the slot of $TEST_DB is still in use"
+    return 1
 }
+
+# fresh_wal_db NAME: fresh_db, after dropping the old database's slots.
+fresh_wal_db() {
+    wal_drop_slots "$1" || true
+    fresh_db "$1"
+}
+
+# drop_wal_slots: at the end of a test, its database's slot.
+drop_wal_slots() { wal_drop_slots "$TEST_DB" || fail "the slot of $TEST_DB is still in use"; }
 
 # to_wal_mode CFG: relay.source = "wal", the slot named after the test database.
 to_wal_mode() {

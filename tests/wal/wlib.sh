@@ -4,33 +4,17 @@
 # shellcheck disable=SC1091
 . "$(dirname "${BASH_SOURCE[0]}")/../engine/elib.sh"
 
-# A slot left behind holds WAL on the server for good: drop the test
-# database's slots (waiting a little for a killed relay's walsender to end).
-wal_drop_slots() {
-    local i
-    for ((i = 0; i < 50; i++)); do
-        psql -qAt -d postgres -c "SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots
-            WHERE database = '$1' AND NOT active" >/dev/null 2>&1 || true
-        [ "$(psql -qAt -d postgres -c "SELECT count(*) FROM pg_replication_slots WHERE database = '$1'" 2>/dev/null)" = 0 ] && return 0
-        sleep 0.1
-    done
-}
+. "$(dirname "${BASH_SOURCE[0]}")/walmode.sh"
 # at exit (elib's cleanup calls it after killing the relays); tests with
 # their own eng_extra_cleanup call wal_drop_slots themselves
-eng_extra_cleanup() { [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB"; }
-
-# fresh_wal_db NAME: fresh_db, after dropping the old database's slots.
-fresh_wal_db() {
-    wal_drop_slots "$1"
-    fresh_db "$1"
-}
+eng_extra_cleanup() { [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB" || true; }
 
 # write_wal_cfg FILE RELAY_SETTINGS MEMORY_OPTIONS [EXTRA]: write_cfg in WAL mode,
 # the slot named after the test database (slots are cluster-wide); WAL_OPTS
 # adds settings to relay.wal.
 write_wal_cfg() { write_cfg "$1" "source = \"wal\"; wal = { slot = \"$TEST_DB\"; ${WAL_OPTS:-} }; $2" "$3" "${4:-}"; }
 
-# wal_events [N] [AGGREGATES]: the outbox inserts and emits that committed, as table ev
+# wal_expected: the outbox inserts that committed, as table ev
 # (event_id, aggregate_id, n = commit order per aggregate). Emitted events are listed by
 # the test itself in table emitted (event_id, aggregate_id, n).
 wal_expected() {
