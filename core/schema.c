@@ -47,7 +47,8 @@ static const char *const table_steps[] = {
     " ADD COLUMN IF NOT EXISTS {c.dead_at} timestamptz,"
     " ADD COLUMN IF NOT EXISTS {c.last_error} text",
     /* a queue table churns: vacuum and analyze it early, before plans go stale;
-     * free room on each page lets the lease updates stay HOT */
+     * free room on each page keeps a recorded row's new version on its page
+     * (no update is HOT: the record changes the partial indexes' predicates) */
     "ALTER TABLE {table} SET (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.01,"
     " autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01)",
 };
