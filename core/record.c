@@ -123,7 +123,6 @@ long long record_batch(session *s, const batch *b, const decision *d, long long 
     /* The session was lost with its locks (PostgreSQL restarted, or ended
      * the session of a relay that stopped answering): whatever is still
      * pending and free is recorded from a new one. */
-    s->in_transaction = 0;
     for (int tries = 0; now_ms() < give_up_at(s, claimed_at); tries++) {
         usleep(1000 * (tries < 5 ? 100 : 1000));
         /* even during a graceful stop: recording is what the stop waits for */

@@ -108,6 +108,16 @@ static void set_running(session *s, int kind)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* Logs a failed statement; a lost connection is dropped, to be made again. */
+static void failed(session *s, const char *what, const char *err)
+{
+    log_scoped(OBX_LOG_WARN, s->scope, "%s failed: %s", what, err);
+    if (db_lost(s->conn)) {
+        log_scoped(OBX_LOG_WARN, s->scope, "database connection lost; reconnecting");
+        session_disconnect(s);
+    }
+}
+
 PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
                       const char *const *params, ExecStatusType want)
 {
@@ -123,11 +133,7 @@ PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
     char err[1024];
     db_error(s->conn, res, err, sizeof err);
     PQclear(res);
-    log_scoped(OBX_LOG_WARN, s->scope, "%s failed: %s", stmt, err);
-    if (db_lost(s->conn)) {
-        log_scoped(OBX_LOG_WARN, s->scope, "database connection lost; reconnecting");
-        session_disconnect(s);
-    }
+    failed(s, stmt, err);
     return NULL;
 }
 
@@ -139,11 +145,7 @@ static int control(session *s, const char *command)
         return -1;
     if (db_exec(s->conn, command, err, sizeof err) == 0)
         return 0;
-    log_scoped(OBX_LOG_WARN, s->scope, "%s failed: %s", command, err);
-    if (db_lost(s->conn)) {
-        log_scoped(OBX_LOG_WARN, s->scope, "database connection lost; reconnecting");
-        session_disconnect(s);
-    }
+    failed(s, command, err);
     return -1;
 }
 
