@@ -150,7 +150,8 @@ static const char no_dead_before[] =
  * ended without recording (the session was lost, or the statement failed on
  * its data), the rows are locked again first, and only those still pending
  * and free are recorded: a row another worker holds or recorded since is
- * left to it. $1 ids, $2 outcome codes (OUTCOME_*), $3 retry delays in ms,
+ * left to it. Times are the record statement's, not now(): now() is the
+ * claim's BEGIN, before the batch was published. $1 ids, $2 outcome codes (OUTCOME_*), $3 retry delays in ms,
  * $4 errors, $5 delete published rows, $6 lock again. Returns (outcome,
  * rows) for the rows actually recorded.
  */
@@ -169,11 +170,11 @@ static const char record_sql[] =
     " AND t.{c.id} = f.id RETURNING f.outcome),"
     /* released rows need no write: their lock ends with the transaction */
     " kept AS (UPDATE {table} t SET"
-    " {c.published_at} = CASE WHEN f.outcome = " O_PUBLISHED " THEN now() ELSE t.{c.published_at} END,"
-    " {c.dead_at} = CASE WHEN f.outcome = " O_DEAD " THEN now() ELSE t.{c.dead_at} END,"
+    " {c.published_at} = CASE WHEN f.outcome = " O_PUBLISHED " THEN statement_timestamp() ELSE t.{c.published_at} END,"
+    " {c.dead_at} = CASE WHEN f.outcome = " O_DEAD " THEN statement_timestamp() ELSE t.{c.dead_at} END,"
     " {c.attempts} = t.{c.attempts} + CASE WHEN f.outcome = " O_DEFER " THEN 0 ELSE 1 END,"
     " {c.available_at} = CASE WHEN f.outcome IN (" O_RETRY ", " O_DEFER ")"
-    "   THEN now() + f.delay_ms * interval '1 millisecond' ELSE t.{c.available_at} END,"
+    "   THEN statement_timestamp() + f.delay_ms * interval '1 millisecond' ELSE t.{c.available_at} END,"
     " {c.last_error} = CASE WHEN f.outcome IN (" O_RETRY ", " O_DEAD ", " O_DEFER ")"
     "   THEN f.error ELSE t.{c.last_error} END"
     " FROM f WHERE t.{c.id} = f.id AND f.outcome <> " O_RELEASE
@@ -186,7 +187,7 @@ static const char record_sql[] =
 static const char mark_sql[] =
     "WITH gone AS (DELETE FROM {table} WHERE $2 AND {c.id} = " MINE("$1::bigint[]", "$3")
     " RETURNING 1),"
-    " kept AS (UPDATE {table} SET {c.published_at} = now(), {c.attempts} = {c.attempts} + 1"
+    " kept AS (UPDATE {table} SET {c.published_at} = statement_timestamp(), {c.attempts} = {c.attempts} + 1"
     " WHERE NOT $2 AND {c.id} = " MINE("$1::bigint[]", "$3") " RETURNING 1)"
     " SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept)";
 
