@@ -84,10 +84,3 @@ void batch_after_failure(batch *b, const int *published, int *after)
         failed |= !published[i];
     }
 }
-
-void batch_walk_end(const batch *b, const char **aggregate_type, const char **aggregate_id)
-{
-    int known = b->count > 0 && !PQgetisnull(b->res, 0, ROW_AFTER_TYPE);
-    *aggregate_type = known ? PQgetvalue(b->res, 0, ROW_AFTER_TYPE) : NULL;
-    *aggregate_id = known ? PQgetvalue(b->res, 0, ROW_AFTER_ID) : NULL;
-}

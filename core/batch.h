@@ -33,8 +33,4 @@ void batch_clear(batch *b);
  */
 void batch_after_failure(batch *b, const int *published, int *after);
 
-/* Where the next ordered claim's walk starts: the last aggregate this one
- * claimed. NULL (both) after an empty or unordered claim. */
-void batch_walk_end(const batch *b, const char **aggregate_type, const char **aggregate_id);
-
 #endif

@@ -17,10 +17,11 @@
  * of an older version during a rolling upgrade. It states the
  * pending index's whole predicate, so the unordered claim uses it.
  */
-#define CLAIMABLE(o)                                                                          \
-    o ".{c.published_at} IS NULL AND " o ".{c.dead_at} IS NULL AND " o                          \
-    ".{c.available_at} < 'infinity' AND " o ".{c.available_at} <= now() AND (" o                \
+#define LIVE(o) o ".{c.published_at} IS NULL AND " o ".{c.dead_at} IS NULL"
+#define DUE(o)                                                                                \
+    o ".{c.available_at} < 'infinity' AND " o ".{c.available_at} <= now() AND (" o            \
     ".{c.lease_until} IS NULL OR " o ".{c.lease_until} < now())"
+#define CLAIMABLE(o) LIVE(o) " AND " DUE(o)
 
 /*
  * The payload is not fetched when it is larger than max_payload_bytes ($2 in
@@ -31,10 +32,16 @@
  * clearly small, and is NULL (small) otherwise.
  */
 #define CLAIM_COLUMNS                                                                         \
-    " t.{c.id}, t.{c.event_id}, t.{c.aggregate_type}, t.{c.aggregate_id},"          \
-    " t.{c.event_type}, CASE WHEN coalesce(@SIZE@, 0) > $2 THEN NULL ELSE t.{c.payload} END,"   \
-    " t.{c.headers}, t.{c.destination},"                                                       \
-    " (extract(epoch FROM t.{c.created_at}) * 1000000)::bigint, t.{c.attempts}, @SIZE@"
+    " t.{c.id} AS c_id, t.{c.event_id} AS c_event, t.{c.aggregate_type} AS c_type,"            \
+    " t.{c.aggregate_id} AS c_agg, t.{c.event_type} AS c_etype,"                                \
+    " CASE WHEN coalesce(@SIZE@, 0) > $2 THEN NULL ELSE t.{c.payload} END AS c_payload,"         \
+    " t.{c.headers} AS c_headers, t.{c.destination} AS c_dest,"                                 \
+    " (extract(epoch FROM t.{c.created_at}) * 1000000)::bigint AS c_created,"                   \
+    " t.{c.attempts} AS c_attempts, @SIZE@ AS c_size"
+/* The same columns, by name, once selected. */
+#define CLAIMED                                                                               \
+    " c_id, c_event, c_type, c_agg, c_etype, c_payload, c_headers, c_dest, c_created,"         \
+    " c_attempts, c_size"
 
 /*
  * A claim only locks: the lease is the worker's transaction, held while the
@@ -45,11 +52,9 @@
  * $1 batch size, $2 max payload bytes.
  */
 static const char claim_unordered[] =
-    "SELECT" CLAIM_COLUMNS ", NULL, NULL FROM {table} t WHERE " CLAIMABLE("t")
+    "SELECT" CLAIM_COLUMNS ", NULL, NULL, NULL FROM {table} t WHERE " CLAIMABLE("t")
     " ORDER BY t.{c.id} LIMIT $1 FOR UPDATE SKIP LOCKED";
 
-/* A row of the aggregate scan: pending and not dead. */
-#define LIVE(o) o ".{c.published_at} IS NULL AND " o ".{c.dead_at} IS NULL"
 #define AGG(o) o ".{c.aggregate_type}, " o ".{c.aggregate_id}"
 
 /*
@@ -64,7 +69,9 @@ static const char claim_unordered[] =
  * behind a head), starting after the aggregate where this worker's previous
  * claim stopped and wrapping around once: every aggregate whose head is due
  * is reached, whatever a hot, held, backing-off or dead aggregate holds. A
- * batch takes every head before any second event of a run.
+ * walk takes at most $6 heads (claimer.c sets it from what the runs held
+ * last time), and a batch takes every head before any second event of a
+ * run.
  *
  * Heads are locked as the walk finds them, and only the runs behind heads
  * this claim holds are locked after them: rows behind a head another worker
@@ -73,8 +80,9 @@ static const char claim_unordered[] =
  *
  * $1 batch size, $2 max payload bytes, $3/$4 the aggregate to start after
  * (NULL: from the first), $5 the longest run per aggregate (1 unless every
- * driver keeps order within an instance). Returns the claimed rows, each
- * with the last aggregate claimed in the walk (where the next claim starts).
+ * driver keeps order within an instance), $6 the most heads to take.
+ * Returns the claimed rows, each with the last aggregate claimed in the walk
+ * (where the next claim starts) and the number of heads taken.
  * Claimability is tested again where rows are locked, so a row another
  * worker recorded since this statement's snapshot is skipped.
  */
@@ -103,34 +111,28 @@ static const char claim_ordered[] =
      * worker holds is passed over and does not count against the batch */
     " heads AS (SELECT g.t, g.a, g.n, g.id FROM aggs g WHERE true @DEAD_BEFORE@"
     "  AND EXISTS (SELECT 1 FROM {table} o WHERE o.{c.id} = g.id AND " CLAIMABLE("o")
-    "   FOR UPDATE SKIP LOCKED) LIMIT $1),"
+    "   FOR UPDATE SKIP LOCKED) LIMIT $6),"
     /* the events right behind each head, the batch shared among the heads
      * (a hot aggregate alone gets it all); none when every head has its share */
     " share AS (SELECT least($5, ceil($1::numeric / greatest(count(*), 1)))::int AS k FROM heads),"
-    " runs AS (SELECT r.id, h.n, r.pos FROM heads h CROSS JOIN LATERAL ("
-    "  SELECT q.id, 1 + row_number() OVER w AS pos, bool_and(q.ok) OVER w AS prefix_ok FROM ("
-    "   SELECT b.{c.id} AS id, b.{c.available_at} <= now() AND b.{c.available_at} < 'infinity'"
-    "   AND (b.{c.lease_until} IS NULL OR b.{c.lease_until} < now()) AS ok"
-    "   FROM {table} b WHERE b.{c.aggregate_type} = h.t AND b.{c.aggregate_id} = h.a"
-    "   AND " LIVE("b") " AND b.{c.id} > h.id ORDER BY b.{c.id}"
-    "   LIMIT (SELECT k - 1 FROM share)) q"
-    "  WINDOW w AS (ORDER BY q.id)) r WHERE r.prefix_ok),"
-    " locked AS (SELECT o.{c.id} AS id FROM {table} o WHERE o.{c.id} IN (SELECT id FROM runs)"
-    "  AND " CLAIMABLE("o") " FOR UPDATE SKIP LOCKED),"
-    /* a run is kept up to its first row it could not lock (its gap) */
-    " gaps AS (SELECT r.n, min(r.pos) AS pos FROM runs r"
-    "  WHERE r.id NOT IN (SELECT id FROM locked) GROUP BY r.n),"
-    " picked AS (SELECT c.id, c.n FROM ("
-    "  SELECT h.id, h.n, 1 AS pos FROM heads h UNION ALL"
-    "  SELECT r.id, r.n, r.pos FROM runs r LEFT JOIN gaps g ON g.n = r.n"
-    "  WHERE r.id IN (SELECT id FROM locked) AND (g.pos IS NULL OR r.pos < g.pos)) c"
-    "  ORDER BY c.pos, c.n LIMIT $1)"
-    /* by the id array, not a join: the planner cannot estimate picked, and a
-     * hash join over the whole table is what it then chose */
-    " SELECT" CLAIM_COLUMNS ","
-    " (SELECT h.t FROM heads h WHERE h.n = (SELECT max(n) FROM picked)),"
-    " (SELECT h.a FROM heads h WHERE h.n = (SELECT max(n) FROM picked))"
-    " FROM {table} t WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM picked)) ORDER BY t.{c.id}";
+    /* a run is locked and read where it is found, and kept up to its first
+     * row that is not due. It waits for a row another session holds instead
+     * of skipping it, so a run has no gap: behind a head this claim holds,
+     * only a worker locking its own rows again after a lost session (for one
+     * short statement) can hold one, and it never waits itself. */
+    " runs AS (SELECT h.n, r.* FROM heads h CROSS JOIN LATERAL ("
+    "  SELECT" CLAIM_COLUMNS ", bool_and(" DUE("t") ") OVER w AS due, row_number() OVER w AS pos"
+    "  FROM (SELECT * FROM {table} t WHERE t.{c.aggregate_type} = h.t AND t.{c.aggregate_id} = h.a"
+    "   AND " LIVE("t") " AND t.{c.id} > h.id ORDER BY t.{c.id} LIMIT (SELECT k - 1 FROM share)"
+    "   FOR UPDATE) t WINDOW w AS (ORDER BY t.{c.id})) r)"
+    /* heads by the id array, not a join: the planner cannot estimate heads;
+     * the walk ends at its last head (every head is in the batch) */
+    " SELECT" CLAIMED ", (SELECT h.t FROM heads h ORDER BY h.n DESC LIMIT 1),"
+    " (SELECT h.a FROM heads h ORDER BY h.n DESC LIMIT 1), (SELECT count(*) FROM heads) FROM ("
+    "  SELECT" CLAIM_COLUMNS ", h.n, 0::bigint AS pos FROM {table} t JOIN heads h ON h.id = t.{c.id}"
+    "  WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM heads))"
+    "  UNION ALL SELECT" CLAIMED ", r.n, r.pos FROM runs r WHERE r.due) c"
+    " ORDER BY c.pos, c.n LIMIT $1";
 
 /* on_dead = "block": a dead event holds back every later one of its aggregate. */
 static const char no_dead_before[] =

@@ -21,7 +21,8 @@ enum {
     ROW_ATTEMPTS,
     ROW_PAYLOAD_BYTES, /* NULL when small; the payload is NULL when over the limit */
     ROW_AFTER_TYPE,    /* ordered claims: where the next walk starts (NULL: the first) */
-    ROW_AFTER_ID
+    ROW_AFTER_ID,
+    ROW_HEADS /* ordered claims: how many heads the walk took */
 };
 
 /* Parameters of the claim statements. */
@@ -31,6 +32,7 @@ enum {
     CLAIM_AFTER_TYPE,
     CLAIM_AFTER_ID,
     CLAIM_RUN,
+    CLAIM_HEADS,
     CLAIM_PARAMS
 };
 #define CLAIM_PARAMS_UNORDERED (CLAIM_MAX_PAYLOAD + 1)

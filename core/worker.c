@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "claimer.h"
 #include "flight.h"
 #include "log.h"
 #include "outcome.h"
@@ -26,8 +27,7 @@ struct worker {
     session db;
     outputs outs;
     unsigned rand_state;
-    int run_length;              /* events of one aggregate per claim: 1 unless all keep order */
-    char *after_type, *after_id; /* where the last ordered claim's walk stopped */
+    claimer claimer; /* where the next ordered claim walks from */
 
     /* the current batch; all but flight belongs to the worker's thread */
     batch b;
@@ -56,31 +56,15 @@ static void nap(worker *w, long long ms)
 
 static int claim(worker *w)
 {
-    char batch[16], max_payload[24], run[16];
-    snprintf(batch, sizeof batch, "%d", w->cfg->batch_size);
-    snprintf(max_payload, sizeof max_payload, "%d", w->cfg->max_payload_bytes);
-    snprintf(run, sizeof run, "%d", w->run_length);
-    const char *params[CLAIM_PARAMS] = {
-        [CLAIM_BATCH] = batch,
-        [CLAIM_MAX_PAYLOAD] = max_payload,
-        [CLAIM_AFTER_TYPE] = w->after_type,
-        [CLAIM_AFTER_ID] = w->after_id,
-        [CLAIM_RUN] = run,
-    };
-    int n = w->cfg->ordering == ORDERING_AGGREGATE ? CLAIM_PARAMS : CLAIM_PARAMS_UNORDERED;
+    const char *params[CLAIM_PARAMS];
+    int n = claimer_params(&w->claimer, params);
     PGresult *res = session_run(&w->db, SESSION_CLAIM, "claim", n, params, PGRES_TUPLES_OK);
     if (!res)
         return -1;
     w->claimed_at = now_ms();
+    claimer_advance(&w->claimer, res);
     batch_take(&w->b, res);
     atomic_fetch_add(&w->st->stats.claimed, w->b.count);
-    /* the next walk starts after the last aggregate claimed (from the first after none) */
-    const char *type, *id;
-    batch_walk_end(&w->b, &type, &id);
-    free(w->after_type);
-    free(w->after_id);
-    w->after_type = type ? strdup(type) : NULL;
-    w->after_id = id ? strdup(id) : NULL;
     return w->b.count;
 }
 
@@ -90,7 +74,7 @@ static int claim(worker *w)
  * they go back, unattempted, to wait for it. */
 static void hold_behind_bad_rows(worker *w)
 {
-    if (w->run_length == 1)
+    if (w->outs.gen->run_length == 1)
         return;
     for (int i = 0; i < w->b.count; i++)
         w->published[i] = w->flight.slots[i].state != SLOT_BAD;
@@ -264,7 +248,7 @@ static int one_round(worker *w)
     if (outputs_switch(&w->outs)) {
         w->cfg = w->outs.gen->cfg;
         w->source.cfg = w->cfg;
-        w->run_length = w->outs.gen->run_length;
+        claimer_configure(&w->claimer, w->cfg, w->outs.gen->run_length);
     }
     if (session_connect(&w->db, LLONG_MAX, 1) < 0)
         return -1;
@@ -335,7 +319,7 @@ worker *worker_new(relay_state *st, int index, const char *payload_type)
     snprintf(w->scope, sizeof w->scope, "worker %d", index);
     session_init(&w->db, st, w->scope, payload_type);
     outputs_init(&w->outs, st, index, flight_on_complete, flight_on_refuse, &w->flight);
-    w->run_length = w->outs.gen->run_length;
+    claimer_configure(&w->claimer, w->cfg, w->outs.gen->run_length);
     size_t n = (size_t)w->cfg->batch_size;
     batch_init(&w->b, (int)n);
     flight_init(&w->flight, (int)n, &w->outs, w->scope);
@@ -356,8 +340,7 @@ void worker_free(worker *w)
     session_free(&w->db);
     batch_free(&w->b);
     arena_free(&w->arena);
-    free(w->after_type);
-    free(w->after_id);
+    claimer_free(&w->claimer);
     flight_free(&w->flight);
     free(w->msgs);
     free(w->published);

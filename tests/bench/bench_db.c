@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "claimer.h"
 #include "config.h"
 #include "db.h"
 #include "pgarray.h"
@@ -77,42 +78,6 @@ static PGconn *open_session(void)
     return c;
 }
 
-typedef struct {
-    char batch[16], max_payload[24], run[16];
-    char *after_type, *after_id;
-} claimer;
-
-static void claimer_init(claimer *k)
-{
-    memset(k, 0, sizeof *k);
-    snprintf(k->batch, sizeof k->batch, "%d", cfg->batch_size);
-    snprintf(k->max_payload, sizeof k->max_payload, "%d", cfg->max_payload_bytes);
-    snprintf(k->run, sizeof k->run, "%d", run_length);
-}
-
-static int claim_params(claimer *k, const char **p)
-{
-    p[CLAIM_BATCH] = k->batch;
-    p[CLAIM_MAX_PAYLOAD] = k->max_payload;
-    p[CLAIM_AFTER_TYPE] = k->after_type;
-    p[CLAIM_AFTER_ID] = k->after_id;
-    p[CLAIM_RUN] = k->run;
-    return cfg->ordering == ORDERING_AGGREGATE ? CLAIM_PARAMS : CLAIM_PARAMS_UNORDERED;
-}
-
-/* Where the next ordered walk starts, as the worker keeps it. */
-static void claimer_walk_end(claimer *k, const PGresult *res)
-{
-    free(k->after_type);
-    free(k->after_id);
-    k->after_type = k->after_id = NULL;
-    if (cfg->ordering == ORDERING_AGGREGATE && PQntuples(res) > 0 &&
-        !PQgetisnull(res, 0, ROW_AFTER_TYPE)) {
-        k->after_type = strdup(PQgetvalue(res, 0, ROW_AFTER_TYPE));
-        k->after_id = strdup(PQgetvalue(res, 0, ROW_AFTER_ID));
-    }
-}
-
 static int pending(PGconn *c)
 {
     PGresult *r =
@@ -129,12 +94,12 @@ static void *worker(void *arg)
     if (!c)
         return NULL;
     (void)index;
-    claimer k;
-    claimer_init(&k);
+    claimer k = {0};
+    claimer_configure(&k, cfg, run_length);
     const char *del = cfg->retention == RETAIN_DELETE ? "true" : "false";
     for (;;) {
         const char *cp[CLAIM_PARAMS];
-        int np = claim_params(&k, cp);
+        int np = claimer_params(&k, cp);
         /* as the worker: the claim's transaction is the lease */
         PQclear(must(c, PQexec(c, "BEGIN"), PGRES_COMMAND_OK, "begin"));
         PGresult *claim =
@@ -142,7 +107,7 @@ static void *worker(void *arg)
         if (!claim)
             break;
         int n = PQntuples(claim);
-        claimer_walk_end(&k, claim);
+        claimer_advance(&k, claim);
         if (n == 0) {
             PQclear(claim);
             PQclear(must(c, PQexec(c, "ROLLBACK"), PGRES_COMMAND_OK, "rollback"));
@@ -176,8 +141,7 @@ static void *worker(void *arg)
         PQclear(r);
         atomic_fetch_add(&total, n);
     }
-    free(k.after_type);
-    free(k.after_id);
+    claimer_free(&k);
     PQfinish(c);
     return NULL;
 }
@@ -219,12 +183,12 @@ static int explain_run(void)
         return 1;
     const char *del = cfg->retention == RETAIN_DELETE ? "true" : "false";
     const char *order = cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none";
-    claimer k;
     for (int round = 1; round <= 2; round++) {
         char title[160];
-        claimer_init(&k);
+        claimer k = {0};
+        claimer_configure(&k, cfg, run_length);
         const char *cp[CLAIM_PARAMS];
-        int np = claim_params(&k, cp);
+        int np = claimer_params(&k, cp);
         PQclear(must(c, PQexec(c, "BEGIN"), PGRES_COMMAND_OK, "begin"));
         snprintf(title, sizeof title, "relay claim, ordering %s, batch %s, claim %d%s", order,
                  k.batch, round, round == 1 ? " (full table)" : " (after one batch marked)");

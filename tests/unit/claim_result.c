@@ -22,6 +22,7 @@ static const char *const column_names[CLAIM_COLUMNS] = {
     [ROW_PAYLOAD_BYTES] = "payload_bytes",
     [ROW_AFTER_TYPE] = "after_type",
     [ROW_AFTER_ID] = "after_id",
+    [ROW_HEADS] = "heads",
 };
 
 claim_row claim_row_of(const char *id, const char *type, const char *agg_id, const char *event_type)

@@ -1,7 +1,7 @@
 /*
  * A claimed batch: rows taken from the claim result in id order, which
- * rows sit behind an unpublished event of their aggregate, and where the
- * ordered claim's walk ended. The claim result is built in memory.
+ * rows sit behind an unpublished event of their aggregate. The claim result
+ * is built in memory.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -121,29 +121,6 @@ static void test_aggregate_is_type_and_id(void **state)
     batch_free(&b);
 }
 
-static void test_walk_end(void **state)
-{
-    (void)state;
-    claim_row rows[] = {claim_row_of("1", "A", "1", "e"), claim_row_of("2", "A", "2", "e")};
-    batch b;
-    const char *type, *id;
-    take(&b, rows, 2); /* an unordered claim: no walk */
-    batch_walk_end(&b, &type, &id);
-    assert_null(type);
-    assert_null(id);
-    batch_free(&b);
-
-    for (int i = 0; i < 2; i++) { /* every row carries where the walk ended */
-        rows[i].v[ROW_AFTER_TYPE] = "A";
-        rows[i].v[ROW_AFTER_ID] = "2";
-    }
-    take(&b, rows, 2);
-    batch_walk_end(&b, &type, &id);
-    assert_string_equal(type, "A");
-    assert_string_equal(id, "2");
-    batch_free(&b);
-}
-
 static void test_empty_claim(void **state)
 {
     (void)state;
@@ -151,9 +128,6 @@ static void test_empty_claim(void **state)
     batch_init(&b, 4);
     batch_take(&b, claim_result(NULL, 0));
     assert_int_equal(b.count, 0);
-    const char *type, *id;
-    batch_walk_end(&b, &type, &id);
-    assert_null(type);
     batch_after_failure(&b, NULL, NULL);
     batch_free(&b);
 }
@@ -165,7 +139,6 @@ int main(void)
         cmocka_unit_test(test_after_failure_per_aggregate),
         cmocka_unit_test(test_after_failure_holds_the_rest),
         cmocka_unit_test(test_aggregate_is_type_and_id),
-        cmocka_unit_test(test_walk_end),
         cmocka_unit_test(test_empty_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

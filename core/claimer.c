@@ -1,0 +1,69 @@
+#include "claimer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void claimer_configure(claimer *k, const relay_config *cfg, int run_length)
+{
+    k->ordered = cfg->ordering == ORDERING_AGGREGATE;
+    k->batch_size = cfg->batch_size;
+    k->min_heads = (cfg->batch_size + run_length - 1) / run_length;
+    if (k->heads < k->min_heads || k->heads > k->batch_size)
+        k->heads = k->batch_size;
+    snprintf(k->batch, sizeof k->batch, "%d", cfg->batch_size);
+    snprintf(k->max_payload, sizeof k->max_payload, "%d", cfg->max_payload_bytes);
+    snprintf(k->run, sizeof k->run, "%d", run_length);
+}
+
+int claimer_params(claimer *k, const char *params[CLAIM_PARAMS])
+{
+    snprintf(k->heads_text, sizeof k->heads_text, "%d", k->heads);
+    params[CLAIM_BATCH] = k->batch;
+    params[CLAIM_MAX_PAYLOAD] = k->max_payload;
+    params[CLAIM_AFTER_TYPE] = k->after_type;
+    params[CLAIM_AFTER_ID] = k->after_id;
+    params[CLAIM_RUN] = k->run;
+    params[CLAIM_HEADS] = k->heads_text;
+    return k->ordered ? CLAIM_PARAMS : CLAIM_PARAMS_UNORDERED;
+}
+
+/*
+ * Every head costs the walk an index descent, while the events of a run
+ * behind it come from one range scan: a claim that takes fewer heads with
+ * longer runs reads far less. So the number of heads follows what the last
+ * claim found. Runs that filled the batch: a quarter fewer heads (longer
+ * runs). The limit reached without filling it: as many heads as the runs'
+ * average length says would fill it. Fewer heads than the limit: every due
+ * head was taken, nothing to learn. Never fewer than the batch over the run
+ * length, so a driver that takes one event per aggregate gets whole batches.
+ */
+static void learn_heads(claimer *k, int heads, int rows)
+{
+    if (heads < k->heads || rows == 0)
+        return;
+    int next = rows >= k->batch_size ? k->heads - (k->heads / 4 > 1 ? k->heads / 4 : 1)
+                                     : (int)((long long)k->batch_size * heads / rows) + 1;
+    k->heads = next < k->min_heads ? k->min_heads : next > k->batch_size ? k->batch_size : next;
+}
+
+void claimer_advance(claimer *k, const PGresult *claim)
+{
+    free(k->after_type);
+    free(k->after_id);
+    k->after_type = k->after_id = NULL;
+    int rows = PQntuples(claim);
+    if (!k->ordered || rows == 0 || PQgetisnull(claim, 0, ROW_AFTER_TYPE))
+        return;
+    /* the next walk starts after the last aggregate this one claimed */
+    k->after_type = strdup(PQgetvalue(claim, 0, ROW_AFTER_TYPE));
+    k->after_id = strdup(PQgetvalue(claim, 0, ROW_AFTER_ID));
+    learn_heads(k, atoi(PQgetvalue(claim, 0, ROW_HEADS)), rows);
+}
+
+void claimer_free(claimer *k)
+{
+    free(k->after_type);
+    free(k->after_id);
+    k->after_type = k->after_id = NULL;
+}

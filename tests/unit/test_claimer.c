@@ -1,0 +1,137 @@
+/*
+ * What one claim tells the next: where the ordered walk starts again and
+ * how many heads it takes. The claim results are built in memory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "claim_result.h"
+#include "claimer.h"
+
+static relay_config cfg_of(int batch, ordering_mode ordering)
+{
+    relay_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.batch_size = batch;
+    cfg.max_payload_bytes = 1000;
+    cfg.ordering = ordering;
+    return cfg;
+}
+
+/* An ordered claim of `rows` rows whose walk took `heads` heads and ended
+ * at aggregate A/last. */
+static void advance(claimer *k, int rows, int heads, const char *last)
+{
+    static claim_row r[64];
+    static char ids[64][16];
+    char heads_text[16];
+    snprintf(heads_text, sizeof heads_text, "%d", heads);
+    for (int i = 0; i < rows; i++) {
+        snprintf(ids[i], sizeof ids[i], "%d", i + 1);
+        r[i] = claim_row_of(ids[i], "A", ids[i], "e");
+        r[i].v[ROW_AFTER_TYPE] = "A";
+        r[i].v[ROW_AFTER_ID] = last;
+        r[i].v[ROW_HEADS] = heads_text;
+    }
+    PGresult *res = claim_result(r, rows);
+    claimer_advance(k, res);
+    PQclear(res);
+}
+
+static int heads_param(claimer *k)
+{
+    const char *p[CLAIM_PARAMS];
+    assert_int_equal(claimer_params(k, p), CLAIM_PARAMS);
+    return atoi(p[CLAIM_HEADS]);
+}
+
+static void test_walk_starts_after_the_last_aggregate(void **state)
+{
+    (void)state;
+    relay_config cfg = cfg_of(10, ORDERING_AGGREGATE);
+    claimer k = {0};
+    claimer_configure(&k, &cfg, 10);
+    const char *p[CLAIM_PARAMS];
+    claimer_params(&k, p);
+    assert_null(p[CLAIM_AFTER_TYPE]); /* the first walk starts at the first aggregate */
+    advance(&k, 3, 3, "7");
+    claimer_params(&k, p);
+    assert_string_equal(p[CLAIM_AFTER_TYPE], "A");
+    assert_string_equal(p[CLAIM_AFTER_ID], "7");
+    assert_string_equal(p[CLAIM_BATCH], "10");
+    assert_string_equal(p[CLAIM_RUN], "10");
+    advance(&k, 0, 0, NULL); /* an empty claim: from the first again */
+    claimer_params(&k, p);
+    assert_null(p[CLAIM_AFTER_TYPE]);
+    claimer_free(&k);
+}
+
+static void test_heads_follow_the_runs(void **state)
+{
+    (void)state;
+    relay_config cfg = cfg_of(40, ORDERING_AGGREGATE);
+    claimer k = {0};
+    claimer_configure(&k, &cfg, 40);
+    assert_int_equal(heads_param(&k), 40); /* at first, every head */
+    advance(&k, 40, 40, "x");              /* runs filled the batch: fewer heads */
+    assert_int_equal(heads_param(&k), 30);
+    advance(&k, 40, 30, "x");
+    assert_int_equal(heads_param(&k), 23);
+    advance(&k, 23 * 3 / 2 < 40 ? 23 * 3 / 2 : 40, 23, "x"); /* 34 rows: short of 40 */
+    assert_int_equal(heads_param(&k), 40 * 23 / 34 + 1);
+    int before = heads_param(&k);
+    advance(&k, 5, 5, "x"); /* fewer heads than allowed: every due head taken, nothing learned */
+    assert_int_equal(heads_param(&k), before);
+    for (int i = 0; i < 20; i++) /* never below one */
+        advance(&k, 40, heads_param(&k), "x");
+    assert_int_equal(heads_param(&k), 1);
+    advance(&k, 2, 1, "x"); /* runs of 2: 21 heads would fill 40 */
+    assert_int_equal(heads_param(&k), 21);
+    claimer_free(&k);
+}
+
+static void test_one_event_per_aggregate_takes_whole_batches(void **state)
+{
+    (void)state;
+    relay_config cfg = cfg_of(40, ORDERING_AGGREGATE);
+    claimer k = {0};
+    claimer_configure(&k, &cfg, 1); /* a driver that does not keep order */
+    advance(&k, 40, 40, "x");
+    assert_int_equal(heads_param(&k), 40);
+    claimer_configure(&k, &cfg, 4); /* a reload to an in-order driver: a floor of 10 */
+    for (int i = 0; i < 20; i++)
+        advance(&k, 40, heads_param(&k), "x");
+    assert_int_equal(heads_param(&k), 10);
+    claimer_free(&k);
+}
+
+static void test_unordered_claims_have_no_walk(void **state)
+{
+    (void)state;
+    relay_config cfg = cfg_of(10, ORDERING_NONE);
+    claimer k = {0};
+    claimer_configure(&k, &cfg, 1);
+    const char *p[CLAIM_PARAMS];
+    assert_int_equal(claimer_params(&k, p), CLAIM_PARAMS_UNORDERED);
+    advance(&k, 3, 3, "7");
+    claimer_params(&k, p);
+    assert_null(p[CLAIM_AFTER_TYPE]);
+    claimer_free(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_walk_starts_after_the_last_aggregate),
+        cmocka_unit_test(test_heads_follow_the_runs),
+        cmocka_unit_test(test_one_event_per_aggregate_takes_whole_batches),
+        cmocka_unit_test(test_unordered_claims_have_no_walk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
