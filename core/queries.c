@@ -88,15 +88,17 @@ static const char claim_unordered[] =
  */
 static const char claim_ordered[] =
     /* the live index is ordered (type, id, event id): the first entry after
-     * an aggregate is the next aggregate's head */
+     * an aggregate is the next aggregate's head. With no place to start
+     * after ($3 NULL) the first branch finds nothing, and the walk starts at
+     * the first aggregate as if it had wrapped: it ends at the last one. No
+     * OR on a parameter, so the generic plan (db.c) keeps the index. */
     "WITH RECURSIVE aggs(t, a, id, n, wrapped) AS ("
     " (SELECT f.t, f.a, f.id, 1, f.w FROM ("
     "  (SELECT " AGG("x") ", x.{c.id}, false FROM {table} x WHERE " LIVE("x")
-    "   AND ($3::text IS NULL OR (" AGG("x") ") > ($3::text, $4::text))"
-    "   ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
+    "   AND (" AGG("x") ") > ($3::text, $4::text) ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
     "  UNION ALL"
     "  (SELECT " AGG("x") ", x.{c.id}, true FROM {table} x WHERE " LIVE("x")
-    "   AND $3::text IS NOT NULL ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
+    "   ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
     "  LIMIT 1) f(t, a, id, w))"
     " UNION ALL"
     " SELECT nx.t, nx.a, nx.id, g.n + 1, nx.w FROM aggs g CROSS JOIN LATERAL ("
@@ -106,7 +108,7 @@ static const char claim_ordered[] =
     "  (SELECT " AGG("x") ", x.{c.id}, true FROM {table} x WHERE " LIVE("x") " AND NOT g.wrapped"
     "   ORDER BY " AGG("x") ", x.{c.id} LIMIT 1)"
     "  LIMIT 1) nx(t, a, id, w)"
-    " WHERE NOT (nx.w AND ($3::text IS NULL OR (nx.t, nx.a) > ($3::text, $4::text)))),"
+    " WHERE NOT (nx.w AND coalesce((nx.t, nx.a) > ($3::text, $4::text), false))),"
     /* a head is locked here, in the walk, if it is due and free: one another
      * worker holds is passed over and does not count against the batch */
     " heads AS (SELECT g.t, g.a, g.n, g.id FROM aggs g WHERE true @DEAD_BEFORE@"
