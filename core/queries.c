@@ -90,8 +90,7 @@ static const char claim_ordered[] =
     /* the live index is ordered (type, id, event id): the first entry after
      * an aggregate is the next aggregate's head. With no place to start
      * after ($3 NULL) the first branch finds nothing, and the walk starts at
-     * the first aggregate as if it had wrapped: it ends at the last one. No
-     * OR on a parameter, so the generic plan (db.c) keeps the index. */
+     * the first aggregate as if it had wrapped: it ends at the last one. */
     "WITH RECURSIVE aggs(t, a, id, n, wrapped) AS ("
     " (SELECT f.t, f.a, f.id, 1, f.w FROM ("
     "  (SELECT " AGG("x") ", x.{c.id}, false FROM {table} x WHERE " LIVE("x")
