@@ -50,6 +50,15 @@ void mqtt_doom_later_locked(mqtt_inst *inst, uint64_t agg, uint64_t seq)
             it->doomed = 1;
 }
 
+/* Only flush waits for completions, and only for the last one: a wake-up per
+ * acknowledgement cost a context switch per message (the timer thread, which
+ * waits on cond, used to be woken by every one). */
+static void mqtt_signal_idle_locked(mqtt_inst *inst)
+{
+    if (inst->inflight == 0 && inst->queued == 0)
+        pthread_cond_broadcast(&inst->idle);
+}
+
 void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, int code,
                           const char *detail)
 {
@@ -69,7 +78,7 @@ void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, i
     slot->early[0].used = slot->early[1].used = 0;
     inst->free_idx[inst->free_n++] = (int)(slot - inst->slots);
     inst->inflight--;
-    pthread_cond_broadcast(&inst->cond);
+    mqtt_signal_idle_locked(inst);
 }
 
 void mqtt_complete_item_locked(mqtt_inst *inst, mqtt_item *it, obx_status status, int code,
@@ -79,7 +88,7 @@ void mqtt_complete_item_locked(mqtt_inst *inst, mqtt_item *it, obx_status status
         mqtt_doom_later_locked(inst, it->agg, it->seq);
     inst->host->complete(inst->host->host_ctx, it->token, status, code, detail);
     free(it);
-    pthread_cond_broadcast(&inst->cond);
+    mqtt_signal_idle_locked(inst);
 }
 
 /* ------------------------------------------------------------ create */
@@ -89,6 +98,7 @@ static void mqtt_free(mqtt_inst *inst)
     if (inst->client)
         MQTTAsync_destroy(&inst->client);
     pthread_cond_destroy(&inst->cond);
+    pthread_cond_destroy(&inst->idle);
     pthread_mutex_destroy(&inst->mu);
     free(inst->slots);
     free(inst->free_idx);
@@ -126,6 +136,7 @@ static mqtt_inst *mqtt_create(const obx_host *host, char *errstr, size_t errstr_
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&inst->cond, &ca);
+    pthread_cond_init(&inst->idle, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&inst->mu, NULL);
 
@@ -210,7 +221,7 @@ static size_t mqtt_flush(mqtt_inst *inst, int timeout_ms)
     mqtt_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
     pthread_mutex_lock(&inst->mu);
     while (inst->inflight + inst->queued > 0 && timeout_ms > 0)
-        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
+        if (pthread_cond_timedwait(&inst->idle, &inst->mu, &ts) == ETIMEDOUT)
             break;
     size_t left = (size_t)inst->inflight + inst->queued;
     pthread_mutex_unlock(&inst->mu);

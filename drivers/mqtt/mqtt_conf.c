@@ -69,7 +69,7 @@ const obx_option_spec mqtt_option_specs[] = {
     {NULL, 0, 0, NULL, NULL},            /* username */
     {NULL, 0, 0, NULL, NULL},            /* password */
     {"1", 1, 2, NULL, NULL},             /* qos */
-    {"100", 1, 65535, NULL, "window"},   /* max_in_flight */
+    {"64", 1, 65535, NULL, "window"},    /* max_in_flight */
     {"2000", 0, 60000, NULL, NULL},      /* window_wait_ms */
     {"30000", 100, 3600000, NULL, NULL}, /* publish_timeout_ms */
     {NULL, 0, 0, NULL, NULL},            /* content_type */

@@ -102,7 +102,8 @@ struct obx_instance {
     int timer_started;
 
     pthread_mutex_t mu;
-    pthread_cond_t cond; /* completions, connection state changes, stop */
+    pthread_cond_t cond; /* connection state changes, pump finished while closing, stop */
+    pthread_cond_t idle; /* nothing left in flight or queued (flush waits for it) */
     mqtt_slot *slots;
     int *free_idx; /* stack of free slot indexes */
     int free_n;
@@ -143,7 +144,8 @@ typedef struct obx_instance mqtt_inst;
 /* mqtt.c */
 int64_t mqtt_now_ms(void);
 void mqtt_abstime(int64_t ms_from_now, struct timespec *ts);
-/* Complete a slot (inst->mu held): host->complete, free the slot, signal. */
+/* Complete a slot (inst->mu held): host->complete, free the slot, signal
+ * idle when nothing is left. */
 void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, int code,
                           const char *detail);
 /* Complete a queued item (inst->mu held, item already unlinked) and free it. */

@@ -234,7 +234,8 @@ void mqtt_pump(mqtt_inst *inst)
         mqtt_send_item_locked(inst, it);
     }
     inst->pumping = 0;
-    pthread_cond_broadcast(&inst->cond);
+    if (inst->closed) /* close waits for the pump to stop */
+        pthread_cond_broadcast(&inst->cond);
     pthread_mutex_unlock(&inst->mu);
 }
 

@@ -8,14 +8,15 @@
  *
  *   bench_broker kafka    -u BOOTSTRAP -t TOPIC      [-n N] [-w W] [-b B]
  *   bench_broker rabbitmq -u AMQP_URL  -t EXCHANGE -q QUEUE [-n N] [-w W] [-b B]
- *   bench_broker mqtt     -u MQTT_URL  -t TOPIC      [-n N] [-w W] [-b B]
+ *   bench_broker mqtt     -u MQTT_URL  -t TOPIC      [-n N] [-w W] [-b B] [-i I]
  *   bench_broker rabbitmq-purge -u AMQP_URL -q QUEUE   (empties the bench queue)
  *
  * kafka: idempotent producer (acks=all), success = delivery report without
  * error. rabbitmq: confirm mode, persistent, mandatory, success = basic.ack
- * (a basic.return or nack is a failure). mqtt: MQTT 5, QoS 1, window = paho's
- * maxInflight, success = onSuccess5. Prints "events seconds events_per_second";
- * any failed message makes the exit status 1.
+ * (a basic.return or nack is a failure). mqtt: MQTT 5, QoS 1, at most I
+ * (default 64, the driver's max_in_flight) of a window unacknowledged, the next
+ * sent from the acknowledgement callback as the driver does; success = onSuccess5. Prints "events
+ * seconds events_per_second"; any failed message makes the exit status 1.
  *
  * With -r RATE -s SECONDS (one client): the broker's own latency at a steady
  * rate. Every millisecond the messages now due go out as one window; a
@@ -340,21 +341,98 @@ static int rmq_purge(void)
 
 /* ---------------------------------------------------------------- mqtt */
 
+/* Each window goes out with at most mqtt_inflight publishes unacknowledged,
+ * the next one sent from the acknowledgement callback, as the driver does:
+ * paho's per-message cost grows with what it holds (its allocation tracker
+ * and its lists), so handing it a whole window of 500 at once measured paho
+ * at its worst, not the library's limit. */
+static int mqtt_inflight = 64;
+
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    long outstanding;
+    long outstanding; /* not yet acknowledged in this window */
     int connected;
+    MQTTAsync client;
+    int index;
+    const char *dest;
+    long next, end; /* messages [next, end) of the window are still to be sent */
+    long unacked;   /* sent and not yet acknowledged */
 } mqtt_state;
+
+static void mqtt_ok(void *ctx, MQTTAsync_successData5 *d);
+static void mqtt_fail(void *ctx, MQTTAsync_failureData5 *d);
+static void mqtt_settle(mqtt_state *st, int ok);
+
+/* Sends what the window still holds while fewer than mqtt_inflight are unacknowledged. */
+static void mqtt_send_more(mqtt_state *st)
+{
+    for (;;) {
+        pthread_mutex_lock(&st->lock);
+        if (st->next >= st->end || st->unacked >= mqtt_inflight) {
+            pthread_mutex_unlock(&st->lock);
+            return;
+        }
+        long seq = st->next++;
+        st->unacked++;
+        pthread_mutex_unlock(&st->lock);
+
+        message m;
+        make_message(&m, st->index, seq);
+        MQTTProperties props = MQTTProperties_initializer;
+        const char *hk[] = {"event_id", "event_type", "aggregate_type", "aggregate_id",
+                            "created_at"};
+        const char *hv[] = {m.event_id, "order.created", "Order", m.aggregate_id, m.created_at};
+        for (int i = 0; i < 5; i++) {
+            MQTTProperty p = {.identifier = MQTTPROPERTY_CODE_USER_PROPERTY};
+            p.value.data.data = (char *)hk[i];
+            p.value.data.len = (int)strlen(hk[i]);
+            p.value.value.data = (char *)hv[i];
+            p.value.value.len = (int)strlen(hv[i]);
+            MQTTProperties_add(&props, &p);
+        }
+        MQTTProperty ct = {.identifier = MQTTPROPERTY_CODE_CONTENT_TYPE};
+        ct.value.data.data = "application/json";
+        ct.value.data.len = 16;
+        MQTTProperties_add(&props, &ct);
+        MQTTAsync_message msg = MQTTAsync_message_initializer;
+        msg.payload = m.payload;
+        msg.payloadlen = m.payload_len;
+        msg.qos = 1;
+        msg.properties = props;
+        MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+        ro.onSuccess5 = mqtt_ok;
+        ro.onFailure5 = mqtt_fail;
+        ro.context = st;
+        int rc = MQTTAsync_sendMessage(st->client, st->dest, &msg, &ro);
+        MQTTProperties_free(&props);
+        if (rc != MQTTASYNC_SUCCESS) { /* this one and the rest of the window fail */
+            pthread_mutex_lock(&st->lock);
+            long rest = st->end - st->next;
+            st->next = st->end;
+            st->unacked--;
+            st->outstanding -= 1 + rest;
+            atomic_fetch_add(&failures, 1 + rest);
+            if (st->outstanding == 0)
+                pthread_cond_signal(&st->cond);
+            pthread_mutex_unlock(&st->lock);
+            return;
+        }
+    }
+}
 
 static void mqtt_settle(mqtt_state *st, int ok)
 {
     if (!ok)
         atomic_fetch_add(&failures, 1);
     pthread_mutex_lock(&st->lock);
+    st->unacked--;
     if (--st->outstanding == 0)
         pthread_cond_signal(&st->cond);
+    int more = st->next < st->end;
     pthread_mutex_unlock(&st->lock);
+    if (more)
+        mqtt_send_more(st);
 }
 
 static void mqtt_ok(void *ctx, MQTTAsync_successData5 *d)
@@ -397,13 +475,13 @@ static int mqtt_arrived(void *ctx, char *t, int tl, MQTTAsync_message *m)
 static void *mqtt_worker(void *arg)
 {
     int index = (int)(long)arg;
-    mqtt_state st = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    mqtt_state st = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
     char id[64];
     snprintf(id, sizeof id, "obx-bench-%d-%d", (int)getpid(), index);
     MQTTAsync client;
     MQTTAsync_createOptions cro = MQTTAsync_createOptions_initializer5;
     cro.sendWhileDisconnected = 0;
-    cro.maxBufferedMessages = window_size + 16;
+    cro.maxBufferedMessages = mqtt_inflight + 16;
     if (MQTTAsync_createWithOptions(&client, url, id, MQTTCLIENT_PERSISTENCE_NONE, NULL, &cro) !=
         MQTTASYNC_SUCCESS) {
         fprintf(stderr, "bench_broker: mqtt create failed\n");
@@ -412,7 +490,7 @@ static void *mqtt_worker(void *arg)
     MQTTAsync_setCallbacks(client, &st, NULL, mqtt_arrived, NULL);
     MQTTAsync_connectOptions co = MQTTAsync_connectOptions_initializer5;
     co.cleanstart = 1;
-    co.maxInflight = window_size;
+    co.maxInflight = mqtt_inflight;
     co.onSuccess5 = mqtt_connected;
     co.onFailure5 = mqtt_connect_failed;
     co.context = &st;
@@ -425,51 +503,25 @@ static void *mqtt_worker(void *arg)
         pthread_cond_wait(&st.cond, &st.lock);
     pthread_mutex_unlock(&st.lock);
 
-    message m;
     long n = share(index);
     char dest[128];
     snprintf(dest, sizeof dest, "%s/Order/order.created", topic);
+    st.client = client;
+    st.index = index;
+    st.dest = dest;
     for (long sent = 0; sent < n;) {
         long w = next_window(sent, n);
         pthread_mutex_lock(&st.lock);
         st.outstanding += w;
+        st.next = sent;
+        st.end = sent + w;
         pthread_mutex_unlock(&st.lock);
-        for (long k = 0; k < w; k++, sent++) {
-            make_message(&m, index, sent);
-            MQTTProperties props = MQTTProperties_initializer;
-            const char *hk[] = {"event_id", "event_type", "aggregate_type", "aggregate_id",
-                                "created_at"};
-            const char *hv[] = {m.event_id, "order.created", "Order", m.aggregate_id, m.created_at};
-            for (int i = 0; i < 5; i++) {
-                MQTTProperty p = {.identifier = MQTTPROPERTY_CODE_USER_PROPERTY};
-                p.value.data.data = (char *)hk[i];
-                p.value.data.len = (int)strlen(hk[i]);
-                p.value.value.data = (char *)hv[i];
-                p.value.value.len = (int)strlen(hv[i]);
-                MQTTProperties_add(&props, &p);
-            }
-            MQTTProperty ct = {.identifier = MQTTPROPERTY_CODE_CONTENT_TYPE};
-            ct.value.data.data = "application/json";
-            ct.value.data.len = 16;
-            MQTTProperties_add(&props, &ct);
-            MQTTAsync_message msg = MQTTAsync_message_initializer;
-            msg.payload = m.payload;
-            msg.payloadlen = m.payload_len;
-            msg.qos = 1;
-            msg.properties = props;
-            MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
-            ro.onSuccess5 = mqtt_ok;
-            ro.onFailure5 = mqtt_fail;
-            ro.context = &st;
-            int rc = MQTTAsync_sendMessage(client, dest, &msg, &ro);
-            MQTTProperties_free(&props);
-            if (rc != MQTTASYNC_SUCCESS)
-                mqtt_settle(&st, 0);
-        }
+        mqtt_send_more(&st);
         pthread_mutex_lock(&st.lock);
         while (st.outstanding > 0)
             pthread_cond_wait(&st.cond, &st.lock);
         pthread_mutex_unlock(&st.lock);
+        sent += w;
         window_acknowledged(sent - w, w);
     }
     MQTTAsync_disconnectOptions dopt = MQTTAsync_disconnectOptions_initializer5;
@@ -484,15 +536,16 @@ static void *mqtt_worker(void *arg)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_broker kafka|rabbitmq|mqtt|rabbitmq-purge -u URL [-t TOPIC] "
-                        "[-q QUEUE] [-n N] [-w W] [-b B] [-r RATE -s SECONDS]\n");
+        fprintf(stderr,
+                "usage: bench_broker kafka|rabbitmq|mqtt|rabbitmq-purge -u URL [-t TOPIC] "
+                "[-q QUEUE] [-n N] [-w W] [-b B] [-i MQTT_IN_FLIGHT] [-r RATE -s SECONDS]\n");
         return 2;
     }
     const char *mode = argv[1];
     int opt;
     double seconds = 0;
     optind = 2;
-    while ((opt = getopt(argc, argv, "u:t:q:n:w:b:r:s:")) != -1) {
+    while ((opt = getopt(argc, argv, "u:t:q:n:w:b:i:r:s:")) != -1) {
         switch (opt) {
         case 'u': url = optarg; break;
         case 't': topic = optarg; break;
@@ -500,13 +553,14 @@ int main(int argc, char **argv)
         case 'n': count = atol(optarg); break;
         case 'w': workers = atoi(optarg); break;
         case 'b': window_size = atoi(optarg); break;
+        case 'i': mqtt_inflight = atoi(optarg); break;
         case 'r': rate = atof(optarg); break;
         case 's': seconds = atof(optarg); break;
         default: return 2;
         }
     }
-    if (!url || workers < 1 || window_size < 1) {
-        fprintf(stderr, "bench_broker: -u is required; -w and -b must be positive\n");
+    if (!url || workers < 1 || window_size < 1 || mqtt_inflight < 1) {
+        fprintf(stderr, "bench_broker: -u is required; -w, -b and -i must be positive\n");
         return 2;
     }
     if (strcmp(mode, "rabbitmq-purge") == 0)

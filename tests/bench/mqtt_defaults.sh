@@ -94,10 +94,10 @@ for s in "${SETUPS[@]}"; do
         opts="url = \"$url\"; qos = 1;"
         [ "$w" = default ] || opts="$opts $MQD_WINDOW_OPT = $w;"
         read -r qs qeps qspan <<<"$(mqd_run mqtt "$o" "$n" "$a" "$opts")"
-        mif=$([ "$w" = default ] && echo 100 || echo "$w")
+        mif=$([ "$w" = default ] && echo 64 || echo "$w")
         rmax=$(mqd_recv_max "$url")
         pw=$mif; [ -n "$rmax" ] && [ "$rmax" -lt "$mif" ] && pw=$rmax
-        peps=$("$TOOLS/bench_broker" mqtt -u "$url" -t obx/bench/mqd -n "$n" -w 2 -b "$pw" | awk '{print $3}')
+        peps=$("$TOOLS/bench_broker" mqtt -u "$url" -t obx/bench/mqd -n "$n" -w 2 -b "$pw" -i "$pw" | awk '{print $3}')
         ratio=$(awk -v q="$qeps" -v m="$meps" -v p="$peps" 'BEGIN { l = m < p ? m : p; printf "%.2f", q / l }')
         sratio=$(awk -v q="$qspan" -v m="$mspan" -v p="$peps" 'BEGIN { l = m < p ? m : p; printf "%.2f", q / l }')
         note "  mqtt ($broker Mosquitto) $o, $a aggregates, $n events, max_in_flight $w: $qs s ($qeps ev/s; span $qspan ev/s); paho alone at window $pw: $peps msg/s; ratio $ratio (span $sratio)"
