@@ -133,7 +133,7 @@ relay_cfg() {
         rabbitmq) opts="url = \"$AMQP_URL\"; declare_exchange = \"obx.bench\"; declare_exchange_type = \"topic\";
                   declare_queue = \"obx.bench\"; bind_routing_key = \"#\";"
                   dest='obx.bench/${aggregate_type}.${event_type}' ;;
-        mqtt) opts="url = \"$BENCH_MQTT_URL\"; window = $(($5 > 100 ? $5 : 100));"
+        mqtt) opts="url = \"$BENCH_MQTT_URL\";"
               dest='obx/bench/${aggregate_type}/${event_type}' ;;
     esac
     cat > "$1" <<CFG
@@ -435,7 +435,7 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo "## Settings"
     echo "- Events per throughput run: $EVENTS, pre-filled with outbox_enqueue in transactions of 50,000, 1,000 aggregates, payload jsonb of $PAYLOAD_BYTES bytes as text, then VACUUM ANALYZE; every run starts from a copy of that database (CREATE DATABASE ... TEMPLATE)."
     echo "- Matrix: drivers $DRIVERS; workers $WORKERS; batch $BATCHES; ordering $ORDERINGS; retention $RETENTIONS."
-    echo "- Relay: \`outbox-relay run --drain\`, lease 30 s, poll interval 1 s, log level warn; driver defaults except: file to /dev/null; kafka acks=all idempotent (driver default), key aggregate_id; rabbitmq mandatory + persistent + confirms; mqtt QoS 1, window = max(batch, 100)."
+    echo "- Relay: \`outbox-relay run --drain\`, lease 30 s, poll interval 1 s, log level warn; driver defaults except: file to /dev/null; kafka acks=all idempotent (driver default), key aggregate_id; rabbitmq mandatory + persistent + confirms; mqtt QoS 1, max_in_flight default (64)."
     echo "- relay ev/s (retention mark): rows / (max(published_at) - min(published_at)), not counting the rows marked at the first mark's instant (their work was done before it). Retention delete leaves no rows to date, so: events / (wall time of run --drain - wall time of the same relay on an empty outbox)."
     echo "- Database limit: the simplest correct claim+mark, one statement per batch, run by \`pgbench -n -M prepared -c W -j W -t T\` (W = the run's workers, T transactions per client so that the table is drained; events/s = events x tps / transactions, tps x batch when every transaction is full) on a fresh copy of the same table:"
     echo
