@@ -7,19 +7,25 @@
 #   in transactions of 500, drained by `run --drain` in WAL mode for each driver
 #   of BENCH_DRIVERS (memory,kafka,rabbitmq,mqtt) and ordering (aggregate, none):
 #   events / (wall time - the same relay's wall time on an empty slot), CPU and
-#   peak RSS from bench_rusage. Beside it, the broker's limit (bench_broker: same
+#   peak RSS from bench_rusage. The source's limit, once per round: PostgreSQL's
+#   own pg_recvlogical (pgoutput, proto_version 1, the bench publication, into
+#   /dev/null) on the same backlog, from --start until it reached the end LSN
+#   of the enqueued events (--endpos), less its time on an empty slot: how
+#   fast the walsender hands the events over, with no code of ours. Beside it, the broker's limit (bench_broker: same
 #   client library and acknowledgement, no database, one client, windows of what
 #   the relay may have in flight: max_in_flight 10,000 with ordering none, 1,000
 #   with ordering aggregate (one per aggregate), MQTT's window 1,000 for both);
 #   then, memory driver only, poll mode (2 workers, batch 500) and the simplest
 #   claim+mark (pgbench, 2 clients, batch 500): the database's limit when
-#   writing per event. BENCH_ROUNDS (1) rounds.
+#   writing per event. BENCH_ROUNDS (1) rounds. Ratios: to the broker's limit,
+#   and to min(source limit, broker limit), the most the relay could reach.
 # - latency at BENCH_RATE (1,000) events/s for BENCH_SECONDS (15), ordering
 #   aggregate, per driver: bench_producer commits one small transaction per 1 ms
 #   tick; "confirmed" = the first time (sampled every ms) the slot's
 #   confirmed_flush_lsn passed the event's commit record (pg_walinspect), minus
 #   the producer's clock when COMMIT returned; memory also gives the
 #   acknowledgement itself (its record's t_us). Beside it, bench_broker -r RATE.
+# BENCH_POLL=0 and BENCH_LATENCY=0 leave out the poll-mode and the latency parts.
 ENG_TEST=walbench
 . "$(dirname "$0")/wlib.sh"
 N=${BENCH_EVENTS:-50000} ROUNDS=${BENCH_ROUNDS:-1} RATE=${BENCH_RATE:-1000} SECS=${BENCH_SECONDS:-15}
@@ -80,8 +86,29 @@ wal_drain() {
     cut -d' ' -f1-4 "$WORK/w.ru"
 }
 
-echo "driver ordering wal_eps broker_limit ratio cpu_s_per_100k peak_rss_mb"
+# source_drain EVENTS: "wall user sys" of pg_recvlogical from --start to the end
+# LSN of EVENTS enqueued events, on a fresh slot (the walsender does the work)
+source_drain() {
+    fresh_wal_db wal_bench
+    cfg "$WORK/w.cfg" memory aggregate
+    init_db "$WORK/w.cfg"
+    [ "$1" = 0 ] || enqueue_txns "$1" 1000 500
+    local end
+    end=$(sql "SELECT pg_current_wal_lsn()")
+    "$TOOLS/bench_rusage" "$WORK/s.ru" pg_recvlogical -d "$TEST_DSN" -S "$TEST_DB" --start --no-loop \
+        -o proto_version=1 -o publication_names="$TEST_DB" -o messages=true -F 0 -f /dev/null -E "$end" \
+        >"$WORK/recvlogical.log" 2>&1 || fail "pg_recvlogical failed: $(tail -3 "$WORK/recvlogical.log")"
+    [ "$(cut -d' ' -f5 "$WORK/s.ru")" = 0 ] || fail "pg_recvlogical exited $(cut -d' ' -f5 "$WORK/s.ru"): $(tail -3 "$WORK/recvlogical.log")"
+    expect_eq "slot caught up to the end LSN" \
+        "$(sql "SELECT confirmed_flush_lsn >= '$end' FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" t
+    cut -d' ' -f1-3 "$WORK/s.ru"
+}
+
+echo "driver ordering wal_eps source_limit broker_limit ratio_broker ratio_min(source,broker) cpu_s_per_100k peak_rss_mb"
 for ((k = 1; k <= ROUNDS; k++)); do
+    r=$(source_drain 0) && read -r sw0 _ <<<"$r"
+    r=$(source_drain "$N") && read -r sw _ <<<"$r"
+    src=$(awk -v n="$N" -v w="$sw" -v w0="$sw0" 'BEGIN { printf "%.0f", n / (w - w0 > 0.001 ? w - w0 : 0.001) }')
     for d in "${DRV[@]}"; do
         r=$(wal_drain "$d" aggregate 0) && read -r w0 _ <<<"$r"
         for o in aggregate none; do
@@ -93,10 +120,11 @@ for ((k = 1; k <= ROUNDS; k++)); do
                 lim=$("$TOOLS/bench_broker" "$d" -u "$url" -t "$topic" -n "$N" -w 1 -b "$win" | awk '{print $3}')
                 [ "$d" != rabbitmq ] || purge
             fi
-            awk -v d="$d" -v o="$o" -v n="$N" -v w="$w" -v w0="$w0" -v l="$lim" -v u="$u" -v s="$s" -v r="$rss" 'BEGIN {
+            awk -v d="$d" -v o="$o" -v n="$N" -v w="$w" -v w0="$w0" -v l="$lim" -v src="$src" -v u="$u" -v s="$s" -v r="$rss" 'BEGIN {
                 e = n / (w - w0 > 0.001 ? w - w0 : 0.001)
-                printf "%s %s %.0f %s %s %.2f %.1f\n", d, o, e, l, l == "-" ? "-" : sprintf("%.2f", e / l),
-                       (u + s) * 100000 / n, r / 1024 }'
+                m = (l == "-" || src + 0 < l + 0) ? src : l
+                printf "%s %s %.0f %s %s %s %.2f %.2f %.1f\n", d, o, e, src, l, l == "-" ? "-" : sprintf("%.2f", e / l),
+                       e / m, (u + s) * 100000 / n, r / 1024 }'
         done
     done
 done
@@ -130,7 +158,9 @@ SQL
     ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
     awk -v n="$N" -v t="$tps" -v x="$ntx" 'BEGIN { printf "%.0f", n * t / x }'
 }
-echo "memory: poll mode (2 workers, batch 500, none) $(poll_run) ev/s; simplest claim+mark $(simplest_run) ev/s"
+[ "${BENCH_POLL:-1}" = 0 ] ||
+    echo "memory: poll mode (2 workers, batch 500, none) $(poll_run) ev/s; simplest claim+mark $(simplest_run) ev/s"
+[ "${BENCH_LATENCY:-1}" != 0 ] || { echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"; exit 0; }
 
 # latency at RATE events/s: commit -> confirmed (all drivers), commit -> acknowledged (memory)
 PCT="round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) || ' ' ||
