@@ -154,7 +154,8 @@ static wal_row *row_new(const char *const *values, const size_t *lens)
     size_t size = sizeof(wal_row);
     for (int f = 0; f < WF_COUNT; f++)
         size += values[f] ? lens[f] + 1 : 0;
-    wal_row *row = calloc(1, size);
+    wal_row *row = malloc(size);
+    memset(row, 0, sizeof *row); /* the values are copied over the rest */
     char *at = (char *)(row + 1);
     for (int f = 0; f < WF_COUNT; f++) {
         if (!values[f])

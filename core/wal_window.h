@@ -49,6 +49,10 @@ typedef struct wal_window {
     wal_event *ready_head, *ready_tail;
     wal_event *waiting;
     long unfinished; /* events not yet finished */
+    /* confirmed events and emptied aggregates kept for reuse: no allocation per event */
+    wal_event *spare_events;
+    wal_agg *spare_aggs;
+    size_t spare_event_count, spare_agg_count;
 } wal_window;
 
 void wal_window_init(wal_window *w, int ordered);
