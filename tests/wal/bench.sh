@@ -7,7 +7,9 @@
 #   in transactions of 500, drained by `run --drain` in WAL mode for each driver
 #   of BENCH_DRIVERS (memory,kafka,rabbitmq,mqtt) and ordering (aggregate, none):
 #   events / (wall time - the same relay's wall time on an empty slot), CPU and
-#   peak RSS from bench_rusage. The source's limit, once per round: PostgreSQL's
+#   peak RSS from bench_rusage; the walsender's CPU (from /proc, sampled every
+#   20 ms: a lower bound) per 100k events and as a share of one core over that
+#   time ("busy" near 1.0: the walsender is what limits). The source's limit, once per round: PostgreSQL's
 #   own pg_recvlogical (pgoutput, proto_version 1, the bench publication, into
 #   /dev/null) on the same backlog, from --start until it reached the end LSN
 #   of the enqueued events (--endpos), less its time on an empty slot: how
@@ -25,7 +27,8 @@
 #   confirmed_flush_lsn passed the event's commit record (pg_walinspect), minus
 #   the producer's clock when COMMIT returned; memory also gives the
 #   acknowledgement itself (its record's t_us). Beside it, bench_broker -r RATE.
-# BENCH_POLL=0 and BENCH_LATENCY=0 leave out the poll-mode and the latency parts.
+# BENCH_THROUGHPUT=0, BENCH_POLL=0 and BENCH_LATENCY=0 leave out the throughput,
+# poll-mode and latency parts.
 ENG_TEST=walbench
 . "$(dirname "$0")/wlib.sh"
 N=${BENCH_EVENTS:-50000} ROUNDS=${BENCH_ROUNDS:-1} RATE=${BENCH_RATE:-1000} SECS=${BENCH_SECONDS:-15}
@@ -74,16 +77,33 @@ CFG
 target() { case $1 in kafka) echo "$KAFKA obx.bench" ;; rabbitmq) echo "$AMQP_URL obx.bench" ;;
                       mqtt) echo "tcp://127.0.0.1:$MQ_PORT obx/bench" ;; esac; }
 
+# sampled RUSAGE_OUT LOG COMMAND...: COMMAND under bench_rusage, the slot's walsender
+# sampled meanwhile; prints the walsender's CPU seconds (utime + stime when last seen)
+sampled() {
+    local out=$1 log=$2 ws="" ticks=0 f
+    shift 2
+    "$TOOLS/bench_rusage" "$out" "$@" >"$log" 2>&1 &
+    local pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        [ -n "$ws" ] || ws=$(sql "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$TEST_DB' AND active" 2>/dev/null)
+        if [ -n "$ws" ] && read -r -a f 2>/dev/null <"/proc/$ws/stat"; then ticks=$((f[13] + f[14])); fi
+        sleep 0.02
+    done
+    wait "$pid" || true
+    awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+}
+
 # wal_drain DRIVER ORDERING EVENTS: "wall user sys maxrss_kb" of run --drain on a fresh slot
 wal_drain() {
     fresh_wal_db wal_bench
     cfg "$WORK/w.cfg" "$1" "$2"
     init_db "$WORK/w.cfg"
     [ "$3" = 0 ] || enqueue_txns "$3" 1000 500
-    "$TOOLS/bench_rusage" "$WORK/w.ru" "$OBX_BIN" run -c "$WORK/w.cfg" --drain >"$WORK/w.log" 2>&1 \
-        || fail "run --drain ($1, $2) failed: $(tail -3 "$WORK/w.log")"
+    local ws
+    ws=$(sampled "$WORK/w.ru" "$WORK/w.log" "$OBX_BIN" run -c "$WORK/w.cfg" --drain)
+    [ "$(cut -d' ' -f5 "$WORK/w.ru")" = 0 ] || fail "run --drain ($1, $2) exited $(cut -d' ' -f5 "$WORK/w.ru"): $(tail -3 "$WORK/w.log")"
     [ "$1" != rabbitmq ] || purge
-    cut -d' ' -f1-4 "$WORK/w.ru"
+    echo "$(cut -d' ' -f1-4 "$WORK/w.ru") $ws"
 }
 
 # source_drain EVENTS: "wall user sys" of pg_recvlogical from --start to the end
@@ -95,39 +115,44 @@ source_drain() {
     [ "$1" = 0 ] || enqueue_txns "$1" 1000 500
     local end
     end=$(sql "SELECT pg_current_wal_lsn()")
-    "$TOOLS/bench_rusage" "$WORK/s.ru" pg_recvlogical -d "$TEST_DSN" -S "$TEST_DB" --start --no-loop \
-        -o proto_version=1 -o publication_names="$TEST_DB" -o messages=true -F 0 -f /dev/null -E "$end" \
-        >"$WORK/recvlogical.log" 2>&1 || fail "pg_recvlogical failed: $(tail -3 "$WORK/recvlogical.log")"
+    local ws
+    ws=$(sampled "$WORK/s.ru" "$WORK/recvlogical.log" pg_recvlogical -d "$TEST_DSN" -S "$TEST_DB" --start --no-loop \
+        -o proto_version=1 -o publication_names="$TEST_DB" -o messages=true -F 0 -f /dev/null -E "$end")
     [ "$(cut -d' ' -f5 "$WORK/s.ru")" = 0 ] || fail "pg_recvlogical exited $(cut -d' ' -f5 "$WORK/s.ru"): $(tail -3 "$WORK/recvlogical.log")"
     expect_eq "slot caught up to the end LSN" \
         "$(sql "SELECT confirmed_flush_lsn >= '$end' FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" t
-    cut -d' ' -f1-3 "$WORK/s.ru"
+    echo "$(cut -d' ' -f1-3 "$WORK/s.ru") $ws"
 }
 
-echo "driver ordering wal_eps source_limit broker_limit ratio_broker ratio_min(source,broker) cpu_s_per_100k peak_rss_mb"
-for ((k = 1; k <= ROUNDS; k++)); do
-    r=$(source_drain 0) && read -r sw0 _ <<<"$r"
-    r=$(source_drain "$N") && read -r sw _ <<<"$r"
-    src=$(awk -v n="$N" -v w="$sw" -v w0="$sw0" 'BEGIN { printf "%.0f", n / (w - w0 > 0.001 ? w - w0 : 0.001) }')
-    for d in "${DRV[@]}"; do
-        r=$(wal_drain "$d" aggregate 0) && read -r w0 _ <<<"$r"
-        for o in aggregate none; do
-            r=$(wal_drain "$d" "$o" "$N") && read -r w u s rss <<<"$r"
-            lim=- win=1000
-            [ "$o" = aggregate ] || [ "$d" = mqtt ] || win=10000
-            read -r url topic <<<"$(target "$d")"
-            if [ -n "$url" ]; then
-                lim=$("$TOOLS/bench_broker" "$d" -u "$url" -t "$topic" -n "$N" -w 1 -b "$win" | awk '{print $3}')
-                [ "$d" != rabbitmq ] || purge
-            fi
-            awk -v d="$d" -v o="$o" -v n="$N" -v w="$w" -v w0="$w0" -v l="$lim" -v src="$src" -v u="$u" -v s="$s" -v r="$rss" 'BEGIN {
-                e = n / (w - w0 > 0.001 ? w - w0 : 0.001)
-                m = (l == "-" || src + 0 < l + 0) ? src : l
-                printf "%s %s %.0f %s %s %s %.2f %.2f %.1f\n", d, o, e, src, l, l == "-" ? "-" : sprintf("%.2f", e / l),
-                       e / m, (u + s) * 100000 / n, r / 1024 }'
+if [ "${BENCH_THROUGHPUT:-1}" != 0 ]; then
+    echo "driver ordering wal_eps source_limit broker_limit ratio_broker ratio_min(source,broker) cpu_s_per_100k peak_rss_mb walsender_cpu_s_per_100k walsender_busy"
+    for ((k = 1; k <= ROUNDS; k++)); do
+        r=$(source_drain 0) && read -r sw0 _ <<<"$r"
+        r=$(source_drain "$N") && read -r sw _ _ sws <<<"$r"
+        src=$(awk -v n="$N" -v w="$sw" -v w0="$sw0" 'BEGIN { printf "%.0f", n / (w - w0 > 0.001 ? w - w0 : 0.001) }')
+        awk -v n="$N" -v w="$sw" -v w0="$sw0" -v ws="$sws" -v e="$src" 'BEGIN {
+            printf "source (pg_recvlogical) %s ev/s, walsender_cpu_s_per_100k %.2f walsender_busy %.2f\n", e, ws * 100000 / n,
+                   ws / (w - w0 > 0.001 ? w - w0 : 0.001) }'
+        for d in "${DRV[@]}"; do
+            r=$(wal_drain "$d" aggregate 0) && read -r w0 _ <<<"$r"
+            for o in aggregate none; do
+                r=$(wal_drain "$d" "$o" "$N") && read -r w u s rss ws <<<"$r"
+                lim=- win=1000
+                [ "$o" = aggregate ] || [ "$d" = mqtt ] || win=10000
+                read -r url topic <<<"$(target "$d")"
+                if [ -n "$url" ]; then
+                    lim=$("$TOOLS/bench_broker" "$d" -u "$url" -t "$topic" -n "$N" -w 1 -b "$win" | awk '{print $3}')
+                    [ "$d" != rabbitmq ] || purge
+                fi
+                awk -v d="$d" -v o="$o" -v n="$N" -v w="$w" -v w0="$w0" -v l="$lim" -v src="$src" -v u="$u" -v s="$s" -v r="$rss" -v ws="$ws" 'BEGIN {
+                    e = n / (w - w0 > 0.001 ? w - w0 : 0.001)
+                    m = (l == "-" || src + 0 < l + 0) ? src : l
+                    printf "%s %s %.0f %s %s %s %.2f %.2f %.1f %.2f %.2f\n", d, o, e, src, l, l == "-" ? "-" : sprintf("%.2f", e / l),
+                           e / m, (u + s) * 100000 / n, r / 1024, ws * 100000 / n, ws / (w - w0 > 0.001 ? w - w0 : 0.001) }'
+            done
         done
     done
-done
+fi
 
 # poll mode and the database's limit, memory driver (the figures before WAL mode)
 poll_run() {
