@@ -49,27 +49,60 @@ static const char *read_str(reader *r)
     return start;
 }
 
+/* Exactly n digits at *p, advancing it; -1 when they are not there. */
+static int digits(const char **p, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++, (*p)++) {
+        if (**p < '0' || **p > '9')
+            return -1;
+        v = v * 10 + (**p - '0');
+    }
+    return v;
+}
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian; H. Hinnant's days_from_civil). */
+static long long days_from_civil(long long y, int m, int d)
+{
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* Read by hand, once per event: sscanf and timegm cost more than the rest of
+ * the decoding together. */
 long long wal_parse_timestamp(const char *text)
 {
-    struct tm tm = {0};
-    int consumed = 0;
-    if (!text || sscanf(text, "%d-%d-%d %d:%d:%d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                        &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6)
+    const char *p = text;
+    if (!p)
         return 0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    long long us = (long long)timegm(&tm) * 1000000;
-    const char *p = text + consumed;
+    long long year = digits(&p, 4);
+    while (year >= 0 && year < 100000000 && *p >= '0' && *p <= '9') /* past 9999 */
+        year = year * 10 + (*p++ - '0');
+    int mon = *p == '-' ? (p++, digits(&p, 2)) : -1;
+    int day = *p == '-' ? (p++, digits(&p, 2)) : -1;
+    int hour = *p == ' ' ? (p++, digits(&p, 2)) : -1;
+    int min = *p == ':' ? (p++, digits(&p, 2)) : -1;
+    int sec = *p == ':' ? (p++, digits(&p, 2)) : -1;
+    if (year < 0 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour < 0 || min < 0 || sec < 0)
+        return 0;
+    long long us = ((days_from_civil(year, mon, day) * 24 + hour) * 60 + min) * 60 + sec;
+    us *= 1000000;
     if (*p == '.') {
         long long frac = 0, scale = 100000;
         for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
             frac += (*p - '0') * scale;
         us += frac;
     }
-    if (*p == '+' || *p == '-') {
-        int sign = *p == '-' ? -1 : 1, h = 0, m = 0, s = 0;
-        sscanf(p + 1, "%d:%d:%d", &h, &m, &s);
-        us -= sign * ((long long)h * 3600 + m * 60 + s) * 1000000;
+    if (*p == '+' || *p == '-') { /* +HH, +HH:MM or +HH:MM:SS */
+        int sign = *p++ == '-' ? -1 : 1, part[3] = {0, 0, 0};
+        for (int i = 0; i < 3 && (i == 0 || (*p == ':' && p++)); i++)
+            if ((part[i] = digits(&p, 2)) < 0)
+                return 0;
+        us -= sign * ((long long)part[0] * 3600 + part[1] * 60 + part[2]) * 1000000;
     }
     return us;
 }
@@ -121,7 +154,8 @@ static wal_row *row_new(const char *const *values, const size_t *lens)
     size_t size = sizeof(wal_row);
     for (int f = 0; f < WF_COUNT; f++)
         size += values[f] ? lens[f] + 1 : 0;
-    wal_row *row = calloc(1, size);
+    wal_row *row = malloc(size);
+    memset(row, 0, sizeof *row); /* the values are copied over the rest */
     char *at = (char *)(row + 1);
     for (int f = 0; f < WF_COUNT; f++) {
         if (!values[f])

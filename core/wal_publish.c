@@ -7,6 +7,7 @@
 
 #include "db.h"
 #include "log.h"
+#include "stats.h"
 #include "text.h"
 #include "wal_dead.h"
 
@@ -117,6 +118,23 @@ static void dead_letter(wal_publisher *p, wal_event *ev, const char *error, long
     wal_window_retry(p->w, ev, now + 1000);
 }
 
+/* /metrics: the outcome per output and route, and for a published event its
+ * publish and commit-to-acknowledgement times, as poll mode's workers feed
+ * them. The message was built in the round's scratch arena, gone by now: the
+ * fields routing and the histograms read are taken from the row again. */
+static void observe(wal_publisher *p, const wal_event *ev, const verdict *v, int outcome)
+{
+    if (v->kind == VERDICT_BAD_ROW) { /* never became a message: no route, not in flight */
+        stats_observe_completion(p->st->metrics, p->st->cfg, ev->output, NULL, 0, outcome, 0);
+        return;
+    }
+    obx_message m = {.event_type = ev->row->v[WF_EVENT_TYPE],
+                     .aggregate_type = ev->row->v[WF_AGGREGATE_TYPE],
+                     .created_at_us = ev->row->created_at_us};
+    stats_observe_completion(p->st->metrics, p->st->cfg, ev->output, &m, ev->sent_ms, outcome,
+                             v->kind == VERDICT_REFUSED);
+}
+
 /* A verdict on an event that was offered (or could not become a message). */
 static void decide(wal_publisher *p, wal_event *ev, const verdict *v, long long now)
 {
@@ -124,6 +142,7 @@ static void decide(wal_publisher *p, wal_event *ev, const verdict *v, long long 
     double r = (double)rand_r(&p->rand_state) / ((double)RAND_MAX + 1.0);
     decision d;
     outcome_decide(&p->policy, v, ev->attempt, 0, pause > 100 ? pause : 100, r, &d);
+    observe(p, ev, v, d.outcome);
     switch (d.outcome) {
     case OUTCOME_PUBLISHED:
         atomic_fetch_add(&p->st->stats.published, 1);
@@ -151,6 +170,8 @@ static void publish_output(wal_publisher *p, size_t out, size_t count, long long
             p->evs[i]->sends++;
             p->evs[i]->attempt++;
             p->evs[i]->state = EV_IN_FLIGHT;
+            p->evs[i]->sent_ms = now;
+            stats_sent(p->st->metrics, p->st->cfg, out); /* in flight until observed */
             p->msgs[i].token = TOKEN(p->evs[i]);
             p->msgs[i].attempt = p->evs[i]->attempt;
             p->batch[n] = p->msgs[i];

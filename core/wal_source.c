@@ -19,6 +19,13 @@
 #define LAG_CHECK_MS 2000
 #define FRAMES_PER_ROUND 2000
 #define STATUS_MIN_GAP_MS 10
+/* While frames flow, a round gathers them for up to GATHER_US, looking again
+ * every GATHER_NAP_US: one publish_batch of many events instead of one per
+ * few frames (the walsender sends each pgoutput message on its own), so the
+ * driver's threads and this one wake up far less often. A quiet stream adds
+ * one nap to the latency. */
+#define GATHER_US 1000
+#define GATHER_NAP_US 200
 
 typedef struct wal_source {
     relay_state *st;
@@ -113,12 +120,20 @@ static int check_slot(wal_source *src, long long now)
  * read, or -1 when the stream is lost. */
 static int read_frames(wal_source *src, int timeout_ms)
 {
-    int frames = 0;
+    int frames = 0, napped = 0, since_nap = 0;
     char err[512];
     while (frames < FRAMES_PER_ROUND && src->w.unfinished < src->cfg->wal_max_in_flight) {
         const char *data;
         size_t len;
         int rc = wal_stream_read(&src->s, frames ? 0 : timeout_ms, &data, &len, err, sizeof err);
+        if (rc == 0 && frames > 0 && since_nap > 0 && napped < GATHER_US / GATHER_NAP_US &&
+            !stopping(src)) { /* flowing: gather more into this round */
+            usleep(GATHER_NAP_US);
+            napped++;
+            since_nap = 0;
+            wal_stream_take(&src->s); /* a lost connection shows in the next read */
+            continue;
+        }
         if (rc < 0) {
             log_warn("%s", err);
             return -1;
@@ -126,6 +141,7 @@ static int read_frames(wal_source *src, int timeout_ms)
         if (rc == 0)
             break;
         frames++;
+        since_nap++;
         wal_change c;
         if (wal_decode(&src->dec, data, len, &c, err, sizeof err) < 0) {
             log_error("%s", err);

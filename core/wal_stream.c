@@ -147,6 +147,11 @@ lost:;
     return -1;
 }
 
+int wal_stream_take(wal_stream *s)
+{
+    return PQconsumeInput(s->conn) ? 0 : -1;
+}
+
 int wal_stream_status(wal_stream *s, uint64_t flush, int ask)
 {
     char msg[1 + 8 * 4 + 1];

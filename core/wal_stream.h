@@ -40,6 +40,11 @@ wal_open_result wal_stream_open(wal_stream *s, const relay_config *cfg, uint64_t
 int wal_stream_read(wal_stream *s, int timeout_ms, const char **data, size_t *len, char *err,
                     size_t err_size);
 
+/* Takes what the socket holds now into the stream, without waiting (the
+ * next wal_stream_read with timeout 0 returns it). Returns 0, or -1 when the
+ * connection is lost (the next wal_stream_read says why). */
+int wal_stream_take(wal_stream *s);
+
 /* Sends a Standby Status Update: written, flushed and applied = flush.
  * With ask, the server answers with a keepalive. Returns 0 or -1. */
 int wal_stream_status(wal_stream *s, uint64_t flush, int ask);

@@ -19,6 +19,7 @@ struct wal_agg {
 };
 
 #define BUCKETS 65536
+#define SPARE_MAX 16384 /* of each: what an idle relay keeps */
 
 void wal_window_init(wal_window *w, int ordered)
 {
@@ -76,6 +77,50 @@ static void ring_push(wal_window *w, wal_event *ev)
     w->ring_len++;
 }
 
+static wal_event *event_new(wal_window *w)
+{
+    wal_event *ev = w->spare_events;
+    if (!ev)
+        return calloc(1, sizeof *ev);
+    w->spare_events = ev->next_list;
+    w->spare_event_count--;
+    memset(ev, 0, sizeof *ev);
+    return ev;
+}
+
+static void event_recycle(wal_window *w, wal_event *ev)
+{
+    if (w->spare_event_count >= SPARE_MAX) {
+        free(ev);
+        return;
+    }
+    ev->next_list = w->spare_events;
+    w->spare_events = ev;
+    w->spare_event_count++;
+}
+
+static wal_agg *agg_new(wal_window *w)
+{
+    wal_agg *a = w->spare_aggs;
+    if (!a)
+        return calloc(1, sizeof *a);
+    w->spare_aggs = a->next;
+    w->spare_agg_count--;
+    memset(a, 0, sizeof *a);
+    return a;
+}
+
+static void agg_recycle(wal_window *w, wal_agg *a)
+{
+    if (w->spare_agg_count >= SPARE_MAX) {
+        free(a);
+        return;
+    }
+    a->next = w->spare_aggs;
+    w->spare_aggs = a;
+    w->spare_agg_count++;
+}
+
 static void push_ready(wal_window *w, wal_event *ev)
 {
     ev->state = EV_READY;
@@ -106,7 +151,7 @@ int wal_window_in_txn(const wal_window *w)
 
 void wal_window_add(wal_window *w, wal_row *row)
 {
-    wal_event *ev = calloc(1, sizeof *ev);
+    wal_event *ev = event_new(w);
     ev->seq = w->next_seq++;
     ev->row = row;
     ev->txn = w->last;
@@ -130,7 +175,7 @@ void wal_window_add(wal_window *w, wal_row *row)
         ev->state = EV_BLOCKED;
         return;
     }
-    a = calloc(1, sizeof *a);
+    a = agg_new(w);
     a->hash = h;
     a->head = a->tail = ev;
     a->next = *bucket;
@@ -201,7 +246,7 @@ void wal_window_finish(wal_window *w, wal_event *ev)
             while (*p != a)
                 p = &(*p)->next;
             *p = a->next;
-            free(a);
+            agg_recycle(w, a);
         }
         ev->agg = NULL;
         ev->next_same = NULL;
@@ -226,7 +271,7 @@ uint64_t wal_window_confirm(wal_window *w)
     while (w->first && w->first->end_lsn && w->first->unfinished == 0) {
         wal_txn *t = w->first;
         for (uint64_t s = t->first_seq; s < t->end_seq; s++) {
-            free(ring_at(w, 0));
+            event_recycle(w, ring_at(w, 0));
             w->base_seq++;
             w->ring_len--;
         }
@@ -294,6 +339,17 @@ void wal_window_clear(wal_window *w)
 void wal_window_free(wal_window *w)
 {
     wal_window_clear(w);
+    while (w->spare_events) {
+        wal_event *ev = w->spare_events;
+        w->spare_events = ev->next_list;
+        free(ev);
+    }
+    while (w->spare_aggs) {
+        wal_agg *a = w->spare_aggs;
+        w->spare_aggs = a->next;
+        free(a);
+    }
+    w->spare_event_count = w->spare_agg_count = 0;
     free(w->ring);
     free(w->buckets);
 }

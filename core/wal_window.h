@@ -30,9 +30,10 @@ typedef struct wal_event {
     struct wal_event *next_same; /* the next event of its aggregate */
     struct wal_event *next_list; /* in the ready or waiting list */
     wal_event_state state;
-    unsigned attempt; /* attempts made so far */
-    long long due_ms; /* EV_WAITING: when to retry */
-    uint32_t sends;   /* how many times offered: stale completions are ignored */
+    unsigned attempt;  /* attempts made so far */
+    long long due_ms;  /* EV_WAITING: when to retry */
+    long long sent_ms; /* when last offered (monotonic): the publish duration */
+    uint32_t sends;    /* how many times offered: stale completions are ignored */
     size_t output;
     char *dead_error; /* dead, its dead-letter row not yet written: retried first */
 } wal_event;
@@ -48,6 +49,10 @@ typedef struct wal_window {
     wal_event *ready_head, *ready_tail;
     wal_event *waiting;
     long unfinished; /* events not yet finished */
+    /* confirmed events and emptied aggregates kept for reuse: no allocation per event */
+    wal_event *spare_events;
+    wal_agg *spare_aggs;
+    size_t spare_event_count, spare_agg_count;
 } wal_window;
 
 void wal_window_init(wal_window *w, int ordered);

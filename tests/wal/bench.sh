@@ -7,19 +7,28 @@
 #   in transactions of 500, drained by `run --drain` in WAL mode for each driver
 #   of BENCH_DRIVERS (memory,kafka,rabbitmq,mqtt) and ordering (aggregate, none):
 #   events / (wall time - the same relay's wall time on an empty slot), CPU and
-#   peak RSS from bench_rusage. Beside it, the broker's limit (bench_broker: same
+#   peak RSS from bench_rusage; the walsender's CPU (from /proc, sampled every
+#   20 ms: a lower bound) per 100k events and as a share of one core over that
+#   time ("busy" near 1.0: the walsender is what limits). The source's limit, once per round: PostgreSQL's
+#   own pg_recvlogical (pgoutput, proto_version 1, the bench publication, into
+#   /dev/null) on the same backlog, from --start until it reached the end LSN
+#   of the enqueued events (--endpos), less its time on an empty slot: how
+#   fast the walsender hands the events over, with no code of ours. Beside it, the broker's limit (bench_broker: same
 #   client library and acknowledgement, no database, one client, windows of what
 #   the relay may have in flight: max_in_flight 10,000 with ordering none, 1,000
 #   with ordering aggregate (one per aggregate), MQTT's window 1,000 for both);
 #   then, memory driver only, poll mode (2 workers, batch 500) and the simplest
 #   claim+mark (pgbench, 2 clients, batch 500): the database's limit when
-#   writing per event. BENCH_ROUNDS (1) rounds.
+#   writing per event. BENCH_ROUNDS (1) rounds. Ratios: to the broker's limit,
+#   and to min(source limit, broker limit), the most the relay could reach.
 # - latency at BENCH_RATE (1,000) events/s for BENCH_SECONDS (15), ordering
 #   aggregate, per driver: bench_producer commits one small transaction per 1 ms
 #   tick; "confirmed" = the first time (sampled every ms) the slot's
 #   confirmed_flush_lsn passed the event's commit record (pg_walinspect), minus
 #   the producer's clock when COMMIT returned; memory also gives the
 #   acknowledgement itself (its record's t_us). Beside it, bench_broker -r RATE.
+# BENCH_THROUGHPUT=0, BENCH_POLL=0 and BENCH_LATENCY=0 leave out the throughput,
+# poll-mode and latency parts.
 ENG_TEST=walbench
 . "$(dirname "$0")/wlib.sh"
 N=${BENCH_EVENTS:-50000} ROUNDS=${BENCH_ROUNDS:-1} RATE=${BENCH_RATE:-1000} SECS=${BENCH_SECONDS:-15}
@@ -68,38 +77,82 @@ CFG
 target() { case $1 in kafka) echo "$KAFKA obx.bench" ;; rabbitmq) echo "$AMQP_URL obx.bench" ;;
                       mqtt) echo "tcp://127.0.0.1:$MQ_PORT obx/bench" ;; esac; }
 
+# sampled RUSAGE_OUT LOG COMMAND...: COMMAND under bench_rusage, the slot's walsender
+# sampled meanwhile; prints the walsender's CPU seconds (utime + stime when last seen)
+sampled() {
+    local out=$1 log=$2 ws="" ticks=0 f
+    shift 2
+    "$TOOLS/bench_rusage" "$out" "$@" >"$log" 2>&1 &
+    local pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        [ -n "$ws" ] || ws=$(sql "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$TEST_DB' AND active" 2>/dev/null)
+        if [ -n "$ws" ] && read -r -a f 2>/dev/null <"/proc/$ws/stat"; then ticks=$((f[13] + f[14])); fi
+        sleep 0.02
+    done
+    wait "$pid" || true
+    awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+}
+
 # wal_drain DRIVER ORDERING EVENTS: "wall user sys maxrss_kb" of run --drain on a fresh slot
 wal_drain() {
     fresh_wal_db wal_bench
     cfg "$WORK/w.cfg" "$1" "$2"
     init_db "$WORK/w.cfg"
     [ "$3" = 0 ] || enqueue_txns "$3" 1000 500
-    "$TOOLS/bench_rusage" "$WORK/w.ru" "$OBX_BIN" run -c "$WORK/w.cfg" --drain >"$WORK/w.log" 2>&1 \
-        || fail "run --drain ($1, $2) failed: $(tail -3 "$WORK/w.log")"
+    local ws
+    ws=$(sampled "$WORK/w.ru" "$WORK/w.log" "$OBX_BIN" run -c "$WORK/w.cfg" --drain)
+    [ "$(cut -d' ' -f5 "$WORK/w.ru")" = 0 ] || fail "run --drain ($1, $2) exited $(cut -d' ' -f5 "$WORK/w.ru"): $(tail -3 "$WORK/w.log")"
     [ "$1" != rabbitmq ] || purge
-    cut -d' ' -f1-4 "$WORK/w.ru"
+    echo "$(cut -d' ' -f1-4 "$WORK/w.ru") $ws"
 }
 
-echo "driver ordering wal_eps broker_limit ratio cpu_s_per_100k peak_rss_mb"
-for ((k = 1; k <= ROUNDS; k++)); do
-    for d in "${DRV[@]}"; do
-        r=$(wal_drain "$d" aggregate 0) && read -r w0 _ <<<"$r"
-        for o in aggregate none; do
-            r=$(wal_drain "$d" "$o" "$N") && read -r w u s rss <<<"$r"
-            lim=- win=1000
-            [ "$o" = aggregate ] || [ "$d" = mqtt ] || win=10000
-            read -r url topic <<<"$(target "$d")"
-            if [ -n "$url" ]; then
-                lim=$("$TOOLS/bench_broker" "$d" -u "$url" -t "$topic" -n "$N" -w 1 -b "$win" | awk '{print $3}')
-                [ "$d" != rabbitmq ] || purge
-            fi
-            awk -v d="$d" -v o="$o" -v n="$N" -v w="$w" -v w0="$w0" -v l="$lim" -v u="$u" -v s="$s" -v r="$rss" 'BEGIN {
-                e = n / (w - w0 > 0.001 ? w - w0 : 0.001)
-                printf "%s %s %.0f %s %s %.2f %.1f\n", d, o, e, l, l == "-" ? "-" : sprintf("%.2f", e / l),
-                       (u + s) * 100000 / n, r / 1024 }'
+# source_drain EVENTS: "wall user sys" of pg_recvlogical from --start to the end
+# LSN of EVENTS enqueued events, on a fresh slot (the walsender does the work)
+source_drain() {
+    fresh_wal_db wal_bench
+    cfg "$WORK/w.cfg" memory aggregate
+    init_db "$WORK/w.cfg"
+    [ "$1" = 0 ] || enqueue_txns "$1" 1000 500
+    local end
+    end=$(sql "SELECT pg_current_wal_lsn()")
+    local ws
+    ws=$(sampled "$WORK/s.ru" "$WORK/recvlogical.log" pg_recvlogical -d "$TEST_DSN" -S "$TEST_DB" --start --no-loop \
+        -o proto_version=1 -o publication_names="$TEST_DB" -o messages=true -F 0 -f /dev/null -E "$end")
+    [ "$(cut -d' ' -f5 "$WORK/s.ru")" = 0 ] || fail "pg_recvlogical exited $(cut -d' ' -f5 "$WORK/s.ru"): $(tail -3 "$WORK/recvlogical.log")"
+    expect_eq "slot caught up to the end LSN" \
+        "$(sql "SELECT confirmed_flush_lsn >= '$end' FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" t
+    echo "$(cut -d' ' -f1-3 "$WORK/s.ru") $ws"
+}
+
+if [ "${BENCH_THROUGHPUT:-1}" != 0 ]; then
+    echo "driver ordering wal_eps source_limit broker_limit ratio_broker ratio_min(source,broker) cpu_s_per_100k peak_rss_mb walsender_cpu_s_per_100k walsender_busy"
+    for ((k = 1; k <= ROUNDS; k++)); do
+        r=$(source_drain 0) && read -r sw0 _ <<<"$r"
+        r=$(source_drain "$N") && read -r sw _ _ sws <<<"$r"
+        src=$(awk -v n="$N" -v w="$sw" -v w0="$sw0" 'BEGIN { printf "%.0f", n / (w - w0 > 0.001 ? w - w0 : 0.001) }')
+        awk -v n="$N" -v w="$sw" -v w0="$sw0" -v ws="$sws" -v e="$src" 'BEGIN {
+            printf "source (pg_recvlogical) %s ev/s, walsender_cpu_s_per_100k %.2f walsender_busy %.2f\n", e, ws * 100000 / n,
+                   ws / (w - w0 > 0.001 ? w - w0 : 0.001) }'
+        for d in "${DRV[@]}"; do
+            r=$(wal_drain "$d" aggregate 0) && read -r w0 _ <<<"$r"
+            for o in aggregate none; do
+                r=$(wal_drain "$d" "$o" "$N") && read -r w u s rss ws <<<"$r"
+                lim=- win=1000
+                [ "$o" = aggregate ] || [ "$d" = mqtt ] || win=10000
+                read -r url topic <<<"$(target "$d")"
+                if [ -n "$url" ]; then
+                    lim=$("$TOOLS/bench_broker" "$d" -u "$url" -t "$topic" -n "$N" -w 1 -b "$win" | awk '{print $3}')
+                    [ "$d" != rabbitmq ] || purge
+                fi
+                awk -v d="$d" -v o="$o" -v n="$N" -v w="$w" -v w0="$w0" -v l="$lim" -v src="$src" -v u="$u" -v s="$s" -v r="$rss" -v ws="$ws" 'BEGIN {
+                    e = n / (w - w0 > 0.001 ? w - w0 : 0.001)
+                    m = (l == "-" || src + 0 < l + 0) ? src : l
+                    printf "%s %s %.0f %s %s %s %.2f %.2f %.1f %.2f %.2f\n", d, o, e, src, l, l == "-" ? "-" : sprintf("%.2f", e / l),
+                           e / m, (u + s) * 100000 / n, r / 1024, ws * 100000 / n, ws / (w - w0 > 0.001 ? w - w0 : 0.001) }'
+            done
         done
     done
-done
+fi
 
 # poll mode and the database's limit, memory driver (the figures before WAL mode)
 poll_run() {
@@ -130,7 +183,9 @@ SQL
     ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
     awk -v n="$N" -v t="$tps" -v x="$ntx" 'BEGIN { printf "%.0f", n * t / x }'
 }
-echo "memory: poll mode (2 workers, batch 500, none) $(poll_run) ev/s; simplest claim+mark $(simplest_run) ev/s"
+[ "${BENCH_POLL:-1}" = 0 ] ||
+    echo "memory: poll mode (2 workers, batch 500, none) $(poll_run) ev/s; simplest claim+mark $(simplest_run) ev/s"
+[ "${BENCH_LATENCY:-1}" != 0 ] || { echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"; exit 0; }
 
 # latency at RATE events/s: commit -> confirmed (all drivers), commit -> acknowledged (memory)
 PCT="round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1) || ' ' ||

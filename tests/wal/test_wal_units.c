@@ -266,6 +266,14 @@ static void test_timestamps(void **state)
     assert_int_equal(wal_parse_timestamp("1970-01-01 01:00:00.25+01"), 250000);
     assert_int_equal(wal_parse_timestamp("1970-01-01 00:00:00-05:30"), 19800000000LL);
     assert_int_equal(wal_parse_timestamp("infinity"), 0);
+    assert_int_equal(wal_parse_timestamp(NULL), 0);
+    assert_int_equal(wal_parse_timestamp("2026-13-01 00:00:00+00"), 0);
+    /* as timegm has them: leap days, the 2000s, before 1970, seconds in the offset */
+    assert_int_equal(wal_parse_timestamp("2024-02-29 23:59:59.999999+00"), 1709251199999999LL);
+    assert_int_equal(wal_parse_timestamp("2026-12-01 15:12:22.123456+00"), 1796137942123456LL);
+    assert_int_equal(wal_parse_timestamp("1969-12-31 23:00:00+00"), -3600000000LL);
+    assert_int_equal(wal_parse_timestamp("1900-01-01 00:00:00+00:19:32"), -2208989972000000LL);
+    assert_int_equal(wal_parse_timestamp("12026-01-01 00:00:00+00"), 317336745600000000LL);
 }
 
 int main(void)

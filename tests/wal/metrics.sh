@@ -1,0 +1,91 @@
+#!/bin/bash
+# WAL mode's /metrics: a relay (memory driver, completing from its thread,
+# 5% random retriable failures, event type "order.poison" rejected) streams
+# 2,000 events over two routes while it is scraped. Once the slot has
+# confirmed past the last commit (every event decided), the counters must
+# equal what the broker log and the dead-letter table say: one
+# commit-to-acknowledgement and one publish-duration observation per
+# published event, published, retried and dead-lettered per output and per
+# route, nothing in flight; every histogram consistent.
+ENG_TEST=walmetrics
+. "$(dirname "$0")/wlib.sh"
+MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
+
+fresh_wal_db wal_metrics
+PORT=$("$MC" freeport)
+write_wal_cfg "$WORK/relay.cfg" "max_attempts = 100;
+    backoff = { initial_ms = 10; max_ms = 50; multiplier = 2.0; jitter = 0.0; };" \
+    "retriable_rate = 0.05; permanent_event_type = \"order.poison\"; delay_ms = 2; threaded = true;" \
+    "metrics = { listen = \"127.0.0.1:$PORT\"; };
+routes = ( { event_type = \"order.*\"; aggregate_type = \"Order\"; output = \"mem\"; destination = \"orders\"; },
+           { output = \"mem\"; destination = \"other\"; } );"
+init_db "$WORK/relay.cfg"
+
+get() { "$MC" get "$PORT" GET "$1"; }
+scrape() { get /metrics >"$1"; [ "$(head -1 "$1")" = 200 ] || fail "GET /metrics: $(head -3 "$1")"; }
+# value SCRAPE_FILE SERIES: the sample of SERIES (name with its labels, exact)
+value() {
+    local v
+    v=$(awk -v s="$2" '$1 == s { print $2 }' "$1")
+    [ -n "$v" ] || fail "no series $2 in $1"
+    echo "$v"
+}
+# Every histogram series: buckets never decrease and _count = the +Inf bucket.
+check_histograms() {
+    awk '
+        /^#/ { next }
+        /_bucket\{/ { key = $1; sub(/,le="[^"]*"\}$/, "}", key); sub(/_bucket\{/, "{", key)
+                      if (key == last && $2 < prev) { print "decreasing bucket: " $0; bad = 1 }
+                      last = key; prev = $2; if ($1 ~ /le="\+Inf"/) inf[key] = $2; next }
+        /_count\{/ { key = $1; sub(/_count\{/, "{", key); counts++
+                     if (!(key in inf) || inf[key] != $2) { print "count " $2 " != +Inf bucket " inf[key] " for " key; bad = 1 } }
+        END { if (!counts) { print "no histogram"; bad = 1 } exit bad }' "$1" || fail "histograms in $1 are inconsistent"
+}
+
+start_relay "$WORK/relay.cfg" "$WORK/relay.log"
+RELAY=$RELAY_PID
+wait_log "$WORK/relay.log" "streaming from replication slot" 60
+
+enqueue_txns 1800 200 100
+enqueue_txns 190 50 95 user.created # route 2: another event type
+sql "SELECT outbox_enqueue('Order', 'p-' || g, 'order.poison', '{}'::jsonb) FROM generate_series(1, 10) g" >/dev/null
+END_LSN=$(sql "SELECT pg_current_wal_lsn()")
+SCRAPES=0
+while [ "$(sql "SELECT coalesce(confirmed_flush_lsn >= '$END_LSN', false) FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" != t ]; do
+    kill -0 "$RELAY" 2>/dev/null || fail "the relay exited"
+    SCRAPES=$((SCRAPES + 1))
+    [ "$SCRAPES" -lt 3000 ] || fail "the slot was not confirmed past the last commit"
+    scrape "$WORK/during.txt"
+    check_histograms "$WORK/during.txt"
+    sleep 0.05
+done
+scrape "$WORK/after.txt"
+check_histograms "$WORK/after.txt"
+stop_relay "$RELAY" 60
+
+load_record
+wal_expected
+sql "DELETE FROM ev WHERE event_id IN (SELECT event_id FROM outbox_dead_letter)" >/dev/null
+check_wal_published
+PUBLISHED=$(sql "SELECT count(DISTINCT event_id) FROM r WHERE status = 'ok'")
+RETRIES=$(sql "SELECT count(*) FROM r WHERE status = 'retriable'")
+DEAD=$(sql "SELECT count(*) FROM outbox_dead_letter")
+expect_eq "events published" "$PUBLISHED" 1990
+expect_eq "dead letters" "$DEAD" 10
+[ "$RETRIES" -ge 20 ] || fail "only $RETRIES retriable failures: retries were not exercised"
+A=$WORK/after.txt
+expect_eq "commit-to-ack observations" "$(value "$A" 'outbox_relay_commit_to_ack_seconds_count{output="mem"}')" "$PUBLISHED"
+expect_eq "publish duration observations" "$(value "$A" 'outbox_relay_publish_duration_seconds_count{output="mem"}')" "$PUBLISHED"
+expect_eq "outbox_relay_published_total" "$(value "$A" outbox_relay_published_total)" "$PUBLISHED"
+expect_eq "published{mem}" "$(value "$A" 'outbox_relay_output_published_total{output="mem"}')" "$PUBLISHED"
+expect_eq "retried{mem}" "$(value "$A" 'outbox_relay_output_retried_total{output="mem"}')" "$RETRIES"
+expect_eq "dead-lettered{mem}" "$(value "$A" 'outbox_relay_output_dead_lettered_total{output="mem"}')" "$DEAD"
+expect_eq "route 1 published" "$(value "$A" 'outbox_relay_route_published_total{route="1",output="mem"}')" \
+    "$(sql "SELECT count(DISTINCT event_id) FROM r WHERE status = 'ok' AND destination = 'orders'")"
+expect_eq "route 2 published" "$(value "$A" 'outbox_relay_route_published_total{route="2",output="mem"}')" 190
+expect_eq "route 1 dead-lettered" "$(value "$A" 'outbox_relay_route_dead_lettered_total{route="1",output="mem"}')" "$DEAD"
+expect_eq "in flight{mem}" "$(value "$A" 'outbox_relay_output_in_flight{output="mem"}')" 0
+check_logs_clean
+drop_wal_slots
+note "$SCRAPES scrapes during the run; $RETRIES retriable failures"
+echo "PASS wal metrics: $PUBLISHED published, $RETRIES retried, $DEAD dead-lettered, each observed at /metrics"
