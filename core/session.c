@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -118,14 +120,40 @@ static void failed(session *s, const char *what, const char *err)
     }
 }
 
-PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
-                      const char *const *params, ExecStatusType want)
+/* PQexecPrepared, calling while_waiting while the result is not there. */
+static PGresult *exec_waiting(session *s, const char *stmt, int nparams, const char *const *params)
+{
+    if (!PQsendQueryPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0))
+        return NULL;
+    while (PQisBusy(s->conn)) {
+        struct pollfd pfd = {.fd = PQsocket(s->conn), .events = POLLIN};
+        int rc = poll(&pfd, 1, 100);
+        if (rc == 0 || (rc < 0 && errno == EINTR)) {
+            s->while_waiting(s->while_waiting_arg);
+            continue;
+        }
+        if (rc < 0 || !PQconsumeInput(s->conn))
+            break;
+    }
+    /* one statement, one result; a later one (an error) replaces it */
+    PGresult *res = NULL, *more;
+    while ((more = PQgetResult(s->conn))) {
+        PQclear(res);
+        res = more;
+    }
+    return res;
+}
+
+static PGresult *run(session *s, int kind, const char *stmt, int nparams, const char *const *params,
+                     ExecStatusType want, int waiting)
 {
     if (!s->conn)
         return NULL;
     set_running(s, kind);
     long long started_us = stats_now_us(); /* stats: statement duration */
-    PGresult *res = PQexecPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0);
+    PGresult *res = waiting && s->while_waiting
+                        ? exec_waiting(s, stmt, nparams, params)
+                        : PQexecPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0);
     stats_observe_statement(s->st->metrics, stmt, stats_now_us() - started_us); /* stats */
     set_running(s, SESSION_IDLE);
     if (PQresultStatus(res) == want)
@@ -135,6 +163,37 @@ PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
     PQclear(res);
     failed(s, stmt, err);
     return NULL;
+}
+
+PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
+                      const char *const *params, ExecStatusType want)
+{
+    return run(s, kind, stmt, nparams, params, want, 1);
+}
+
+PGresult *session_run_plain(session *s, int kind, const char *stmt, int nparams,
+                            const char *const *params, ExecStatusType want)
+{
+    return run(s, kind, stmt, nparams, params, want, 0);
+}
+
+int session_notified(session *s)
+{
+    if (!s->conn)
+        return -1;
+    if (s->in_transaction)
+        return 0;
+    if (!PQconsumeInput(s->conn)) {
+        session_disconnect(s);
+        return -1;
+    }
+    int notified = 0;
+    PGnotify *n;
+    while ((n = PQnotifies(s->conn))) {
+        PQfreemem(n);
+        notified = 1;
+    }
+    return notified;
 }
 
 /* Runs a transaction control command; a lost connection is dropped. */
