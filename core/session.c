@@ -64,14 +64,21 @@ static int setup(session *s, char *err, size_t err_size)
              cfg->lease_ms > STATEMENT_TIMEOUT_FLOOR_MS ? cfg->lease_ms
                                                         : STATEMENT_TIMEOUT_FLOOR_MS,
              cfg->lease_ms);
-    if (db_exec(s->conn, timeout, err, err_size) < 0 ||
-        queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
-        db_exec(s->conn, command, err, err_size) < 0)
-        return -1;
+    /* preparing waits for a lock on the table: a stop cancels it as it
+     * cancels a claim (nothing is held yet) */
     pthread_mutex_lock(&s->lock);
     s->cancel = PQgetCancel(s->conn);
+    s->running = SESSION_CLAIM;
     pthread_mutex_unlock(&s->lock);
-    return 0;
+    int rc = db_exec(s->conn, timeout, err, err_size) < 0 ||
+                     queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
+                     db_exec(s->conn, command, err, err_size) < 0
+                 ? -1
+                 : 0;
+    pthread_mutex_lock(&s->lock);
+    s->running = SESSION_IDLE;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }
 
 static int stopping(const session *s)

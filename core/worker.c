@@ -197,9 +197,11 @@ static void await_lanes(worker *w)
         lane *listening = listening_lane(w);
         if (listening && session_notified(&listening->db) > 0)
             w->notified = 1;
-        if (idle_lane(w) && worth_beside(w) && idle_lane(w)->db.conn)
+        if (listening && worth_beside(w))
             return;
-        int slice = listening ? 5 : 20; /* a NOTIFY is noticed within a slice */
+        /* a NOTIFY or a first answer that makes a claim beside worth it is
+         * noticed within a slice */
+        int slice = listening ? 5 : 20;
         if (!outputs_poll(&w->outs, slice))
             flights_wait(&w->flights, slice);
     }
