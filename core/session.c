@@ -41,7 +41,7 @@ void session_disconnect(session *s)
     s->in_transaction = 0;
 }
 
-static int setup(session *s, char *err, size_t err_size)
+static int setup(session *s, int kind, char *err, size_t err_size)
 {
     const relay_config *cfg = s->st->cfg;
     char channel[300], command[400], timeout[128];
@@ -65,10 +65,10 @@ static int setup(session *s, char *err, size_t err_size)
                                                         : STATEMENT_TIMEOUT_FLOOR_MS,
              cfg->lease_ms);
     /* preparing waits for a lock on the table: a stop cancels it as it
-     * cancels a claim (nothing is held yet) */
+     * cancels a claim (kind), or, when it is to record, past the deadline */
     pthread_mutex_lock(&s->lock);
     s->cancel = PQgetCancel(s->conn);
-    s->running = SESSION_CLAIM;
+    s->running = kind;
     pthread_mutex_unlock(&s->lock);
     int rc = db_exec(s->conn, timeout, err, err_size) < 0 ||
                      queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
@@ -99,7 +99,7 @@ int session_connect(session *s, long long deadline, int honour_stop)
     while (now_ms() < deadline && !(honour_stop && stopping(s))) {
         stats_beat(); /* stats: liveness while the database is away */
         s->conn = db_connect(s->st->cfg, "outbox-relay", err, sizeof err);
-        if (s->conn && setup(s, err, sizeof err) == 0)
+        if (s->conn && setup(s, honour_stop ? SESSION_CLAIM : SESSION_OTHER, err, sizeof err) == 0)
             return 0;
         session_disconnect(s);
         log_scoped(OBX_LOG_WARN, s->scope, "%s; retrying in %d ms", err, backoff);

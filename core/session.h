@@ -33,7 +33,9 @@ void session_init(session *s, relay_state *st, const char *scope, const char *pa
 void session_free(session *s);
 
 /* Connects, prepares and listens; retries with backoff until the deadline
- * (ms, monotonic) passes, or, with honour_stop, a stop is requested. */
+ * (ms, monotonic) passes, or, with honour_stop, a stop is requested (whose
+ * cancel of claims then also cancels the prepares, which may wait for a
+ * table lock). */
 int session_connect(session *s, long long deadline, int honour_stop);
 void session_disconnect(session *s);
 
