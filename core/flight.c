@@ -7,39 +7,64 @@
 #include "log.h"
 #include "text.h"
 
-void flight_init(flight *f, int capacity, outputs *outs, const char *scope)
+/* A token: bits 63..32 the batch number, bit 31 the lane, 30..0 the slot
+ * (a batch holds at most 100,000 messages). */
+#define TOKEN_LANE_BIT 31
+#define TOKEN_INDEX_MASK ((1u << TOKEN_LANE_BIT) - 1)
+
+void flights_init(flights *fs, int capacity, outputs *outs, const char *scope)
 {
-    memset(f, 0, sizeof *f);
-    f->outs = outs;
-    f->scope = scope;
-    pthread_mutex_init(&f->lock, NULL);
-    pthread_cond_init(&f->done, NULL);
-    f->slots = calloc(capacity, sizeof *f->slots);
-    f->scratch = calloc(capacity, sizeof *f->scratch);
-    f->scratch_index = calloc(capacity, sizeof *f->scratch_index);
-    f->accept = calloc(capacity, sizeof *f->accept);
+    memset(fs, 0, sizeof *fs);
+    fs->outs = outs;
+    fs->scope = scope;
+    pthread_mutex_init(&fs->lock, NULL);
+    pthread_cond_init(&fs->done, NULL);
+    for (unsigned k = 0; k < FLIGHT_LANES; k++) {
+        flight *f = &fs->lane[k];
+        f->set = fs;
+        f->lane = k;
+        f->slots = calloc(capacity, sizeof *f->slots);
+        f->scratch = calloc(capacity, sizeof *f->scratch);
+        f->scratch_index = calloc(capacity, sizeof *f->scratch_index);
+        f->accept = calloc(capacity, sizeof *f->accept);
+    }
 }
 
-void flight_free(flight *f)
+void flights_free(flights *fs)
 {
-    free(f->slots);
-    free(f->scratch);
-    free(f->scratch_index);
-    free(f->accept);
-    pthread_mutex_destroy(&f->lock);
-    pthread_cond_destroy(&f->done);
+    for (unsigned k = 0; k < FLIGHT_LANES; k++) {
+        flight *f = &fs->lane[k];
+        free(f->slots);
+        free(f->scratch);
+        free(f->scratch_index);
+        free(f->accept);
+    }
+    pthread_mutex_destroy(&fs->lock);
+    pthread_cond_destroy(&fs->done);
 }
 
-uint32_t flight_begin(flight *f, int count)
+void flight_begin(flight *f, int count)
 {
-    pthread_mutex_lock(&f->lock);
+    pthread_mutex_lock(&f->set->lock);
     f->seq++;
     f->count = count;
     f->awaiting = 0;
+    f->offered = 0;
+    f->active = 1;
     memset(f->slots, 0, count * sizeof *f->slots);
-    uint32_t seq = f->seq;
-    pthread_mutex_unlock(&f->lock);
-    return seq;
+    pthread_mutex_unlock(&f->set->lock);
+}
+
+void flight_end(flight *f)
+{
+    pthread_mutex_lock(&f->set->lock);
+    f->active = 0;
+    pthread_mutex_unlock(&f->set->lock);
+}
+
+uint64_t flight_token(const flight *f, int index)
+{
+    return ((uint64_t)f->seq << 32) | ((uint64_t)f->lane << TOKEN_LANE_BIT) | (uint32_t)index;
 }
 
 void flight_settle(slot *s, slot_state state, obx_status status, const char *detail)
@@ -49,34 +74,39 @@ void flight_settle(slot *s, slot_state state, obx_status status, const char *det
     text_copy(s->detail, sizeof s->detail, detail);
 }
 
-/* The slot a token names, if it is in the state wanted. Caller holds the lock. */
-static slot *find_slot(flight *f, uint64_t token, slot_state want)
+/* The lane and slot a token names, if the slot is in the state wanted.
+ * Caller holds the lock. */
+static slot *find_slot(flights *fs, uint64_t token, slot_state want, flight **in)
 {
-    uint32_t seq = (uint32_t)(token >> 32), index = (uint32_t)token;
-    if (seq != f->seq || index >= (uint32_t)f->count || f->slots[index].state != want)
+    flight *f = &fs->lane[(token >> TOKEN_LANE_BIT) & 1];
+    uint32_t seq = (uint32_t)(token >> 32), index = (uint32_t)token & TOKEN_INDEX_MASK;
+    if (!f->active || seq != f->seq || index >= (uint32_t)f->count || f->slots[index].state != want)
         return NULL;
+    *in = f;
     return &f->slots[index];
 }
 
 void flight_on_complete(void *arg, uint64_t token, obx_status status, int native_code,
                         const char *detail)
 {
-    flight *f = arg;
-    pthread_mutex_lock(&f->lock);
-    slot *s = find_slot(f, token, SLOT_AWAITING);
+    flights *fs = arg;
+    flight *f;
+    pthread_mutex_lock(&fs->lock);
+    slot *s = find_slot(fs, token, SLOT_AWAITING, &f);
     if (s) {
         s->state = SLOT_DONE;
         s->status = status;
         s->native_code = native_code;
         text_copy(s->detail, sizeof s->detail, detail);
         if (status == OBX_FATAL)
-            atomic_store(&f->outs->out[s->output].broken, 1);
-        if (--f->awaiting == 0 || status == OBX_FATAL)
-            pthread_cond_signal(&f->done);
+            atomic_store(&fs->outs->out[s->output].broken, 1);
+        int first = f->offered - f->awaiting == 0;
+        if (--f->awaiting == 0 || first || status == OBX_FATAL)
+            pthread_cond_signal(&fs->done);
     }
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&fs->lock);
     if (!s)
-        log_scoped(OBX_LOG_WARN, f->scope,
+        log_scoped(OBX_LOG_WARN, fs->scope,
                    "driver completed an unknown or finished message (token %llx): ignored",
                    (unsigned long long)token);
 }
@@ -84,18 +114,20 @@ void flight_on_complete(void *arg, uint64_t token, obx_status status, int native
 /* Only called from inside publish_batch, so the slot is still AWAITING. */
 void flight_on_refuse(void *arg, uint64_t token, int native_code, const char *detail)
 {
-    flight *f = arg;
-    pthread_mutex_lock(&f->lock);
-    slot *s = find_slot(f, token, SLOT_AWAITING);
+    flights *fs = arg;
+    flight *f;
+    pthread_mutex_lock(&fs->lock);
+    slot *s = find_slot(fs, token, SLOT_AWAITING, &f);
     if (s) {
         s->native_code = native_code;
         text_copy(s->detail, sizeof s->detail, detail);
     }
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&fs->lock);
 }
 
 void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send)
 {
+    flights *fs = f->set;
     size_t n = 0;
     for (int i = 0; i < f->count; i++) {
         slot *s = &f->slots[i];
@@ -110,16 +142,17 @@ void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send
     }
     if (n == 0)
         return;
-    output_instance *oi = &f->outs->out[out];
-    pthread_mutex_lock(&f->lock);
+    output_instance *oi = &fs->outs->out[out];
+    pthread_mutex_lock(&fs->lock);
     f->awaiting += (int)n; /* completions may arrive inside publish_batch */
-    pthread_mutex_unlock(&f->lock);
+    f->offered += (int)n;
+    pthread_mutex_unlock(&fs->lock);
     for (size_t k = 0; k < n; k++)
         f->accept[k] = OBX_RETRIABLE;
     obx_status rc = oi->host->driver->def.publish_batch(oi->inst, f->scratch, n, f->accept);
     if (rc == OBX_FATAL)
         atomic_store(&oi->broken, 1);
-    pthread_mutex_lock(&f->lock);
+    pthread_mutex_lock(&fs->lock);
     for (size_t k = 0; k < n; k++) {
         slot *s = &f->slots[f->scratch_index[k]];
         if (f->accept[k] == OBX_OK || s->state != SLOT_AWAITING)
@@ -131,56 +164,71 @@ void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send
                       rc == OBX_FATAL ? "driver instance failed" : "refused by the driver");
         f->awaiting--;
     }
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&fs->lock);
 }
 
 int flight_left(flight *f)
 {
-    pthread_mutex_lock(&f->lock);
+    pthread_mutex_lock(&f->set->lock);
     int left = f->awaiting;
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&f->set->lock);
     return left;
 }
 
-void flight_wait(flight *f, int ms)
+int flight_answered(flight *f)
+{
+    pthread_mutex_lock(&f->set->lock);
+    int answered = f->offered > f->awaiting;
+    pthread_mutex_unlock(&f->set->lock);
+    return answered;
+}
+
+/* Has an active lane nothing left due? Caller holds the lock. */
+static int a_lane_done(const flights *fs)
+{
+    for (unsigned k = 0; k < FLIGHT_LANES; k++)
+        if (fs->lane[k].active && fs->lane[k].awaiting == 0)
+            return 1;
+    return 0;
+}
+
+void flights_wait(flights *fs, int ms)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_nsec += ms * 1000000L;
     until.tv_sec += until.tv_nsec / 1000000000L;
     until.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&f->lock);
-    if (f->awaiting > 0)
-        pthread_cond_timedwait(&f->done, &f->lock, &until);
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_lock(&fs->lock);
+    if (!a_lane_done(fs))
+        pthread_cond_timedwait(&fs->done, &fs->lock, &until);
+    pthread_mutex_unlock(&fs->lock);
 }
 
-void flight_each_awaiting(flight *f, void (*fn)(void *arg, int index), void *arg)
+void flights_abort(flights *fs, int release)
 {
-    pthread_mutex_lock(&f->lock);
-    for (int i = 0; i < f->count; i++)
-        if (f->slots[i].state == SLOT_AWAITING)
-            fn(arg, i);
-    pthread_mutex_unlock(&f->lock);
-}
-
-void flight_abort(flight *f, int release)
-{
-    char *was_awaiting = calloc(f->count ? f->count : 1, 1);
-    pthread_mutex_lock(&f->lock);
-    for (int i = 0; i < f->count; i++)
-        was_awaiting[i] = f->slots[i].state == SLOT_AWAITING;
-    pthread_mutex_unlock(&f->lock);
-    outputs_close_all(f->outs); /* close completes what it still holds, as aborted */
-    pthread_mutex_lock(&f->lock);
-    for (int i = 0; i < f->count; i++) {
-        slot *s = &f->slots[i];
-        if (s->state == SLOT_AWAITING) /* a driver that broke the contract */
-            flight_settle(s, SLOT_DONE, OBX_RETRIABLE, "no completion from the driver");
-        if (release && was_awaiting[i] && s->status != OBX_OK)
-            s->state = SLOT_ABORTED;
+    char *was_awaiting[FLIGHT_LANES];
+    pthread_mutex_lock(&fs->lock);
+    for (unsigned k = 0; k < FLIGHT_LANES; k++) {
+        flight *f = &fs->lane[k];
+        was_awaiting[k] = calloc(f->count ? f->count : 1, 1);
+        for (int i = 0; f->active && i < f->count; i++)
+            was_awaiting[k][i] = f->slots[i].state == SLOT_AWAITING;
     }
-    f->awaiting = 0;
-    pthread_mutex_unlock(&f->lock);
-    free(was_awaiting);
+    pthread_mutex_unlock(&fs->lock);
+    outputs_close_all(fs->outs); /* close completes what it still holds, as aborted */
+    pthread_mutex_lock(&fs->lock);
+    for (unsigned k = 0; k < FLIGHT_LANES; k++) {
+        flight *f = &fs->lane[k];
+        for (int i = 0; f->active && i < f->count; i++) {
+            slot *s = &f->slots[i];
+            if (s->state == SLOT_AWAITING) /* a driver that broke the contract */
+                flight_settle(s, SLOT_DONE, OBX_RETRIABLE, "no completion from the driver");
+            if (release && was_awaiting[k][i] && s->status != OBX_OK)
+                s->state = SLOT_ABORTED;
+        }
+        f->awaiting = 0;
+        free(was_awaiting[k]);
+    }
+    pthread_mutex_unlock(&fs->lock);
 }

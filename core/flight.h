@@ -1,5 +1,6 @@
-/* The batch in flight: one slot per message, filled by the worker and by
- * driver completions from any thread. */
+/* The batches in flight: one per lane of a worker, one slot per message,
+ * filled by the worker and by driver completions from any thread. A
+ * message's token names its lane, its batch and its slot. */
 #ifndef OBX_FLIGHT_H
 #define OBX_FLIGHT_H
 
@@ -7,6 +8,9 @@
 
 #include "outcome.h"
 #include "outputs.h"
+
+/* Batches a worker may have in flight at once (each on its own session). */
+#define FLIGHT_LANES 2
 
 /* Where a message of the batch stands. */
 typedef enum {
@@ -26,31 +30,46 @@ typedef struct slot {
     char detail[OUTCOME_ERROR_MAX / 2]; /* valid UTF-8 (text_copy) */
 } slot;
 
-typedef struct flight {
-    outputs *outs;     /* whose instances the messages went to */
-    const char *scope; /* for the log */
+typedef struct flights flights;
 
-    /*
-     * lock guards slots, count, seq and awaiting: drivers complete from any
-     * thread. The scratch arrays belong to the worker's thread.
-     */
-    pthread_mutex_t lock;
-    pthread_cond_t done;
+/* One lane's batch. Its slots, count, seq, awaiting and active are guarded
+ * by the shared lock of its flights; the scratch arrays belong to the
+ * worker's thread. */
+typedef struct flight {
+    flights *set;
+    unsigned lane; /* its bit in the tokens */
     slot *slots;
     int count;
     uint32_t seq; /* the batch number in each token: a late completion of an old batch is ignored */
     int awaiting;
+    int offered; /* messages handed to a driver */
+    int active;  /* between flight_begin and flight_end */
 
     obx_message *scratch; /* one output's messages, contiguous for publish_batch */
     int *scratch_index;
     obx_status *accept;
 } flight;
 
-void flight_init(flight *f, int capacity, outputs *outs, const char *scope);
-void flight_free(flight *f);
+/* A worker's lanes' batches: the user data of the host's callbacks, which
+ * route each completion to its lane by the token. */
+struct flights {
+    outputs *outs;     /* whose instances the messages went to (shared by the lanes) */
+    const char *scope; /* for the log */
+    pthread_mutex_t lock;
+    pthread_cond_t done; /* a lane's first or last completion, or a FATAL one */
+    flight lane[FLIGHT_LANES];
+};
 
-/* Starts a batch of count messages; returns the batch number for tokens. */
-uint32_t flight_begin(flight *f, int count);
+void flights_init(flights *fs, int capacity, outputs *outs, const char *scope);
+void flights_free(flights *fs);
+
+/* Starts a batch of count messages on f. */
+void flight_begin(flight *f, int count);
+/* The batch is recorded: f no longer counts as in flight. */
+void flight_end(flight *f);
+
+/* The token of message index of f's current batch. */
+uint64_t flight_token(const flight *f, int index);
 
 /* Settles a slot the worker decided itself (before it is offered). */
 void flight_settle(slot *s, slot_state state, obx_status status, const char *detail);
@@ -59,20 +78,22 @@ void flight_settle(slot *s, slot_state state, obx_status status, const char *det
  * them as NOT_SENT when may_send is 0. Settles refusals. */
 void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send);
 
-/* How many completions are still due. */
+/* How many completions of f are still due. */
 int flight_left(flight *f);
 
-/* Waits up to ms for a completion. */
-void flight_wait(flight *f, int ms);
+/* Has a driver answered (completed or refused) any message of f yet? */
+int flight_answered(flight *f);
 
-/* For each AWAITING slot, calls fn(arg, index) under the lock. */
-void flight_each_awaiting(flight *f, void (*fn)(void *arg, int index), void *arg);
+/* Waits up to ms, or until an active lane has no completion left due (or,
+ * woken by it, its first completion). */
+void flights_wait(flights *fs, int ms);
 
-/* Closes every instance (completing what they owe as aborted); with release,
- * messages that were still in flight are released rather than failed. */
-void flight_abort(flight *f, int release);
+/* Closes every instance (completing what they owe, for every lane, as
+ * aborted); with release, messages that were still in flight are released
+ * rather than failed. */
+void flights_abort(flights *fs, int release);
 
-/* The host's callbacks (arg: the flight). */
+/* The host's callbacks (arg: the flights). */
 void flight_on_complete(void *arg, uint64_t token, obx_status status, int native_code,
                         const char *detail);
 void flight_on_refuse(void *arg, uint64_t token, int native_code, const char *detail);

@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,7 +41,7 @@ void session_disconnect(session *s)
     s->in_transaction = 0;
 }
 
-static int setup(session *s, char *err, size_t err_size)
+static int setup(session *s, int kind, char *err, size_t err_size)
 {
     const relay_config *cfg = s->st->cfg;
     char channel[300], command[400], timeout[128];
@@ -62,14 +64,21 @@ static int setup(session *s, char *err, size_t err_size)
              cfg->lease_ms > STATEMENT_TIMEOUT_FLOOR_MS ? cfg->lease_ms
                                                         : STATEMENT_TIMEOUT_FLOOR_MS,
              cfg->lease_ms);
-    if (db_exec(s->conn, timeout, err, err_size) < 0 ||
-        queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
-        db_exec(s->conn, command, err, err_size) < 0)
-        return -1;
+    /* preparing waits for a lock on the table: a stop cancels it as it
+     * cancels a claim (kind), or, when it is to record, past the deadline */
     pthread_mutex_lock(&s->lock);
     s->cancel = PQgetCancel(s->conn);
+    s->running = kind;
     pthread_mutex_unlock(&s->lock);
-    return 0;
+    int rc = db_exec(s->conn, timeout, err, err_size) < 0 ||
+                     queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
+                     db_exec(s->conn, command, err, err_size) < 0
+                 ? -1
+                 : 0;
+    pthread_mutex_lock(&s->lock);
+    s->running = SESSION_IDLE;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }
 
 static int stopping(const session *s)
@@ -90,7 +99,7 @@ int session_connect(session *s, long long deadline, int honour_stop)
     while (now_ms() < deadline && !(honour_stop && stopping(s))) {
         stats_beat(); /* stats: liveness while the database is away */
         s->conn = db_connect(s->st->cfg, "outbox-relay", err, sizeof err);
-        if (s->conn && setup(s, err, sizeof err) == 0)
+        if (s->conn && setup(s, honour_stop ? SESSION_CLAIM : SESSION_OTHER, err, sizeof err) == 0)
             return 0;
         session_disconnect(s);
         log_scoped(OBX_LOG_WARN, s->scope, "%s; retrying in %d ms", err, backoff);
@@ -118,14 +127,40 @@ static void failed(session *s, const char *what, const char *err)
     }
 }
 
-PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
-                      const char *const *params, ExecStatusType want)
+/* PQexecPrepared, calling while_waiting while the result is not there. */
+static PGresult *exec_waiting(session *s, const char *stmt, int nparams, const char *const *params)
+{
+    if (!PQsendQueryPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0))
+        return NULL;
+    while (PQisBusy(s->conn)) {
+        struct pollfd pfd = {.fd = PQsocket(s->conn), .events = POLLIN};
+        int rc = poll(&pfd, 1, 100);
+        if (rc == 0 || (rc < 0 && errno == EINTR)) {
+            s->while_waiting(s->while_waiting_arg);
+            continue;
+        }
+        if (rc < 0 || !PQconsumeInput(s->conn))
+            break;
+    }
+    /* one statement, one result; a later one (an error) replaces it */
+    PGresult *res = NULL, *more;
+    while ((more = PQgetResult(s->conn))) {
+        PQclear(res);
+        res = more;
+    }
+    return res;
+}
+
+static PGresult *run(session *s, int kind, const char *stmt, int nparams, const char *const *params,
+                     ExecStatusType want, int waiting)
 {
     if (!s->conn)
         return NULL;
     set_running(s, kind);
     long long started_us = stats_now_us(); /* stats: statement duration */
-    PGresult *res = PQexecPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0);
+    PGresult *res = waiting && s->while_waiting
+                        ? exec_waiting(s, stmt, nparams, params)
+                        : PQexecPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0);
     stats_observe_statement(s->st->metrics, stmt, stats_now_us() - started_us); /* stats */
     set_running(s, SESSION_IDLE);
     if (PQresultStatus(res) == want)
@@ -135,6 +170,37 @@ PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
     PQclear(res);
     failed(s, stmt, err);
     return NULL;
+}
+
+PGresult *session_run(session *s, int kind, const char *stmt, int nparams,
+                      const char *const *params, ExecStatusType want)
+{
+    return run(s, kind, stmt, nparams, params, want, 1);
+}
+
+PGresult *session_run_plain(session *s, int kind, const char *stmt, int nparams,
+                            const char *const *params, ExecStatusType want)
+{
+    return run(s, kind, stmt, nparams, params, want, 0);
+}
+
+int session_notified(session *s)
+{
+    if (!s->conn)
+        return -1;
+    if (s->in_transaction)
+        return 0;
+    if (!PQconsumeInput(s->conn)) {
+        session_disconnect(s);
+        return -1;
+    }
+    int notified = 0;
+    PGnotify *n;
+    while ((n = PQnotifies(s->conn))) {
+        PQfreemem(n);
+        notified = 1;
+    }
+    return notified;
 }
 
 /* Runs a transaction control command; a lost connection is dropped. */

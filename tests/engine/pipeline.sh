@@ -1,0 +1,84 @@
+#!/bin/bash
+# Pipelining across batches (issue 13): a worker claims and publishes its next
+# batch while the previous one waits for acknowledgements, each on its own
+# session (its own transaction, whose row locks are the lease). A claim beside
+# a busy batch is made once that batch has its first answer from the driver;
+# here the memory driver refuses events of type order.refused at publish
+# (an answer at once) and completes the others after a delay.
+# 1. One worker, batch 50, the driver completing after 5 s: while the first
+#    batch waits, a second is claimed. Exactly 2 x 50 rows are held, by two
+#    sessions, no more; after a stop a drain publishes everything once.
+# 2. Order per aggregate with both lanes busy: one worker, 60 aggregates x 20
+#    events and 40 refused events in aggregates of their own, batch 40 (a lane
+#    finds the heads the other holds locked and takes other aggregates, and
+#    runs behind its own heads), the driver slow (300 ms) and failing 5% of
+#    publishes RETRIABLE. More than a batch is seen held at once (two lanes in
+#    flight), and no attempt of an aggregate's event N+1 is made before event
+#    N's first "ok".
+ENG_TEST=pipeline
+. "$(dirname "$0")/elib.sh"
+
+# --- 1
+fresh_db eng_pipeline
+write_cfg "$WORK/held.cfg" "workers = 1; batch_size = 50; lease_seconds = 60; shutdown_timeout_ms = 1000;" \
+    "delay_ms = 5000; refuse_event_type = \"order.refused\";"
+write_cfg "$WORK/fast.cfg" "workers = 2; batch_size = 50;" ""
+init_db "$WORK/held.cfg"
+sql "SELECT count(outbox_enqueue('Order', 'agg-' || g, CASE WHEN g % 10 = 0 THEN 'order.refused' ELSE 'order.created' END,
+            jsonb_build_object('n', g))) FROM generate_series(1, 250) g" >/dev/null
+sql "ANALYZE outbox"
+start_relay "$WORK/held.cfg" "$WORK/held.log"
+wait_sql "$HELD_SQL" 100 60
+expect_eq "sessions holding rows" \
+    "$(sql "SELECT count(DISTINCT p) FROM pgrowlocks('outbox') l, unnest(l.pids) p")" 2
+expect_eq "of them the relay's" \
+    "$(sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'outbox-relay'
+            AND pid IN (SELECT unnest(pids) FROM pgrowlocks('outbox'))")" 2
+sleep 1
+expect_eq "rows held a second later (two lanes, no third batch)" "$(sql "$HELD_SQL")" 100
+kill -TERM "$RELAY_PID"
+wait_exit "$RELAY_PID" 60
+expect_eq "exit code after SIGTERM" "$EXIT_RC" 0
+expect_eq "rows held after the stop" "$(sql "$HELD_SQL")" 0
+drain "$WORK/fast.cfg" "$WORK/fast.log" 120
+load_record
+check_all_published
+expect_eq "duplicates" "$(dup_count)" 0
+
+# --- 2
+fresh_db eng_pipeline_order
+rm -f "$REC"
+write_cfg "$WORK/order.cfg" "workers = 1; batch_size = 40; lease_seconds = 30; max_attempts = 20;
+    backoff = { initial_ms = 20; max_ms = 200; multiplier = 2.0; jitter = 0.2; };" \
+    "retriable_rate = 0.05; delay_ms = 300; refuse_event_type = \"order.refused\";"
+init_db "$WORK/order.cfg"
+sql "SELECT count(outbox_enqueue('Order', CASE WHEN g % 31 = 0 THEN 'refused-' || g ELSE 'agg-' || (g % 60) END,
+            CASE WHEN g % 31 = 0 THEN 'order.refused' ELSE 'order.created' END, jsonb_build_object('n', g)))
+     FROM generate_series(1, 1240) g" >/dev/null
+REFUSED=$(sql "SELECT count(*) FROM outbox WHERE event_type = 'order.refused'")
+sql "ANALYZE outbox"
+start_relay "$WORK/order.cfg" "$WORK/order.log" --drain
+DRAINER=$RELAY_PID
+wait_sql "SELECT ($HELD_SQL) > 40" t 60
+wait_exit "$DRAINER" 170
+[ "$EXIT_RC" -eq 0 ] || fail "run --drain exited $EXIT_RC"
+load_record
+expect_eq "rows not published (but the refused ones)" \
+    "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND event_type <> 'order.refused'")" 0
+expect_eq "refused rows dead" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" "$REFUSED"
+expect_eq "rows still held" "$(sql "$HELD_SQL")" 0
+RETRIES=$(sql "SELECT count(*) FROM r WHERE status = 'retriable'")
+[ "$RETRIES" -ge 10 ] || fail "only $RETRIES retriable failures: the test did not exercise retries"
+sql "CREATE TABLE first_ok AS SELECT o.id, o.aggregate_id, min(r.line) AS ok_line
+     FROM outbox o JOIN r USING (event_id) WHERE r.status = 'ok' GROUP BY o.id, o.aggregate_id"
+expect_eq "events first published after a later event of their aggregate" \
+    "$(sql "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY aggregate_id ORDER BY ok_line) AS prev
+            FROM first_ok) x WHERE prev > id")" 0
+expect_eq "attempts of event N+1 before event N's first ok" \
+    "$(sql "SELECT count(*) FROM (SELECT id, lag(ok_line) OVER (PARTITION BY aggregate_id ORDER BY id) AS prev_ok
+            FROM first_ok) f JOIN outbox o USING (id) JOIN r USING (event_id)
+            WHERE f.prev_ok IS NOT NULL AND r.line < f.prev_ok")" 0
+check_logs_clean
+echo "pipeline: 2 x 50 rows held by one worker; 1200 events over 60 aggregates in order" \
+     "beside $REFUSED refused ones, $RETRIES retriable failures, duplicates $(dup_count)"
+echo "PASS pipeline"
