@@ -32,18 +32,30 @@ int claimer_params(claimer *k, const char *params[CLAIM_PARAMS])
  * Every head costs the walk an index descent, while the events of a run
  * behind it come from one range scan: a claim that takes fewer heads with
  * longer runs reads far less. So the number of heads follows what the last
- * claim found. Runs that filled the batch: a quarter fewer heads (longer
+ * claim found. Runs that filled the batch: half the heads next (longer
  * runs). The limit reached without filling it: as many heads as the runs'
- * average length says would fill it. Fewer heads than the limit: every due
- * head was taken, nothing to learn. Never fewer than the batch over the run
- * length, so a driver that takes one event per aggregate gets whole batches.
+ * average length says would fill it, and no halving again for PROBE_AFTER
+ * claims (when aggregates hold one event each, every halving costs a batch
+ * half full). Fewer heads than the limit: every due head was taken, nothing
+ * to learn. Never fewer than the batch over the run length, so a driver
+ * that takes one event per aggregate gets whole batches.
  */
+#define PROBE_AFTER 16
+
 static void learn_heads(claimer *k, int heads, int rows)
 {
     if (heads < k->heads || rows == 0)
         return;
-    int next = rows >= k->batch_size ? k->heads - (k->heads / 4 > 1 ? k->heads / 4 : 1)
-                                     : (int)((long long)k->batch_size * heads / rows) + 1;
+    int next;
+    if (rows < k->batch_size) {
+        next = (int)((long long)k->batch_size * heads / rows) + 1;
+        k->calm = PROBE_AFTER;
+    } else if (k->calm > 0) {
+        k->calm--;
+        return;
+    } else {
+        next = k->heads / 2;
+    }
     k->heads = next < k->min_heads ? k->min_heads : next > k->batch_size ? k->batch_size : next;
 }
 

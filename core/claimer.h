@@ -10,6 +10,7 @@
 
 typedef struct claimer {
     int ordered, batch_size, min_heads, heads;
+    int calm; /* full claims to take before fewer heads are tried again */
     char *after_type, *after_id; /* the last aggregate claimed; NULL: from the first */
     char batch[16], max_payload[24], run[16], heads_text[16];
 } claimer;

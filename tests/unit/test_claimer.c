@@ -79,20 +79,24 @@ static void test_heads_follow_the_runs(void **state)
     claimer k = {0};
     claimer_configure(&k, &cfg, 40);
     assert_int_equal(heads_param(&k), 40); /* at first, every head */
-    advance(&k, 40, 40, "x");              /* runs filled the batch: fewer heads */
-    assert_int_equal(heads_param(&k), 30);
-    advance(&k, 40, 30, "x");
-    assert_int_equal(heads_param(&k), 23);
-    advance(&k, 23 * 3 / 2 < 40 ? 23 * 3 / 2 : 40, 23, "x"); /* 34 rows: short of 40 */
-    assert_int_equal(heads_param(&k), 40 * 23 / 34 + 1);
+    advance(&k, 40, 40, "x");              /* runs filled the batch: half the heads */
+    assert_int_equal(heads_param(&k), 20);
+    advance(&k, 40, 20, "x");
+    assert_int_equal(heads_param(&k), 10);
+    advance(&k, 30, 10, "x"); /* runs of 3: 14 heads would fill 40 */
+    assert_int_equal(heads_param(&k), 40 * 10 / 30 + 1);
     int before = heads_param(&k);
     advance(&k, 5, 5, "x"); /* fewer heads than allowed: every due head taken, nothing learned */
     assert_int_equal(heads_param(&k), before);
-    for (int i = 0; i < 20; i++) /* never below one */
+    for (int i = 0; i < 16; i++) { /* after a batch short of full, full ones for a while */
+        advance(&k, 40, before, "x");
+        assert_int_equal(heads_param(&k), before);
+    }
+    advance(&k, 40, before, "x"); /* then fewer heads are tried again */
+    assert_int_equal(heads_param(&k), before / 2);
+    for (int i = 0; i < 10; i++) /* never below one */
         advance(&k, 40, heads_param(&k), "x");
     assert_int_equal(heads_param(&k), 1);
-    advance(&k, 2, 1, "x"); /* runs of 2: 21 heads would fill 40 */
-    assert_int_equal(heads_param(&k), 21);
     claimer_free(&k);
 }
 
@@ -105,9 +109,25 @@ static void test_one_event_per_aggregate_takes_whole_batches(void **state)
     advance(&k, 40, 40, "x");
     assert_int_equal(heads_param(&k), 40);
     claimer_configure(&k, &cfg, 4); /* a reload to an in-order driver: a floor of 10 */
-    for (int i = 0; i < 20; i++)
+    for (int i = 0; i < 5; i++)
         advance(&k, 40, heads_param(&k), "x");
     assert_int_equal(heads_param(&k), 10);
+    claimer_free(&k);
+}
+
+static void test_single_events_cost_one_half_batch_in_seventeen(void **state)
+{
+    (void)state;
+    relay_config cfg = cfg_of(40, ORDERING_AGGREGATE);
+    claimer k = {0};
+    claimer_configure(&k, &cfg, 40);
+    int full = 0, claims = 0;
+    for (int i = 0; i < 34; i++, claims++) { /* every aggregate holds one event */
+        int heads = heads_param(&k);
+        full += heads == 40;
+        advance(&k, heads, heads, "x");
+    }
+    assert_int_equal(claims - full, 2); /* the first halving and one more, 17 claims later */
     claimer_free(&k);
 }
 
@@ -131,6 +151,7 @@ int main(void)
         cmocka_unit_test(test_walk_starts_after_the_last_aggregate),
         cmocka_unit_test(test_heads_follow_the_runs),
         cmocka_unit_test(test_one_event_per_aggregate_takes_whole_batches),
+        cmocka_unit_test(test_single_events_cost_one_half_batch_in_seventeen),
         cmocka_unit_test(test_unordered_claims_have_no_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
