@@ -152,6 +152,20 @@ check_all_published() {
 
 # dup_count: "ok" lines beyond the first per event.
 dup_count() { sql "SELECT count(*) - count(DISTINCT event_id) FROM r WHERE status = 'ok'"; }
+# check_order: per aggregate, in the record's order, events were first
+# published in id order, and no event was attempted before its predecessor's
+# first "ok" (after load_record).
+check_order() {
+    sql "DROP TABLE IF EXISTS first_ok; CREATE TABLE first_ok AS SELECT o.id, o.aggregate_id, min(r.line) AS ok_line
+         FROM outbox o JOIN r USING (event_id) WHERE r.status = 'ok' GROUP BY o.id, o.aggregate_id"
+    expect_eq "events first published after a later event of their aggregate" \
+        "$(sql "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY aggregate_id ORDER BY ok_line) AS prev
+                FROM first_ok) x WHERE prev > id")" 0
+    expect_eq "attempts of event N+1 before event N's first ok" \
+        "$(sql "SELECT count(*) FROM (SELECT id, lag(ok_line) OVER (PARTITION BY aggregate_id ORDER BY id) AS prev_ok
+                FROM first_ok) f JOIN outbox o USING (id) JOIN r USING (event_id)
+                WHERE f.prev_ok IS NOT NULL AND r.line < f.prev_ok")" 0
+}
 
 # relay_dead: does any relay log contain a sanitizer report or a crash?
 check_logs_clean() {

@@ -35,15 +35,7 @@ expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT N
 RETRIES=$(sql "SELECT count(*) FROM r WHERE status = 'retriable'")
 [ "$RETRIES" -ge 100 ] || fail "only $RETRIES retriable failures: the test did not exercise retries"
 expect_eq "processes that published" "$(sql "SELECT count(DISTINCT pid) FROM r WHERE status = 'ok'")" 2
-sql "CREATE TABLE first_ok AS SELECT o.id, o.aggregate_id, min(r.line) AS ok_line
-     FROM outbox o JOIN r USING (event_id) WHERE r.status = 'ok' GROUP BY o.id, o.aggregate_id"
-expect_eq "events first published after a later event of their aggregate" \
-    "$(sql "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY aggregate_id ORDER BY ok_line) AS prev
-            FROM first_ok) x WHERE prev > id")" 0
-expect_eq "attempts of event N+1 before event N's first ok" \
-    "$(sql "SELECT count(*) FROM (SELECT id, lag(ok_line) OVER (PARTITION BY aggregate_id ORDER BY id) AS prev_ok
-            FROM first_ok) f JOIN outbox o USING (id) JOIN r USING (event_id)
-            WHERE f.prev_ok IS NOT NULL AND r.line < f.prev_ok")" 0
+check_order
 echo "ordering 1: 10000 events, 1000 aggregates, $RETRIES retriable failures," \
      "failing aggregates: $(sql "SELECT count(DISTINCT aggregate_id) FROM r WHERE status = 'retriable'")," \
      "duplicates: $(dup_count)"

@@ -33,15 +33,7 @@ EOF2
 MEM='{ name = "mem"; driver = "memory"; options = { record_file = "'$REC'"; unavailable_file = "'$WORK/down'"; }; }'
 MEM2='{ name = "mem2"; driver = "memory"; options = { record_file = "'$REC2'"; unavailable_file = "'$WORK/down2'"; }; }'
 
-get() { "$MC" get "$PORT" GET "$1"; }
-scrape() { get /metrics >"$1"; [ "$(head -1 "$1")" = 200 ] || fail "GET /metrics: $(head -3 "$1")"; }
-# value SCRAPE_FILE SERIES: the sample of SERIES (name with its labels, exact)
-value() {
-    local v
-    v=$(awk -v s="$2" '$1 == s { print $2 }' "$1")
-    [ -n "$v" ] || fail "no series $2 in $1"
-    echo "$v"
-}
+. "$(dirname "$0")/scrape.sh"
 ok_lines() { if [ -f "$1" ]; then grep -c '"status":"ok"' "$1" || true; else echo 0; fi; }
 published_all() { wait_sql "SELECT count(*) FROM outbox WHERE published_at IS NULL" 0 120; }
 switched() { grep -c "switched to config generation $1:" "$WORK/relay.log" || true; }

@@ -33,28 +33,8 @@ routes = ( { event_type = \"order.*\"; output = \"mem\"; destination = \"orders\
            { output = \"mem\"; destination = \"other\"; } );"
 init_db "$WORK/relay.cfg"
 
-# get PATH: "STATUS" on the first line, then the body
-get() { "$MC" get "$PORT" GET "$1"; }
+. "$(dirname "$0")/scrape.sh"
 status_of() { get "$1" | head -1; }
-# value SCRAPE_FILE SERIES: the sample of SERIES (name with its labels, exact)
-value() {
-    local v
-    v=$(awk -v s="$2" '$1 == s { print $2 }' "$1")
-    [ -n "$v" ] || fail "no series $2 in $1"
-    echo "$v"
-}
-scrape() { get /metrics >"$1"; [ "$(head -1 "$1")" = 200 ] || fail "GET /metrics: $(head -3 "$1")"; }
-# Every histogram series: buckets never decrease and _count = the +Inf bucket.
-check_histograms() {
-    awk '
-        /^#/ { next }
-        /_bucket\{/ { key = $1; sub(/,le="[^"]*"\}$/, "}", key); sub(/_bucket\{/, "{", key)
-                      if (key == last && $2 < prev) { print "decreasing bucket: " $0; bad = 1 }
-                      last = key; prev = $2; if ($1 ~ /le="\+Inf"/) inf[key] = $2; next }
-        /_count\{/ { key = $1; sub(/_count\{/, "{", key); counts++
-                     if (!(key in inf) || inf[key] != $2) { print "count " $2 " != +Inf bucket " inf[key] " for " key; bad = 1 } }
-        END { if (!counts) { print "no histogram"; bad = 1 } exit bad }' "$1" || fail "histograms in $1 are inconsistent"
-}
 # wait_polls N: until the backlog has been polled N more times than now
 # (the gauges then describe the table as it was after this call)
 wait_polls() {
