@@ -69,15 +69,8 @@ sql "SELECT count(*) FROM (
        SELECT outbox_enqueue('Order', 'o-' || (g % 40), 'order.created', jsonb_build_object('n', g)) FROM generate_series(1, 400) g
        UNION ALL SELECT outbox_enqueue('User', 'u-' || (g % 10), 'user.created', jsonb_build_object('n', g)) FROM generate_series(1, 50) g
        UNION ALL SELECT outbox_enqueue('Poison', 'p-' || g, 'poison', jsonb_build_object('n', g)) FROM generate_series(1, 10) g) x" >/dev/null
-SCRAPES=0
-while [ "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL")" != 0 ]; do
-    kill -0 "$RELAY" 2>/dev/null || fail "the relay exited"
-    SCRAPES=$((SCRAPES + 1))
-    [ "$SCRAPES" -lt 3000 ] || fail "the events were not relayed"
-    scrape "$WORK/during.txt"
-    check_histograms "$WORK/during.txt"
-    sleep 0.05
-done
+scrape_until "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL" 0 \
+    "the events were not relayed"
 wait_polls 2
 scrape "$WORK/after.txt"
 check_histograms "$WORK/after.txt"

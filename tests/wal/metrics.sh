@@ -31,15 +31,8 @@ enqueue_txns 1800 200 100
 enqueue_txns 190 50 95 user.created # route 2: another event type
 sql "SELECT outbox_enqueue('Order', 'p-' || g, 'order.poison', '{}'::jsonb) FROM generate_series(1, 10) g" >/dev/null
 END_LSN=$(sql "SELECT pg_current_wal_lsn()")
-SCRAPES=0
-while [ "$(sql "SELECT coalesce(confirmed_flush_lsn >= '$END_LSN', false) FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" != t ]; do
-    kill -0 "$RELAY" 2>/dev/null || fail "the relay exited"
-    SCRAPES=$((SCRAPES + 1))
-    [ "$SCRAPES" -lt 3000 ] || fail "the slot was not confirmed past the last commit"
-    scrape "$WORK/during.txt"
-    check_histograms "$WORK/during.txt"
-    sleep 0.05
-done
+scrape_until "SELECT coalesce(confirmed_flush_lsn >= '$END_LSN', false) FROM pg_replication_slots
+              WHERE slot_name = '$TEST_DB'" t "the slot was not confirmed past the last commit"
 scrape "$WORK/after.txt"
 check_histograms "$WORK/after.txt"
 stop_relay "$RELAY" 60
