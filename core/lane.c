@@ -66,8 +66,11 @@ static void hold_behind_bad_rows(lane *l)
     if (l->sh->run_length == 1)
         return;
     slot *slots = l->flight->slots;
+    int bad = 0;
     for (int i = 0; i < l->b.count; i++)
-        l->published[i] = slots[i].state != SLOT_BAD;
+        bad |= !(l->published[i] = slots[i].state != SLOT_BAD);
+    if (!bad)
+        return;
     batch_after_failure(&l->b, l->published, l->after_failure);
     for (int i = 0; i < l->b.count; i++)
         if (l->after_failure[i] && slots[i].state == SLOT_AWAITING)
@@ -161,9 +164,10 @@ static void decide(lane *l)
     retry_policy policy = {cfg->max_attempts, cfg->backoff_initial_ms, cfg->backoff_max_ms,
                            cfg->backoff_multiplier, cfg->backoff_jitter};
     const slot *slots = l->flight->slots;
+    int failed = 0;
     for (int i = 0; i < l->b.count; i++)
-        l->published[i] = slots[i].state == SLOT_DONE && slots[i].status == OBX_OK;
-    if (cfg->ordering == ORDERING_AGGREGATE)
+        failed |= !(l->published[i] = slots[i].state == SLOT_DONE && slots[i].status == OBX_OK);
+    if (cfg->ordering == ORDERING_AGGREGATE && failed) /* nothing is behind a failure without one */
         batch_after_failure(&l->b, l->published, l->after_failure);
     else
         memset(l->after_failure, 0, l->b.count * sizeof *l->after_failure);

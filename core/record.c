@@ -28,6 +28,8 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
     for (int i = from; i < to; i++) {
         char num[24];
         pgarray_add(&ids, b->rows[i].id_text, 0);
+        if (all_published) /* mark takes the ids alone */
+            continue;
         snprintf(num, sizeof num, "%d", d[i].outcome);
         pgarray_add(&outcomes, num, 0);
         snprintf(num, sizeof num, "%lld", d[i].delay_ms);

@@ -443,6 +443,7 @@ static obx_status mem_publish_batch(obx_instance *inst, const obx_message *msgs,
     int64_t now_us = mem_now_us(CLOCK_MONOTONIC);
     int unavailable = inst->unavailable_file && access(inst->unavailable_file, F_OK) == 0;
     obx_status *outcome = calloc(count ? count : 1, sizeof *outcome);
+    int failures = 0; /* an aggregate is looked up only behind a failure */
     pthread_mutex_lock(&inst->lock);
     for (size_t i = 0; i < count; i++) {
         if (inst->closed || inst->fatal ||
@@ -450,17 +451,20 @@ static obx_status mem_publish_batch(obx_instance *inst, const obx_message *msgs,
             inst->fatal = 1;
             accept[i] = outcome[i] = OBX_FATAL;
             rc = OBX_FATAL;
+            failures++;
             continue;
         }
         if (unavailable) {
             mem_refuse(inst, &msgs[i], "unavailable_file exists");
             accept[i] = outcome[i] = OBX_UNAVAILABLE;
+            failures++;
             continue;
         }
-        int after = outcome ? mem_after_failure(msgs, outcome, i) : 0;
+        int after = outcome && failures ? mem_after_failure(msgs, outcome, i) : 0;
         accept[i] = mem_accept(inst, &msgs[i], after, now_us, &outcome[i]);
         if (accept[i] != OBX_OK)
             outcome[i] = accept[i];
+        failures += outcome && outcome[i] != OBX_OK;
     }
     free(outcome);
     if (inst->threaded)
