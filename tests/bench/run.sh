@@ -243,9 +243,9 @@ for d in "${DRV[@]}"; do
     read -r u t <<<"$(broker_target "$d")"
     [ -n "$u" ] || continue
     for b in "${BS[@]}"; do for w in "${WS[@]}"; do
-        # the best connection count: as many clients as the relay's workers, or as its lanes
+        # the best connection count: one client, as many as the relay's workers, or as its lanes
         BRK[$d,$b,$w]=0
-        for c in "$w" $((2 * w)); do
+        for c in $(printf '%s\n' 1 "$w" $((2 * w)) | sort -nu); do
             x=$("$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "$c" -b "$b" | awk '{print $3}')
             rmq_purge
             note "  broker $d b=$b clients=$c: $x msg/s"
@@ -449,7 +449,7 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo '```'
     echo
     echo "  (retention delete: the same claim, \`DELETE ... USING c\`). \"Relay's SQL alone\" is \`bench_db\`: W connections run the relay's own claim and mark statements, prepared by core/queries.c (the ordered claim with runs of up to the batch size, as for an in-order driver), back to back with no broker, on a fresh copy; it is what the relay's statements cost by themselves. \"Simplest + pending predicate\" is the same pgbench statement with \`AND dead_at IS NULL AND available_at < 'infinity'\` added to its WHERE, so that it can use the table's partial pending index (as written, no index matches \`published_at IS NULL\` alone, and its primary-key scan passes every row already published: see the profile). All three are measured in this run, one after the other for each worker count."
-    echo "- Broker limit: \`bench_broker\`, the driver's client library, the same 200-byte payload and 5 headers, same acknowledgement, the better of as many clients as workers and twice as many (the relay's lanes), each publishing windows of the batch size and waiting for all acknowledgements of a window (the relay's cycle), no database."
+    echo "- Broker limit: \`bench_broker\`, the driver's client library, the same 200-byte payload and 5 headers, same acknowledgement, the best of one client, as many clients as workers and twice as many (the relay's lanes), each publishing windows of the batch size and waiting for all acknowledgements of a window (the relay's cycle), no database."
     echo "- Ratio = relay / min(simplest claim+mark, broker limit); for memory/file only the simplest claim+mark applies."
     [ "$HOT" -gt 0 ] && echo "- Hot aggregate: $HOT events of ONE aggregate (same payloads), ordering aggregate, $HW workers, batch $HB, run right after the same driver on the $EVENTS events over 1,000 aggregates, twice, alternated (hot.tsv). The simplest claim+mark on the hot table: $HOT_DBL events/s; the relay's SQL alone, ordering aggregate: $HOT_DBR events/s."
     echo "- Cost: CPU (user+sys) and peak RSS of the relay process from wait4()'s rusage."
