@@ -5,11 +5,12 @@
 
 #include "queries.h"
 
-void batch_init(batch *b, int capacity)
+void batch_init(batch *b, int size)
 {
     memset(b, 0, sizeof *b);
-    b->rows = calloc(capacity, sizeof *b->rows);
-    b->by_aggregate = calloc(capacity, sizeof *b->by_aggregate);
+    b->size = size;
+    b->rows = calloc(2 * (size_t)size, sizeof *b->rows); /* an ordered claim's, before the cut */
+    b->by_aggregate = calloc(2 * (size_t)size, sizeof *b->by_aggregate);
 }
 
 void batch_free(batch *b)
@@ -32,11 +33,73 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int is_due(const PGresult *res, int row)
+{
+    return PQgetisnull(res, row, ROW_DUE) || PQgetvalue(res, row, ROW_DUE)[0] == 't';
+}
+
+/*
+ * An ordered claim's run may hold an event that is not due (it waits for a
+ * retry): it and every later row of its aggregate are dropped, so nothing
+ * overtakes it. They are not offered nor recorded; their locks end with the
+ * claim's transaction. Rows are in id order.
+ */
+static void drop_not_due(batch *b)
+{
+    int *due = malloc(b->count * sizeof *due), *behind = malloc(b->count * sizeof *behind);
+    for (int i = 0; i < b->count; i++)
+        due[i] = is_due(b->res, b->rows[i].res_row);
+    batch_after_failure(b, due, behind);
+    int kept = 0;
+    for (int i = 0; i < b->count; i++)
+        if (due[i] && !behind[i])
+            b->rows[kept++] = b->rows[i];
+    b->count = kept;
+    free(due);
+    free(behind);
+}
+
+/* Groups rows by aggregate, in id order within each (b->by_aggregate). */
+static void group_by_aggregate(batch *b);
+static int same_aggregate(const batch_row *x, const batch_row *y);
+
+/*
+ * An ordered claim's runs, each up to the batch over the heads rounded up,
+ * may exceed the batch: rows are kept by their place in their run, every
+ * head first, then every second event, and so on; of the last place kept,
+ * the lowest ids. Only ends of runs go, so nothing overtakes its aggregate;
+ * their locks end with the claim's transaction.
+ */
+static void cut_to_size(batch *b)
+{
+    int *place = malloc(b->count * sizeof *place), *at_place = calloc(b->count, sizeof *at_place);
+    group_by_aggregate(b);
+    for (int k = 0; k < b->count; k++) {
+        int i = b->by_aggregate[k];
+        int same = k > 0 && same_aggregate(&b->rows[b->by_aggregate[k - 1]], &b->rows[i]);
+        place[i] = same ? place[b->by_aggregate[k - 1]] + 1 : 0;
+        at_place[place[i]]++;
+    }
+    int last = 0, room = b->size; /* keep every place before `last`, and `room` rows at it */
+    while (room > at_place[last])
+        room -= at_place[last++];
+    int kept = 0;
+    for (int i = 0; i < b->count; i++)
+        if (place[i] < last || (place[i] == last && room-- > 0))
+            b->rows[kept++] = b->rows[i];
+    b->count = kept;
+    free(place);
+    free(at_place);
+}
+
 void batch_take(batch *b, PGresult *res)
 {
     batch_clear(b);
     b->res = res;
     b->count = PQntuples(res);
+    if (b->count > 2 * b->size) /* the claim's own limit: never */
+        b->count = 2 * b->size;
+    int all_due = 1;
     for (int i = 0; i < b->count; i++) {
         batch_row *r = &b->rows[i];
         r->res_row = i;
@@ -49,8 +112,13 @@ void batch_take(batch *b, PGresult *res)
         r->payload_bytes = PQgetisnull(res, i, ROW_PAYLOAD_BYTES)
                                ? -1
                                : strtoll(PQgetvalue(res, i, ROW_PAYLOAD_BYTES), NULL, 10);
+        all_due &= is_due(res, i);
     }
     qsort(b->rows, b->count, sizeof *b->rows, by_id);
+    if (!all_due)
+        drop_not_due(b);
+    if (b->count > b->size)
+        cut_to_size(b);
 }
 
 /* Groups rows by aggregate, in id order within each. */
@@ -70,11 +138,16 @@ static int same_aggregate(const batch_row *x, const batch_row *y)
            strcmp(x->aggregate_id, y->aggregate_id) == 0;
 }
 
-void batch_after_failure(batch *b, const int *published, int *after)
+static void group_by_aggregate(batch *b)
 {
     for (int i = 0; i < b->count; i++)
         b->by_aggregate[i] = i;
     qsort_r(b->by_aggregate, b->count, sizeof *b->by_aggregate, by_aggregate_then_id, b->rows);
+}
+
+void batch_after_failure(batch *b, const int *published, int *after)
+{
+    group_by_aggregate(b);
     int failed = 0;
     for (int k = 0; k < b->count; k++) {
         int i = b->by_aggregate[k];

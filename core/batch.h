@@ -15,15 +15,18 @@ typedef struct batch_row {
 
 typedef struct batch {
     PGresult *res; /* owns every string above */
+    int size;          /* the batch size: count never exceeds it */
     int count;
-    batch_row *rows;   /* capacity: the batch size */
+    batch_row *rows;   /* capacity: twice the batch size (a claim's rows before the cut) */
     int *by_aggregate; /* scratch: row indexes grouped by aggregate */
 } batch;
 
-void batch_init(batch *b, int capacity);
+void batch_init(batch *b, int size);
 void batch_free(batch *b);
 
-/* Takes a claim result (owned from now on) and sorts its rows by id. */
+/* Takes a claim result (owned from now on) and sorts its rows by id; of
+ * an ordered claim's run, drops the rows from its first one not due, and
+ * cuts the runs to the batch size. */
 void batch_take(batch *b, PGresult *res);
 void batch_clear(batch *b);
 

@@ -52,7 +52,7 @@
  * $1 batch size, $2 max payload bytes.
  */
 static const char claim_unordered[] =
-    "SELECT" CLAIM_COLUMNS ", NULL, NULL, NULL FROM {table} t WHERE " CLAIMABLE("t")
+    "SELECT" CLAIM_COLUMNS ", NULL, NULL, NULL, NULL FROM {table} t WHERE " CLAIMABLE("t")
     " ORDER BY t.{c.id} LIMIT $1 FOR UPDATE SKIP LOCKED";
 
 #define AGG(o) o ".{c.aggregate_type}, " o ".{c.aggregate_id}"
@@ -70,8 +70,10 @@ static const char claim_unordered[] =
  * claim stopped and wrapping around once: every aggregate whose head is due
  * is reached, whatever a hot, held, backing-off or dead aggregate holds. A
  * walk takes at most $6 heads (claimer.c sets it from what the runs held
- * last time), and a batch takes every head before any second event of a
- * run.
+ * last time), and each head's run gets an equal share of the batch (the
+ * batch over the heads, rounded up). The rows past the batch are cut off
+ * by batch.c, every head first (no sort here: a sort of whole rows cost
+ * more than the cut).
  *
  * Heads are locked as the walk finds them, and only the runs behind heads
  * this claim holds are locked after them: rows behind a head another worker
@@ -82,7 +84,9 @@ static const char claim_unordered[] =
  * (NULL: from the first), $5 the longest run per aggregate (1 unless every
  * driver keeps order within an instance), $6 the most heads to take.
  * Returns the claimed rows, each with the last aggregate claimed in the walk
- * (where the next claim starts) and the number of heads taken.
+ * (where the next claim starts), the number of heads taken, and whether the
+ * row is due: a run is cut at its first row that is not (batch.c drops it
+ * and the rest of its run, whose locks end with the transaction).
  * Claimability is tested again where rows are locked, so a row another
  * worker recorded since this statement's snapshot is skipped.
  */
@@ -113,27 +117,28 @@ static const char claim_ordered[] =
     " heads AS (SELECT g.t, g.a, g.n, g.id FROM aggs g WHERE true @DEAD_BEFORE@"
     "  AND EXISTS (SELECT 1 FROM {table} o WHERE o.{c.id} = g.id AND " CLAIMABLE("o")
     "   FOR UPDATE SKIP LOCKED) LIMIT $6),"
-    /* the events right behind each head, the batch shared among the heads
-     * (a hot aggregate alone gets it all); none when every head has its share */
+    /* the events right behind each head: a head and its run get the batch
+     * over the heads, rounded up (a hot aggregate alone gets it all) */
     " share AS (SELECT least($5, ceil($1::numeric / greatest(count(*), 1)))::int AS k FROM heads),"
-    /* a run is locked and read where it is found, and kept up to its first
-     * row that is not due. It waits for a row another session holds instead
-     * of skipping it, so a run has no gap: behind a head this claim holds,
-     * only a worker locking its own rows again after a lost session (for one
-     * short statement) can hold one, and it never waits itself. */
-    " runs AS (SELECT h.n, r.* FROM heads h CROSS JOIN LATERAL ("
-    "  SELECT" CLAIM_COLUMNS ", bool_and(" DUE("t") ") OVER w AS due, row_number() OVER w AS pos"
+    /* a run is locked and read where it is found. It waits for a row
+     * another session holds instead of skipping it, so a run has no gap:
+     * behind a head this claim holds, only a worker locking its own rows
+     * again after a lost session (for one short statement) can hold one,
+     * and it never waits itself. */
+    " runs AS (SELECT r.* FROM heads h CROSS JOIN LATERAL ("
+    "  SELECT" CLAIM_COLUMNS ", " DUE("t") " AS due"
     "  FROM (SELECT * FROM {table} t WHERE t.{c.aggregate_type} = h.t AND t.{c.aggregate_id} = h.a"
     "   AND " LIVE("t") " AND t.{c.id} > h.id ORDER BY t.{c.id} LIMIT (SELECT k - 1 FROM share)"
-    "   FOR UPDATE) t WINDOW w AS (ORDER BY t.{c.id})) r)"
+    "   FOR UPDATE) t) r)"
     /* heads by the id array, not a join: the planner cannot estimate heads;
-     * the walk ends at its last head (every head is in the batch) */
+     * the walk ends at its last head (every head is in the batch). Shares
+     * rounded up exceed the batch by less than a row per head: the limit
+     * only guards that. */
     " SELECT" CLAIMED ", (SELECT h.t FROM heads h ORDER BY h.n DESC LIMIT 1),"
-    " (SELECT h.a FROM heads h ORDER BY h.n DESC LIMIT 1), (SELECT count(*) FROM heads) FROM ("
-    "  SELECT" CLAIM_COLUMNS ", h.n, 0::bigint AS pos FROM {table} t JOIN heads h ON h.id = t.{c.id}"
+    " (SELECT h.a FROM heads h ORDER BY h.n DESC LIMIT 1), (SELECT count(*) FROM heads), c.due"
+    " FROM (SELECT" CLAIM_COLUMNS ", true AS due FROM {table} t"
     "  WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM heads))"
-    "  UNION ALL SELECT" CLAIMED ", r.n, r.pos FROM runs r WHERE r.due) c"
-    " ORDER BY c.pos, c.n LIMIT $1";
+    "  UNION ALL SELECT" CLAIMED ", r.due FROM runs r) c LIMIT 2 * $1";
 
 /* on_dead = "block": a dead event holds back every later one of its aggregate. */
 static const char no_dead_before[] =

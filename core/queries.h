@@ -22,7 +22,8 @@ enum {
     ROW_PAYLOAD_BYTES, /* NULL when small; the payload is NULL when over the limit */
     ROW_AFTER_TYPE,    /* ordered claims: where the next walk starts (NULL: the first) */
     ROW_AFTER_ID,
-    ROW_HEADS /* ordered claims: how many heads the walk took */
+    ROW_HEADS, /* ordered claims: how many heads the walk took */
+    ROW_DUE    /* ordered claims: false where a run waits (a retry); NULL: due */
 };
 
 /* Parameters of the claim statements. */

@@ -23,6 +23,7 @@ static const char *const column_names[CLAIM_COLUMNS] = {
     [ROW_AFTER_TYPE] = "after_type",
     [ROW_AFTER_ID] = "after_id",
     [ROW_HEADS] = "heads",
+    [ROW_DUE] = "due",
 };
 
 claim_row claim_row_of(const char *id, const char *type, const char *agg_id, const char *event_type)

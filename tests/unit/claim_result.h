@@ -7,7 +7,7 @@
 
 #include "queries.h"
 
-#define CLAIM_COLUMNS (ROW_HEADS + 1)
+#define CLAIM_COLUMNS (ROW_DUE + 1)
 
 /* One claimed row, indexed by ROW_*; a NULL field is SQL NULL. */
 typedef struct claim_row {

@@ -121,6 +121,46 @@ static void test_aggregate_is_type_and_id(void **state)
     batch_free(&b);
 }
 
+/* A run that holds an event waiting for its retry is cut there: that event
+ * and the rest of its aggregate are dropped; other aggregates keep theirs. */
+static void test_run_cut_at_an_event_not_due(void **state)
+{
+    (void)state;
+    claim_row rows[] = {claim_row_of("1", "A", "x", "e"), claim_row_of("3", "A", "x", "e"),
+                        claim_row_of("2", "B", "y", "e"), claim_row_of("4", "A", "x", "e"),
+                        claim_row_of("5", "B", "y", "e"), claim_row_of("6", "A", "x", "e")};
+    rows[1].v[ROW_DUE] = "f"; /* A/x's second event waits */
+    rows[0].v[ROW_DUE] = rows[2].v[ROW_DUE] = rows[3].v[ROW_DUE] = "t";
+    batch b;
+    batch_init(&b, 6);
+    batch_take(&b, claim_result(rows, 6));
+    assert_int_equal(b.count, 3);
+    assert_int_equal(b.rows[0].id, 1);
+    assert_int_equal(b.rows[1].id, 2);
+    assert_int_equal(b.rows[2].id, 5); /* due by NULL, as an unordered claim says */
+    assert_string_equal(b.rows[2].event_id, "5");
+    batch_free(&b);
+}
+
+/* Runs rounded up past the batch size are cut from their ends: every head
+ * first, then second events, lowest ids first. */
+static void test_runs_cut_to_the_batch_size(void **state)
+{
+    (void)state;
+    claim_row rows[] = {claim_row_of("1", "A", "x", "e"), claim_row_of("4", "B", "y", "e"),
+                        claim_row_of("6", "C", "z", "e"), claim_row_of("2", "A", "x", "e"),
+                        claim_row_of("3", "A", "x", "e"), claim_row_of("5", "B", "y", "e")};
+    batch b;
+    batch_init(&b, 4);
+    batch_take(&b, claim_result(rows, 6));
+    static const long long want[] = {1, 2, 4, 6};
+    assert_int_equal(b.count, 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(b.rows[i].id, want[i]);
+    assert_string_equal(b.rows[1].aggregate_type, "A");
+    batch_free(&b);
+}
+
 static void test_empty_claim(void **state)
 {
     (void)state;
@@ -138,6 +178,8 @@ int main(void)
         cmocka_unit_test(test_rows_sorted_by_id_and_parsed),
         cmocka_unit_test(test_after_failure_per_aggregate),
         cmocka_unit_test(test_after_failure_holds_the_rest),
+        cmocka_unit_test(test_run_cut_at_an_event_not_due),
+        cmocka_unit_test(test_runs_cut_to_the_batch_size),
         cmocka_unit_test(test_aggregate_is_type_and_id),
         cmocka_unit_test(test_empty_claim),
     };
