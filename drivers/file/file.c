@@ -17,6 +17,11 @@
  * nothing, and the host pauses the output and offers a batch again later
  * (no probe: offering a batch is the file's probe).
  *
+ * Lines are written in the order publish_batch gets them, so it keeps order
+ * within an instance (OBX_DRIVER_IN_ORDER): with ordering on, the host hands
+ * it runs of an aggregate. Once a message is refused, the later ones of its
+ * aggregate in the batch are refused too, so none is written ahead of it.
+ *
  * Line format:
  *   {"event_id":..,"event_type":..,"aggregate_type":..,"aggregate_id":..,
  *    "destination":..,"created_at":"2024-01-02T03:04:05.123456Z","attempt":1,
@@ -54,6 +59,8 @@ struct obx_instance {
     int fsync;
     char *buf; /* one batch of lines, reused: one write per batch */
     size_t len, cap;
+    uint64_t *held; /* aggregates with a refused message in this batch */
+    size_t held_count, held_cap;
 };
 
 static obx_instance *file_create(const obx_host *host, char *errstr, size_t errstr_size)
@@ -225,12 +232,45 @@ static int file_write_all(obx_instance *inst)
     return 0;
 }
 
+static int file_held(const obx_instance *inst, uint64_t aggregate)
+{
+    for (size_t i = 0; i < inst->held_count; i++)
+        if (inst->held[i] == aggregate)
+            return 1;
+    return 0;
+}
+
+/* Returns -1 when out of memory (the caller refuses the rest of the batch). */
+static int file_hold(obx_instance *inst, uint64_t aggregate)
+{
+    if (inst->held_count == inst->held_cap) {
+        size_t cap = inst->held_cap ? inst->held_cap * 2 : 16;
+        uint64_t *grown = realloc(inst->held, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        inst->held = grown;
+        inst->held_cap = cap;
+    }
+    inst->held[inst->held_count++] = aggregate;
+    return 0;
+}
+
 static obx_status file_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
                                      obx_status *accept)
 {
     const obx_host *host = inst->host;
     inst->len = 0;
+    inst->held_count = 0;
+    int hold_all = 0; /* no room to remember a refused aggregate: refuse the rest */
     for (size_t i = 0; i < count; i++) {
+        uint64_t aggregate = obx_aggregate_hash(&msgs[i]);
+        if (hold_all || (inst->held_count > 0 && file_held(inst, aggregate))) {
+            accept[i] = OBX_RETRIABLE;
+            if (OBX_HOST_HAS(host, refuse))
+                host->refuse(host->host_ctx, msgs[i].token, 0,
+                             "not written in order: an earlier event of its aggregate was refused");
+            continue;
+        }
         file_refusal why;
         json_t *obj = file_to_json(&msgs[i], &why);
         char *line = obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -244,6 +284,8 @@ static obx_status file_publish_batch(obx_instance *inst, const obx_message *msgs
         accept[i] = line ? OBX_OK : why.status;
         if (!line && OBX_HOST_HAS(host, refuse))
             host->refuse(host->host_ctx, msgs[i].token, 0, why.detail);
+        if (!line && file_hold(inst, aggregate) != 0)
+            hold_all = 1;
         free(line);
         json_decref(obj);
     }
@@ -280,6 +322,7 @@ static void file_destroy(obx_instance *inst)
 {
     file_close(inst);
     free(inst->buf);
+    free(inst->held);
     free(inst);
 }
 
@@ -296,6 +339,7 @@ static const obx_driver_def file_def = {
     .close = file_close,
     .destroy = file_destroy,
     .option_specs = file_specs,
+    .flags = OBX_DRIVER_IN_ORDER,
 };
 
 /* The only exported symbol: everything else is hidden by the build. */

@@ -94,6 +94,7 @@ static void test_unencodable_refused_with_reason(void **state)
                                        "x"};
     obx_message msgs[3] = {message(0, "order.created", NULL), message(1, "order.\xff", NULL),
                            message(2, "order.paid", &bad_key)};
+    msgs[2].aggregate_id = "order-2"; /* not behind message 1 (see the next test) */
     obx_status accept[3];
     seen s = {0};
     publish("refusals", msgs, 3, accept, &s);
@@ -105,6 +106,28 @@ static void test_unencodable_refused_with_reason(void **state)
     assert_string_equal(s.reason[2], "a header key is not valid UTF-8");
     assert_int_equal(s.completions, 1);
     assert_int_equal(s.status[0], OBX_OK);
+}
+
+/* In order: behind a refused event, the later ones of its aggregate are
+ * refused too (retriable), never written ahead of it; other aggregates are. */
+static void test_later_events_of_a_refused_aggregate_refused(void **state)
+{
+    (void)state;
+    obx_message msgs[4] = {message(0, "order.\xff", NULL), message(1, "order.paid", NULL),
+                           message(2, "order.created", NULL), message(3, "order.shipped", NULL)};
+    msgs[2].aggregate_id = "order-2";
+    obx_status accept[4];
+    seen s = {0};
+    publish("refusals", msgs, 4, accept, &s);
+    assert_int_equal(accept[0], OBX_PERMANENT);
+    assert_int_equal(accept[1], OBX_RETRIABLE);
+    assert_int_equal(accept[2], OBX_OK);
+    assert_int_equal(accept[3], OBX_RETRIABLE);
+    assert_int_equal(s.refusals, 3);
+    assert_string_equal(s.reason[1],
+                        "not written in order: an earlier event of its aggregate was refused");
+    assert_int_equal(s.completions, 1);
+    assert_int_equal(s.status[2], OBX_OK);
 }
 
 static void test_write_failure_is_unavailable(void **state)
@@ -148,6 +171,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unencodable_refused_with_reason),
+        cmocka_unit_test(test_later_events_of_a_refused_aggregate_refused),
         cmocka_unit_test(test_write_failure_is_unavailable),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
