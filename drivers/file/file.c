@@ -59,8 +59,7 @@ struct obx_instance {
     int fsync;
     char *buf; /* one batch of lines, reused: one write per batch */
     size_t len, cap;
-    uint64_t *held; /* aggregates with a refused message in this batch */
-    size_t held_count, held_cap;
+    obx_held held; /* aggregates with a refused message in this batch */
 };
 
 static obx_instance *file_create(const obx_host *host, char *errstr, size_t errstr_size)
@@ -232,39 +231,16 @@ static int file_write_all(obx_instance *inst)
     return 0;
 }
 
-static int file_held(const obx_instance *inst, uint64_t aggregate)
-{
-    for (size_t i = 0; i < inst->held_count; i++)
-        if (inst->held[i] == aggregate)
-            return 1;
-    return 0;
-}
-
-/* Returns -1 when out of memory (the caller refuses the rest of the batch). */
-static int file_hold(obx_instance *inst, uint64_t aggregate)
-{
-    if (inst->held_count == inst->held_cap) {
-        size_t cap = inst->held_cap ? inst->held_cap * 2 : 16;
-        uint64_t *grown = realloc(inst->held, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        inst->held = grown;
-        inst->held_cap = cap;
-    }
-    inst->held[inst->held_count++] = aggregate;
-    return 0;
-}
-
 static obx_status file_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
                                      obx_status *accept)
 {
     const obx_host *host = inst->host;
     inst->len = 0;
-    inst->held_count = 0;
+    obx_held_clear(&inst->held);
     int hold_all = 0; /* no room to remember a refused aggregate: refuse the rest */
     for (size_t i = 0; i < count; i++) {
         uint64_t aggregate = obx_aggregate_hash(&msgs[i]);
-        if (hold_all || (inst->held_count > 0 && file_held(inst, aggregate))) {
+        if (hold_all || obx_held_has(&inst->held, aggregate)) {
             accept[i] = OBX_RETRIABLE;
             if (OBX_HOST_HAS(host, refuse))
                 host->refuse(host->host_ctx, msgs[i].token, 0,
@@ -284,7 +260,7 @@ static obx_status file_publish_batch(obx_instance *inst, const obx_message *msgs
         accept[i] = line ? OBX_OK : why.status;
         if (!line && OBX_HOST_HAS(host, refuse))
             host->refuse(host->host_ctx, msgs[i].token, 0, why.detail);
-        if (!line && file_hold(inst, aggregate) != 0)
+        if (!line && obx_held_add(&inst->held, aggregate) != 0)
             hold_all = 1;
         free(line);
         json_decref(obj);
@@ -322,7 +298,7 @@ static void file_destroy(obx_instance *inst)
 {
     file_close(inst);
     free(inst->buf);
-    free(inst->held);
+    obx_held_free(&inst->held);
     free(inst);
 }
 

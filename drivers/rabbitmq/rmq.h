@@ -65,8 +65,7 @@ struct obx_instance {
 
     amqp_table_entry_t *hdr; /* scratch headers table, grown as needed */
     size_t hdr_cap;
-    uint64_t *held; /* scratch: aggregates refused in the current batch */
-    size_t held_count, held_cap;
+    obx_held held; /* scratch: aggregates refused in the current batch */
 };
 
 int64_t rmq_now_ms(void);

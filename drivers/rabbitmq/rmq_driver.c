@@ -135,7 +135,7 @@ static void rmq_destroy(obx_instance *inst)
     free(inst->exchanges);
     free(inst->ring);
     free(inst->hdr);
-    free(inst->held);
+    obx_held_free(&inst->held);
     free(inst);
 }
 

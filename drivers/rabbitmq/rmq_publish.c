@@ -451,28 +451,6 @@ static void rmq_refuse(obx_instance *inst, const obx_message *m, obx_status *acc
     }
 }
 
-/* Aggregates with a refused message in this batch (their later ones are refused too). */
-static int rmq_held(obx_instance *inst, uint64_t aggregate)
-{
-    for (size_t i = 0; i < inst->held_count; i++)
-        if (inst->held[i] == aggregate)
-            return 1;
-    return 0;
-}
-
-static void rmq_hold(obx_instance *inst, uint64_t aggregate)
-{
-    if (inst->held_count == inst->held_cap) {
-        size_t cap = inst->held_cap ? inst->held_cap * 2 : 16;
-        uint64_t *grown = realloc(inst->held, cap * sizeof(*grown));
-        if (!grown)
-            return;
-        inst->held = grown;
-        inst->held_cap = cap;
-    }
-    inst->held[inst->held_count++] = aggregate;
-}
-
 /* Corked, a batch leaves in full segments rather than one per message: the
  * broker reads it in a few large reads (its CPU, not ours, is the limit). */
 static void rmq_cork(obx_instance *inst, int on)
@@ -490,7 +468,7 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
      * socket, so the batch goes out on a fresh connection instead of failing. */
     if (inst->conn && count > 0)
         rmq_pump(inst, 0);
-    inst->held_count = 0;
+    obx_held_clear(&inst->held);
     obx_status down = OBX_OK; /* once the broker is unreachable, the rest waits too */
     char why[400];
     rmq_cork(inst, 1);
@@ -501,7 +479,7 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
         obx_status status;
         if (down != OBX_OK) {
             status = down;
-        } else if (rmq_held(inst, aggregate)) {
+        } else if (obx_held_has(&inst->held, aggregate)) {
             status = OBX_RETRIABLE;
             snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
         } else if (rmq_reserve(inst) != 0 || rmq_reserve_headers(inst, 5 + m->header_count) != 0) {
@@ -517,7 +495,7 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
         if (unreachable)
             down = status;
         rmq_refuse(inst, m, &accept[i], status, code, why);
-        rmq_hold(inst, aggregate);
+        (void)obx_held_add(&inst->held, aggregate); /* out of memory: the rest may go out */
     }
     rmq_cork(inst, 0);
     if (inst->conn && inst->pending > 0)

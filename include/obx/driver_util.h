@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "obx/driver.h"
@@ -72,6 +73,52 @@ static inline uint64_t obx_aggregate_hash(const obx_message *m)
         h = (h ^ 0xffu) * 1099511628211ull;
     }
     return h;
+}
+
+/**
+ * The aggregates (obx_aggregate_hash) with a refused message in the batch
+ * being published: a driver that keeps order (OBX_DRIVER_IN_ORDER) refuses
+ * their later messages too, so none goes out ahead of an earlier one.
+ * Zero-initialised; obx_held_clear at each batch, obx_held_free at the end.
+ */
+typedef struct obx_held {
+    uint64_t *hash;
+    size_t count, cap;
+} obx_held;
+
+static inline int obx_held_has(const obx_held *h, uint64_t aggregate)
+{
+    for (size_t i = 0; i < h->count; i++)
+        if (h->hash[i] == aggregate)
+            return 1;
+    return 0;
+}
+
+/** Returns 0, or -1 when out of memory (nothing added). */
+static inline int obx_held_add(obx_held *h, uint64_t aggregate)
+{
+    if (h->count == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 16;
+        uint64_t *grown = (uint64_t *)realloc(h->hash, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        h->hash = grown;
+        h->cap = cap;
+    }
+    h->hash[h->count++] = aggregate;
+    return 0;
+}
+
+static inline void obx_held_clear(obx_held *h)
+{
+    h->count = 0;
+}
+
+static inline void obx_held_free(obx_held *h)
+{
+    free(h->hash);
+    h->hash = NULL;
+    h->count = h->cap = 0;
 }
 
 #ifdef __cplusplus
