@@ -33,6 +33,31 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Groups rows by aggregate, in id order within each. */
+static int by_aggregate_then_id(const void *a, const void *b, void *rows_arg)
+{
+    const batch_row *rows = rows_arg;
+    const batch_row *x = &rows[*(const int *)a], *y = &rows[*(const int *)b];
+    int c = strcmp(x->aggregate_type, y->aggregate_type);
+    if (c == 0)
+        c = strcmp(x->aggregate_id, y->aggregate_id);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static int same_aggregate(const batch_row *x, const batch_row *y)
+{
+    return strcmp(x->aggregate_type, y->aggregate_type) == 0 &&
+           strcmp(x->aggregate_id, y->aggregate_id) == 0;
+}
+
+/* b->by_aggregate: row indexes grouped by aggregate, in id order within each. */
+static void group_by_aggregate(batch *b)
+{
+    for (int i = 0; i < b->count; i++)
+        b->by_aggregate[i] = i;
+    qsort_r(b->by_aggregate, b->count, sizeof *b->by_aggregate, by_aggregate_then_id, b->rows);
+}
+
 static int is_due(const PGresult *res, int row)
 {
     return PQgetisnull(res, row, ROW_DUE) || PQgetvalue(res, row, ROW_DUE)[0] == 't';
@@ -58,10 +83,6 @@ static void drop_not_due(batch *b)
     free(due);
     free(behind);
 }
-
-/* Groups rows by aggregate, in id order within each (b->by_aggregate). */
-static void group_by_aggregate(batch *b);
-static int same_aggregate(const batch_row *x, const batch_row *y);
 
 /*
  * An ordered claim's runs, each up to the batch over the heads rounded up,
@@ -119,30 +140,6 @@ void batch_take(batch *b, PGresult *res)
         drop_not_due(b);
     if (b->count > b->size)
         cut_to_size(b);
-}
-
-/* Groups rows by aggregate, in id order within each. */
-static int by_aggregate_then_id(const void *a, const void *b, void *rows_arg)
-{
-    const batch_row *rows = rows_arg;
-    const batch_row *x = &rows[*(const int *)a], *y = &rows[*(const int *)b];
-    int c = strcmp(x->aggregate_type, y->aggregate_type);
-    if (c == 0)
-        c = strcmp(x->aggregate_id, y->aggregate_id);
-    return c ? c : (x->id > y->id) - (x->id < y->id);
-}
-
-static int same_aggregate(const batch_row *x, const batch_row *y)
-{
-    return strcmp(x->aggregate_type, y->aggregate_type) == 0 &&
-           strcmp(x->aggregate_id, y->aggregate_id) == 0;
-}
-
-static void group_by_aggregate(batch *b)
-{
-    for (int i = 0; i < b->count; i++)
-        b->by_aggregate[i] = i;
-    qsort_r(b->by_aggregate, b->count, sizeof *b->by_aggregate, by_aggregate_then_id, b->rows);
 }
 
 void batch_after_failure(batch *b, const int *published, int *after)

@@ -15,7 +15,7 @@ typedef struct batch_row {
 
 typedef struct batch {
     PGresult *res; /* owns every string above */
-    int size;          /* the batch size: count never exceeds it */
+    int size;      /* the batch size: count never exceeds it */
     int count;
     batch_row *rows;   /* capacity: twice the batch size (a claim's rows before the cut) */
     int *by_aggregate; /* scratch: row indexes grouped by aggregate */
