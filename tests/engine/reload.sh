@@ -50,8 +50,12 @@ enqueue_bulk 200 20
 start_relay "$CFG" "$WORK/relay.log"
 PID=$RELAY_PID
 wait_log "$WORK/relay.log" "relay starting" 30
-# the load: 10 events per transaction until told to stop
-load() { while [ ! -e "$WORK/stop-load" ]; do enqueue_bulk 10 20; sleep 0.05; done; }
+# the load: 10 events per transaction until told to stop, at most 50 a
+# second: well below what the relay drains here (10 aggregates, batches of 20
+# held 100 ms, about 160 a second), however fast the machine runs psql (at
+# 0.05 s between transactions, a quiet machine enqueued faster than that and
+# the backlog never drained)
+load() { while [ ! -e "$WORK/stop-load" ]; do enqueue_bulk 10 20; sleep 0.2; done; }
 load &
 LOAD_PID=$!
 ENG_PIDS+=("$LOAD_PID")
