@@ -19,12 +19,9 @@
  * batch every message after a refused one of its aggregate is refused: none
  * is acknowledged ahead of a failed one.
  */
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -451,15 +448,6 @@ static void rmq_refuse(obx_instance *inst, const obx_message *m, obx_status *acc
     }
 }
 
-/* Corked, a batch leaves in full segments rather than one per message: the
- * broker reads it in a few large reads (its CPU, not ours, is the limit). */
-static void rmq_cork(obx_instance *inst, int on)
-{
-    int fd = inst->conn ? amqp_get_sockfd(inst->conn) : -1;
-    if (fd >= 0)
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
-}
-
 obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
                              obx_status *accept)
 {
@@ -471,7 +459,6 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
     obx_held_clear(&inst->held);
     obx_status down = OBX_OK; /* once the broker is unreachable, the rest waits too */
     char why[400];
-    rmq_cork(inst, 1);
     for (size_t i = 0; i < count; i++) {
         const obx_message *m = &msgs[i];
         uint64_t aggregate = obx_aggregate_hash(m);
@@ -497,7 +484,6 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
         rmq_refuse(inst, m, &accept[i], status, code, why);
         (void)obx_held_add(&inst->held, aggregate); /* out of memory: the rest may go out */
     }
-    rmq_cork(inst, 0);
     if (inst->conn && inst->pending > 0)
         rmq_pump(inst, 0); /* confirms that are already here; keeps the socket drained */
     return OBX_OK;
