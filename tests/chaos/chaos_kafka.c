@@ -63,7 +63,12 @@ int main(int argc, char **argv)
         rd_kafka_conf_set(conf, "group.id", "chaos", err, sizeof err) ||
         rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err) ||
         rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof err) ||
-        rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err)) {
+        rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err) ||
+        /* back within half a second of the brokers' return: with librdkafka's
+         * default (up to 10 s) the relays could drain while this consumer still
+         * waited to reconnect, and the run settled without what it had not read */
+        rd_kafka_conf_set(conf, "reconnect.backoff.ms", "50", err, sizeof err) ||
+        rd_kafka_conf_set(conf, "reconnect.backoff.max.ms", "500", err, sizeof err)) {
         fprintf(stderr, "chaos_kafka: %s\n", err);
         return 2;
     }
