@@ -59,6 +59,7 @@ struct obx_instance {
     size_t cap, head;
     uint64_t base_tag, next_tag;
     size_t pending; /* entries not done */
+    size_t waiting; /* of those, acked behind an open earlier one of their aggregate */
 
     rmq_exchange *exchanges;
     size_t exchange_count;

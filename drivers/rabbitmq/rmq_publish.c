@@ -62,6 +62,7 @@ static void rmq_finish(obx_instance *inst, rmq_entry *e, obx_status status, int 
         return;
     e->done = 1;
     inst->pending--;
+    inst->waiting -= e->acked;
     inst->host->complete(inst->host->host_ctx, e->token, status, code, detail);
 }
 
@@ -131,6 +132,10 @@ static int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
 {
     int done = 0;
     uint64_t from = multiple ? inst->base_tag : tag;
+    /* Confirms taken from the oldest open message on find every earlier one
+     * done when they reach a message: no look back (it made each ack cost the
+     * whole window). */
+    int in_turn = from <= inst->base_tag;
     for (uint64_t t = from; t <= tag; t++) {
         rmq_entry *e = rmq_entry_at(inst, t);
         if (!e || e->done)
@@ -139,12 +144,14 @@ static int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
             rmq_fail(inst, t, OBX_RETRIABLE, 0, "nacked by the broker");
         } else if (e->return_code) {
             rmq_fail(inst, t, inst->unroutable, e->return_code, e->return_text);
-        } else if (rmq_earlier_open(inst, t, e->aggregate)) {
+        } else if (!in_turn && rmq_earlier_open(inst, t, e->aggregate)) {
             e->acked = 1; /* completes when its predecessors are done */
+            inst->waiting++;
             continue;
         } else {
             rmq_finish(inst, e, OBX_OK, 0, NULL);
-            done += rmq_release_later(inst, t, e->aggregate);
+            if (inst->waiting > 0)
+                done += rmq_release_later(inst, t, e->aggregate);
         }
         done++;
     }

@@ -45,10 +45,23 @@ static inline void obx_format_time(int64_t us, char *buf, size_t size)
     int64_t month = mp < 10 ? mp + 3 : mp - 9;
     int64_t year = yoe + era * 400 + (month <= 2);
     char text[160]; /* room for any int64 in every field: never truncated here */
-    int n = snprintf(text, sizeof text, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%06lldZ",
-                     (long long)year, (long long)month, (long long)day, (long long)(sod / 3600),
-                     (long long)(sod / 60 % 60), (long long)(sod % 60), (long long)micros);
-    size_t len = n < 0 ? 0 : (size_t)n;
+    size_t len;
+    if (year >= 0 && year <= 9999) { /* the usual case, digit by digit (printf costs more) */
+        static const char pattern[] = "0000-00-00T00:00:00.000000Z";
+        const int64_t value[7] = {year, month, day, sod / 3600, sod / 60 % 60, sod % 60, micros};
+        static const unsigned char end[7] = {4, 7, 10, 13, 16, 19, 26}; /* after the last digit */
+        static const unsigned char width[7] = {4, 2, 2, 2, 2, 2, 6};
+        memcpy(text, pattern, sizeof pattern);
+        for (int f = 0; f < 7; f++)
+            for (int64_t v = value[f], d = 1; d <= width[f]; d++, v /= 10)
+                text[end[f] - d] = (char)('0' + v % 10);
+        len = sizeof pattern - 1;
+    } else {
+        int n = snprintf(text, sizeof text, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%06lldZ",
+                         (long long)year, (long long)month, (long long)day, (long long)(sod / 3600),
+                         (long long)(sod / 60 % 60), (long long)(sod % 60), (long long)micros);
+        len = n < 0 ? 0 : (size_t)n;
+    }
     if (size == 0)
         return;
     if (len >= size)

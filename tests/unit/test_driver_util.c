@@ -37,7 +37,9 @@ static void test_format_time_matches_gmtime(void **state)
                              951782400000000LL /* 2000-02-29 */,
                              4102444799999999LL /* 2099-12-31 end */,
                              -2208988800000000LL /* 1900 */,
-                             1700000000123456LL};
+                             1700000000123456LL,
+                             253402300799999999LL /* 9999-12-31 end */,
+                             253402300800000000LL /* 10000: printed, not by digits */};
     char got[40], want[40];
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         obx_format_time(fixed[i], got, sizeof got);
