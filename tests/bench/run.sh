@@ -175,7 +175,7 @@ fresh_run_db() {  # a copy of the filled template (or of the empty one with "emp
 rmq_purge() { has_driver rabbitmq && "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench >/dev/null || true; }
 
 # ---------------------------------------------------------------- baselines
-declare -A DBL DBP DBR BRK
+declare -A DBL DBP DBR BRK BRKC BOTH
 # The database limit: the simplest correct claim+mark, one statement per batch (claim the oldest
 # pending rows, skip the locked ones, mark them and return them), run by pgbench. Retention delete:
 # the same claim, deleting.
@@ -249,14 +249,43 @@ for d in "${DRV[@]}"; do
             x=$("$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "$c" -b "$b" | awk '{print $3}')
             rmq_purge
             note "  broker $d b=$b clients=$c: $x msg/s"
-            if [ "$x" -gt "${BRK[$d,$b,$w]}" ]; then BRK[$d,$b,$w]=$x; fi
+            if [ "$x" -gt "${BRK[$d,$b,$w]}" ]; then BRK[$d,$b,$w]=$x; BRKC[$d,$b,$w]=$c; fi
         done
     done; done
+done
+# both_at_once DRIVER RETENTION BATCH WORKERS: the database's work and the broker's at the same time,
+# as a relay must do them on this machine: the faster simplest claim+mark (pgbench) and the broker's
+# client at its best connection count, started together, each on all the events; the lower of the
+# two rates each tool reports. The one that ends last has the machine to itself for its tail, so this
+# overstates what the two can do together.
+both_at_once() {
+    local d=$1 r=$2 b=$3 w=$4 u t form= tx dbr brr
+    read -r u t <<<"$(broker_target "$d")"
+    [ "${DBP[$r,$b,$w]:-0}" -gt "${DBL[$r,$b,$w]:-0}" ] && form=pending
+    simplest_sql "$b" "$r" $form > "$WORK/both.sql"
+    fresh_run_db
+    tx=$(((EVENTS + b * w - 1) / (b * w)))
+    pgbench -n -M prepared -f "$WORK/both.sql" -c "$w" -j "$w" -t "$tx" "$RUNDB" > "$WORK/both.db" 2>&1 &
+    local pg=$!
+    "$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "${BRKC[$d,$b,$w]}" -b "$b" > "$WORK/both.brk" \
+        || fail "bench_broker $d (both at once) failed"
+    wait "$pg" || { cat "$WORK/both.db" >&2; fail "pgbench (both at once) failed"; }
+    rmq_purge
+    dbr=$(awk -v n="$EVENTS" '/^tps = / { t = $3 } /actually processed/ { x = $NF } END { printf "%.0f", n * t / x }' "$WORK/both.db")
+    brr=$(awk '{ print $3 }' "$WORK/both.brk")
+    awk -v a="$dbr" -v b="$brr" 'BEGIN { print (a < b) ? a : b }'
+}
+for d in "${DRV[@]}"; do
+    [ -n "$(broker_target "$d")" ] || continue
+    for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
+        BOTH[$d,$r,$b,$w]=$(both_at_once "$d" "$r" "$b" "$w")
+        note "  both at once $d $r b=$b w=$w: ${BOTH[$d,$r,$b,$w]} ev/s"
+    done; done; done
 done
 
 # ---------------------------------------------------------------- relay throughput
 RESULTS=$OUT/results.tsv
-printf 'driver\tordering\tretention\tworkers\tbatch\tevents\taggregates\trelay_eps\tdb_limit\tdb_relaysql\tdb_simplest_pending\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\n' > "$RESULTS"
+printf 'driver\tordering\tretention\tworkers\tbatch\tevents\taggregates\trelay_eps\tdb_limit\tdb_relaysql\tdb_simplest_pending\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\tboth_at_once\trelay_over_both\n' > "$RESULTS"
 declare -A STARTUP
 startup_overhead() {  # wall time of run --drain on an empty outbox (connect, prepare, drain check)
     local d=$1 w=$2 b=$3 o=$4 key=$1,$2
@@ -269,9 +298,10 @@ startup_overhead() {  # wall time of run --drain on an empty outbox (connect, pr
     echo "${STARTUP[$key]}"
 }
 # relay_run DRIVER ORDERING RETENTION BATCH WORKERS TEMPLATE EVENTS AGGREGATES DB_LIMIT DB_RELAYSQL
-# DB_PENDING: one drain of a fresh copy of the template; appends a row to results.tsv and sets EPS
+# [DB_PENDING [BOTH]]: one drain of a fresh copy of the template; appends a row to results.tsv and
+# sets EPS. The ratio is against the lower of the broker's limit and the faster simplest claim+mark.
 relay_run() {
-    local d=$1 o=$2 r=$3 b=$4 w=$5 tpl=$6 n=$7 aggs=$8 db=$9 dbr=${10} dbp=${11:-} tag
+    local d=$1 o=$2 r=$3 b=$4 w=$5 tpl=$6 n=$7 aggs=$8 db=$9 dbr=${10} dbp=${11:-} both=${12:-} tag
     tag="$d/$o/$r/b$b/w$w/$aggs-aggregates"
     fresh_run_db "$tpl"
     relay_cfg "$WORK/run.cfg" "$RUNDB" "$d" "$w" "$b" "$o" "$r"
@@ -296,16 +326,21 @@ relay_run() {
         method="wall-${su}s"
     fi
     brk=${BRK[$d,$b,$w]:-}
-    lim=$(awk -v a="${db:-0}" -v b="${brk:-0}" 'BEGIN { l = (b > 0 && (a <= 0 || b < a)) ? b : a; print l }')
+    lim=$(awk -v a="${db:-0}" -v p="${dbp:-0}" -v b="${brk:-0}" 'BEGIN { if (p > a) a = p
+          l = (b > 0 && (a <= 0 || b < a)) ? b : a; print l }')
     ratio=$(awk -v e="$eps" -v l="$lim" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
+    local over_both=-
+    [ -n "$both" ] && over_both=$(awk -v e="$eps" -v l="$both" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
     cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$n" "$aggs" "$eps" \
-        "${db:--}" "${dbr:--}" "${dbp:--}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" >> "$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$n" "$aggs" "$eps" \
+        "${db:--}" "${dbr:--}" "${dbp:--}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" \
+        "${both:--}" "$over_both" >> "$RESULTS"
     note "  relay $tag: $eps ev/s, ratio $ratio, cpu ${cpu}s/100k, rss $((rss / 1024)) MB"
     EPS=$eps
 }
 for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
-    relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "${DBL[$r,$b,$w]}" "${DBR[$o,$r,$b,$w]}" "${DBP[$r,$b,$w]}"
+    relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "${DBL[$r,$b,$w]}" "${DBR[$o,$r,$b,$w]}" "${DBP[$r,$b,$w]}" \
+        "${BOTH[$d,$r,$b,$w]:-}"
 done; done; done; done; done
 
 # ---------------------------------------------------------------- hot aggregate
@@ -384,9 +419,9 @@ fi
 # ---------------------------------------------------------------- table, plot, report
 TABLE=$WORK/table.md
 {
-    echo '| driver | ordering | retention | workers | batch | events | aggregates | relay ev/s | db limit: simplest claim+mark | relay'"'"'s SQL alone | simplest + pending predicate | broker limit | relay/min(limits) | CPU s/100k | peak RSS MB |'
-    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
-    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15 }'
+    echo '| driver | ordering | retention | workers | batch | events | aggregates | relay ev/s | db limit: simplest claim+mark | relay'"'"'s SQL alone | simplest + pending predicate | broker limit | relay/min(limits) | both at once | relay/both | CPU s/100k | peak RSS MB |'
+    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$18,$19,$14,$15 }'
 } > "$TABLE"
 LTABLE=$WORK/ltable.md
 {
@@ -450,7 +485,8 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo
     echo "  (retention delete: the same claim, \`DELETE ... USING c\`). \"Relay's SQL alone\" is \`bench_db\`: W connections run the relay's own claim and mark statements, prepared by core/queries.c (the ordered claim with runs of up to the batch size, as for an in-order driver), back to back with no broker, on a fresh copy; it is what the relay's statements cost by themselves. \"Simplest + pending predicate\" is the same pgbench statement with \`AND dead_at IS NULL AND available_at < 'infinity'\` added to its WHERE, so that it can use the table's partial pending index (as written, no index matches \`published_at IS NULL\` alone, and its primary-key scan passes every row already published: see the profile). All three are measured in this run, one after the other for each worker count."
     echo "- Broker limit: \`bench_broker\`, the driver's client library, the same 200-byte payload and 5 headers, same acknowledgement, the best of one client, as many clients as workers and twice as many (the relay's lanes), each publishing windows of the batch size and waiting for all acknowledgements of a window (the relay's cycle), no database."
-    echo "- Ratio = relay / min(simplest claim+mark, broker limit); for memory/file only the simplest claim+mark applies."
+    echo "- Ratio = relay / min(the faster of the simplest claim+mark as written and with the pending predicate, broker limit); for memory/file only the database applies."
+    echo "- Both at once (brokers): the faster simplest claim+mark (pgbench) and \`bench_broker\` at its best client count, started together on this machine, each on all the events; the lower of the two rates each tool reports. It is what doing both jobs costs on these cores, which each limit above was measured without; the tool that ends last has the machine to itself for its tail, so it overstates what the two can do together."
     [ "$HOT" -gt 0 ] && echo "- Hot aggregate: $HOT events of ONE aggregate (same payloads), ordering aggregate, $HW workers, batch $HB, run right after the same driver on the $EVENTS events over 1,000 aggregates, twice, alternated (hot.tsv). The simplest claim+mark on the hot table: $HOT_DBL events/s; the relay's SQL alone, ordering aggregate: $HOT_DBR events/s."
     echo "- Cost: CPU (user+sys) and peak RSS of the relay process from wait4()'s rusage."
     echo "- Latency: producer \`bench_producer\` commits events at a steady rate for $LAT_SECONDS s (a 1 ms tick, the events due in one small transaction), relay running with LISTEN/NOTIFY (workers 2, batch 500, ordering $LAT_ORDERING). Latency = published_at (the relay's record statement, run right after the driver's last completion of the batch; it is the statement's now(), so it is the start of the mark, before its commit) minus the producer's wall clock when COMMIT returned. The p99 from created_at (clock_timestamp() at insert) is an upper bound including the producer's own round trip."
