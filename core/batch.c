@@ -125,6 +125,7 @@ void batch_take(batch *b, PGresult *res)
         batch_row *r = &b->rows[i];
         r->res_row = i;
         r->id_text = PQgetvalue(res, i, ROW_ID);
+        r->tid_text = PQgetisnull(res, i, ROW_TID) ? NULL : PQgetvalue(res, i, ROW_TID);
         r->id = strtoll(r->id_text, NULL, 10);
         r->event_id = PQgetvalue(res, i, ROW_EVENT_ID);
         r->aggregate_type = PQgetvalue(res, i, ROW_AGGREGATE_TYPE);

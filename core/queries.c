@@ -37,11 +37,11 @@
     " CASE WHEN coalesce(@SIZE@, 0) > $2 THEN NULL ELSE t.{c.payload} END AS c_payload,"         \
     " t.{c.headers} AS c_headers, t.{c.destination} AS c_dest,"                                 \
     " (extract(epoch FROM t.{c.created_at}) * 1000000)::bigint AS c_created,"                   \
-    " t.{c.attempts} AS c_attempts, @SIZE@ AS c_size"
+    " t.{c.attempts} AS c_attempts, @SIZE@ AS c_size, @TID@ AS c_tid"
 /* The same columns, by name, once selected. */
 #define CLAIMED                                                                               \
     " c_id, c_event, c_type, c_agg, c_etype, c_payload, c_headers, c_dest, c_created,"         \
-    " c_attempts, c_size"
+    " c_attempts, c_size, c_tid"
 
 /*
  * A claim only locks: the lease is the worker's transaction, held while the
@@ -127,17 +127,19 @@ static const char claim_ordered[] =
      * and it never waits itself. */
     " runs AS (SELECT r.* FROM heads h CROSS JOIN LATERAL ("
     "  SELECT" CLAIM_COLUMNS ", " DUE("t") " AS due"
-    "  FROM (SELECT * FROM {table} t WHERE t.{c.aggregate_type} = h.t AND t.{c.aggregate_id} = h.a"
+    "  FROM (SELECT @TID@ AS ctid, t.* FROM {table} t WHERE t.{c.aggregate_type} = h.t AND t.{c.aggregate_id} = h.a"
     "   AND " LIVE("t") " AND t.{c.id} > h.id ORDER BY t.{c.id} LIMIT (SELECT k - 1 FROM share)"
     "   FOR UPDATE) t) r)"
     /* heads by the id array, not a join: the planner cannot estimate heads;
      * the walk ends at its last head (every head is in the batch). Shares
      * rounded up exceed the batch by less than a row per head: the limit
-     * only guards that. */
+     * only guards that. The heads are read locked (they are this
+     * transaction's already): a head updated since the statement's snapshot
+     * is read as it is now, where the mark will find it. */
     " SELECT" CLAIMED ", (SELECT h.t FROM heads h ORDER BY h.n DESC LIMIT 1),"
     " (SELECT h.a FROM heads h ORDER BY h.n DESC LIMIT 1), (SELECT count(*) FROM heads), c.due"
-    " FROM (SELECT" CLAIM_COLUMNS ", true AS due FROM {table} t"
-    "  WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM heads))"
+    " FROM (SELECT * FROM (SELECT" CLAIM_COLUMNS ", true AS due FROM {table} t"
+    "  WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM heads)) FOR UPDATE OF t) hd"
     "  UNION ALL SELECT" CLAIMED ", r.due FROM runs r) c LIMIT 2 * $1";
 
 /* on_dead = "block": a dead event holds back every later one of its aggregate. */
@@ -190,13 +192,15 @@ static const char record_sql[] =
     " SELECT outcome, count(*) FROM (SELECT outcome FROM gone UNION ALL SELECT outcome FROM kept"
     " UNION ALL SELECT outcome FROM f WHERE f.outcome = " O_RELEASE ") r GROUP BY outcome";
 
-/* The common case, a batch all published: no per-row arrays to unpack.
- * $1 ids, $2 delete them, $3 lock again. Returns the rows recorded. */
+/* The common case, a batch all published, in the claim's transaction: no
+ * per-row arrays to unpack. In a plain table the rows are found where the
+ * claim locked them (@AT@ is ctid = ANY ($1::tid[]): no index descent, and
+ * a locked row version cannot move); elsewhere by id. $1 ctids or ids, $2
+ * delete them. Returns the rows recorded. */
 static const char mark_sql[] =
-    "WITH gone AS (DELETE FROM {table} WHERE $2 AND {c.id} = " MINE("$1::bigint[]", "$3")
-    " RETURNING 1),"
+    "WITH gone AS (DELETE FROM {table} WHERE $2 AND @AT@ RETURNING 1),"
     " kept AS (UPDATE {table} SET {c.published_at} = statement_timestamp(), {c.attempts} = {c.attempts} + 1"
-    " WHERE NOT $2 AND {c.id} = " MINE("$1::bigint[]", "$3") " RETURNING 1)"
+    " WHERE NOT $2 AND @AT@ RETURNING 1)"
     " SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept)";
 
 /* Keeps the claim's transaction from being idle past the lease while a
@@ -235,8 +239,24 @@ static char *fill(char *text, const char *key, const char *value)
     return out;
 }
 
+/* Does a ctid name one row of the table? Only in a plain one: a
+ * partitioned table repeats ctids across its partitions, a view has none. */
+static int plain_table(PGconn *conn, const relay_config *cfg)
+{
+    const char *params[] = {cfg->schema, cfg->table};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT c.relkind = 'r' FROM pg_class c"
+                                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                                 " WHERE n.nspname = $1 AND c.relname = $2",
+                                 2, NULL, params, NULL, NULL, 0);
+    int plain = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+                PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    return plain;
+}
+
 static int prepare(PGconn *conn, const relay_config *cfg, const char *name, const char *tmpl,
-                   const char *payload_type, char *err, size_t err_size)
+                   const char *payload_type, int plain, char *err, size_t err_size)
 {
     const char *size = strcmp(payload_type, "jsonb") == 0  ? SIZE_JSONB
                        : strcmp(payload_type, "json") == 0 ? SIZE_JSON
@@ -245,6 +265,8 @@ static int prepare(PGconn *conn, const relay_config *cfg, const char *name, cons
     char *text = fill(strdup(tmpl), "@SIZE@", size);
     text = fill(text, "@DEAD_BEFORE@", block ? no_dead_before : "");
     text = fill(text, "@BEHIND_DEAD@", block ? behind_dead : "");
+    text = fill(text, "@TID@", plain ? "t.ctid" : "NULL::tid");
+    text = fill(text, "@AT@", plain ? "ctid = ANY ($1::tid[])" : "{c.id} = ANY ($1::bigint[])");
     char *sql = sql_render(cfg, text);
     free(text);
     PGresult *res = PQprepare(conn, name, sql, 0, NULL);
@@ -265,8 +287,9 @@ int queries_prepare(PGconn *conn, const relay_config *cfg, const char *payload_t
     const char *claim = cfg->ordering == ORDERING_AGGREGATE ? claim_ordered : claim_unordered;
     const char *const names[] = {"claim", "record", "mark", "renew", "pending"};
     const char *const texts[] = {claim, record_sql, mark_sql, renew_sql, pending_sql};
+    int plain = plain_table(conn, cfg);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (prepare(conn, cfg, names[i], texts[i], payload_type, err, err_size) < 0)
+        if (prepare(conn, cfg, names[i], texts[i], payload_type, plain, err, err_size) < 0)
             return -1;
     return 0;
 }

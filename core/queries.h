@@ -20,6 +20,7 @@ enum {
     ROW_CREATED_US,
     ROW_ATTEMPTS,
     ROW_PAYLOAD_BYTES, /* NULL when small; the payload is NULL when over the limit */
+    ROW_TID,           /* where the locked row version is (the mark finds it there) */
     ROW_AFTER_TYPE,    /* ordered claims: where the next walk starts (NULL: the first) */
     ROW_AFTER_ID,
     ROW_HEADS, /* ordered claims: how many heads the walk took */

@@ -25,10 +25,17 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
     pgarray_init(&outcomes);
     pgarray_init(&delays);
     pgarray_init(&errors);
+    /* mark, in the claim's transaction: the rows where it locked them (or
+     * their ids); after it, record locks again whatever is still pending */
+    int mark = all_published && !relock;
     for (int i = from; i < to; i++) {
         char num[24];
-        pgarray_add(&ids, b->rows[i].id_text, 0);
-        if (all_published) /* mark takes the ids alone */
+        const batch_row *r = &b->rows[i];
+        if (mark && r->tid_text)
+            pgarray_add(&ids, r->tid_text, 1); /* "(block,item)" has a comma */
+        else
+            pgarray_add(&ids, r->id_text, 0);
+        if (mark)
             continue;
         snprintf(num, sizeof num, "%d", d[i].outcome);
         pgarray_add(&outcomes, num, 0);
@@ -39,9 +46,9 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
                     plain_errors && d[i].error[0] ? "error text not recordable" : d[i].error, 1);
     }
     PGresult *res;
-    if (all_published) {
-        const char *params[] = {pgarray_text(&ids), delete, again};
-        res = session_run(s, SESSION_OTHER, "mark", 3, params, PGRES_TUPLES_OK);
+    if (mark) {
+        const char *params[] = {pgarray_text(&ids), delete};
+        res = session_run(s, SESSION_OTHER, "mark", 2, params, PGRES_TUPLES_OK);
     } else {
         const char *params[] = {pgarray_text(&ids),
                                 pgarray_text(&outcomes),

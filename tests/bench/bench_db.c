@@ -90,6 +90,13 @@ static int pending(PGconn *c)
 /* One claim and its mark, as the worker runs them (the claim's transaction
  * is the lease). Returns the rows marked, 0 after an empty claim, -1 after
  * an error. */
+/* What the relay's mark takes for row i of a claim: where it is locked, or its id */
+static const char *mark_key(const PGresult *claim, int i)
+{
+    return PQgetisnull(claim, i, ROW_TID) ? PQgetvalue(claim, i, ROW_ID)
+                                          : PQgetvalue(claim, i, ROW_TID);
+}
+
 static int claim_and_mark(PGconn *c, claimer *k, const char *del)
 {
     const char *cp[CLAIM_PARAMS];
@@ -113,12 +120,12 @@ static int claim_and_mark(PGconn *c, claimer *k, const char *del)
     for (int i = 0; i < n; i++) {
         for (int f = 0; f < PQnfields(claim); f++)
             bytes += (size_t)PQgetlength(claim, i, f);
-        pgarray_add(&ids, PQgetvalue(claim, i, ROW_ID), 0);
+        pgarray_add(&ids, mark_key(claim, i), 1);
     }
     (void)bytes;
     PQclear(claim);
-    const char *mp[] = {pgarray_text(&ids), del, "false"};
-    PGresult *r = must(c, PQexecPrepared(c, "mark", 3, mp, NULL, NULL, 0), PGRES_TUPLES_OK, "mark");
+    const char *mp[] = {pgarray_text(&ids), del};
+    PGresult *r = must(c, PQexecPrepared(c, "mark", 2, mp, NULL, NULL, 0), PGRES_TUPLES_OK, "mark");
     pgarray_free(&ids);
     if (!r)
         return -1;
@@ -220,14 +227,14 @@ static int explain_run(void)
         pgarray ids;
         pgarray_init(&ids);
         for (int i = 0; again && i < PQntuples(again); i++)
-            pgarray_add(&ids, PQgetvalue(again, i, ROW_ID), 0);
+            pgarray_add(&ids, mark_key(again, i), 1);
         if (again)
             claimer_advance(&k, again);
         PQclear(again);
-        const char *mp[] = {pgarray_text(&ids), del, "false"};
+        const char *mp[] = {pgarray_text(&ids), del};
         snprintf(title, sizeof title, "relay mark (retention %s), the claim's rows",
                  cfg->retention == RETAIN_DELETE ? "delete" : "mark");
-        explain_execute(c, title, "mark", 3, mp);
+        explain_execute(c, title, "mark", 2, mp);
         pgarray_free(&ids);
         PQclear(must(c, PQexec(c, "COMMIT"), PGRES_COMMAND_OK, "commit"));
     }

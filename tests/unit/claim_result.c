@@ -20,6 +20,7 @@ static const char *const column_names[CLAIM_COLUMNS] = {
     [ROW_CREATED_US] = "created_us",
     [ROW_ATTEMPTS] = "attempts",
     [ROW_PAYLOAD_BYTES] = "payload_bytes",
+    [ROW_TID] = "tid",
     [ROW_AFTER_TYPE] = "after_type",
     [ROW_AFTER_ID] = "after_id",
     [ROW_HEADS] = "heads",
