@@ -87,9 +87,6 @@ static int pending(PGconn *c)
     return left;
 }
 
-/* One claim and its mark, as the worker runs them (the claim's transaction
- * is the lease). Returns the rows marked, 0 after an empty claim, -1 after
- * an error. */
 /* What the relay's mark takes for row i of a claim: where it is locked, or its id */
 static const char *mark_key(const PGresult *claim, int i)
 {
@@ -97,6 +94,9 @@ static const char *mark_key(const PGresult *claim, int i)
                                           : PQgetvalue(claim, i, ROW_TID);
 }
 
+/* One claim and its mark, as the worker runs them (the claim's transaction
+ * is the lease). Returns the rows marked, 0 after an empty claim, -1 after
+ * an error. */
 static int claim_and_mark(PGconn *c, claimer *k, const char *del)
 {
     const char *cp[CLAIM_PARAMS];
