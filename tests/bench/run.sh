@@ -5,13 +5,15 @@
 #                      [--workers 1,2,4] [--batches 100,500,1000] [--orderings aggregate,none]
 #                      [--retentions mark,delete] [--rates 1000,5000] [--latency-seconds S]
 #                      [--latency-ordering aggregate|none] [--no-latency] [--no-throughput]
-#                      [--hot N] [--hot-drivers memory,kafka] [--profile] [--out DIR]
+#                      [--hot N] [--hot-drivers memory,kafka] [--pairs N] [--profile] [--out DIR]
 #   tests/bench/run.sh --mqtt-defaults   (MQTT with its defaults, see mqtt_defaults.sh)
 #
 # Default: the full matrix, 200,000 events per run. --quick: ordering none, batch 500, mark,
 # workers 1/2/4, 50,000 events, latency 10 s. --hot N: also N events of ONE aggregate (default
 # 20,000; 0: none), ordering aggregate, 2 workers, beside the same drivers on the 1,000 aggregates
-# (twice, alternated). --smoke: 2,000 events, memory driver, one
+# (twice, alternated). --pairs N: after the matrix, N rounds per configuration of the database
+# limit (the faster simplest form) then the relay on fresh copies, a ratio per round (pairs.tsv).
+# --smoke: 2,000 events, memory driver, one
 # configuration, no latency (the ctest check that the tool works; nothing is asserted on timing).
 #
 # Needs the shared services (tests/services/services.sh start; env in $SVC_DIR/env.sh) and a
@@ -32,7 +34,7 @@ export PGOPTIONS="-c client_min_messages=warning"
 MODE_ARGS="$*"
 EVENTS=200000 DRIVERS=memory,file,kafka,rabbitmq,mqtt WORKERS=1,2,4 BATCHES=100,500,1000
 ORDERINGS=aggregate,none RETENTIONS=mark,delete RATES=1000,5000 LAT_SECONDS=30 LAT_ORDERING=aggregate
-LATENCY=1 PROFILE=0 MODE=full OUT=$HERE/results HOT=20000 HOT_DRIVERS=memory,kafka HOT_WORKERS=2
+LATENCY=1 PROFILE=0 MODE=full OUT=$HERE/results HOT=20000 HOT_DRIVERS=memory,kafka HOT_WORKERS=2 PAIRS=0
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) MODE=quick EVENTS=50000 ORDERINGS=none BATCHES=500 RETENTIONS=mark LAT_SECONDS=10 ;;
@@ -52,6 +54,7 @@ while [ $# -gt 0 ]; do
         --profile) PROFILE=1 ;;
         --hot) HOT=$2; shift ;;
         --hot-drivers) HOT_DRIVERS=$2; shift ;;
+        --pairs) PAIRS=$2; shift ;;
         --mqtt-defaults) MODE=mqtt-defaults DRIVERS=memory,mqtt ;;
         --out) OUT=$2; shift ;;
         -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -343,6 +346,28 @@ for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b i
         "${BOTH[$d,$r,$b,$w]:-}"
 done; done; done; done; done
 
+# ---------------------------------------------------------------- paired rounds
+# Each relay drain right after its database limit, N times: a machine whose speed drifts by a
+# quarter within minutes moves both of a pair alike. The ratio is against min(that limit, the broker
+# limit measured above).
+PAIRRES=$OUT/pairs.tsv
+printf 'driver\tordering\tretention\tworkers\tbatch\tround\tdb_limit\trelay_eps\tratio\n' > "$PAIRRES"
+if [ "$PAIRS" -gt 0 ]; then
+    note "paired rounds: $PAIRS per configuration, the simplest claim+mark then the relay"
+    MAIN_RESULTS=$RESULTS RESULTS=$WORK/pair_results.tsv
+    for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
+        form=; [ "${DBP[$r,$b,$w]:-0}" -gt "${DBL[$r,$b,$w]:-0}" ] && form=pending
+        for ((round = 1; round <= PAIRS; round++)); do
+            lim=$(simplest_limit "$r" "$b" "$w" "$TPL" "$EVENTS" $form)
+            relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "$lim" "${DBR[$o,$r,$b,$w]}"
+            brk=${BRK[$d,$b,$w]:-0}
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$round" "$lim" "$EPS" \
+                "$(awk -v e="$EPS" -v a="$lim" -v k="$brk" 'BEGIN { if (k > 0 && k < a) a = k; printf "%.2f", e / a }')" >> "$PAIRRES"
+        done
+    done; done; done; done; done
+    RESULTS=$MAIN_RESULTS
+fi
+
 # ---------------------------------------------------------------- hot aggregate
 # ONE aggregate against the usual 1,000, ordering aggregate: in-order drivers claim runs, so a
 # hot aggregate should drain at no less than a quarter of the rate of many. Twice, alternated.
@@ -497,6 +522,20 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo
     echo "![throughput vs workers](throughput.png)"
     echo
+    if [ "$(wc -l < "$PAIRRES")" -gt 1 ]; then
+        echo "## Paired rounds: each relay drain right after its database limit"
+        echo "Ratio = relay / min(the simplest claim+mark measured just before it, broker limit); $PAIRS rounds per configuration (pairs.tsv)."
+        echo
+        echo '| driver | ordering | retention | workers | batch | rounds | ratio min | ratio median | ratio max |'
+        echo '|---|---|---|---:|---:|---:|---:|---:|---:|'
+        tail -n +2 "$PAIRRES" | sort -t$'\t' -k1,5 -k9,9n | awk -F'\t' '
+            { k = $1 "|" $2 "|" $3 "|" $4 "|" $5; if (!(k in n)) order[++m] = k; v[k, ++n[k]] = $9 }
+            END { for (i = 1; i <= m; i++) { k = order[i]; c = n[k]
+                      med = (c % 2) ? v[k, (c + 1) / 2] : (v[k, c / 2] + v[k, c / 2 + 1]) / 2
+                      split(k, f, "|")
+                      printf "| %s | %s | %s | %s | %s | %d | %.2f | %.2f | %.2f |\n", f[1], f[2], f[3], f[4], f[5], c, v[k, 1], med, v[k, c] } }'
+        echo
+    fi
     if [ "$(wc -l < "$HOTRES")" -gt 1 ]; then
         echo "## Hot aggregate: ONE aggregate against 1,000"
         echo '| driver | workers | batch | repeat | 1,000 aggregates ev/s | one aggregate ev/s | one / 1,000 |'
