@@ -12,7 +12,7 @@
 # workers 1/2/4, 50,000 events, latency 10 s. --hot N: also N events of ONE aggregate (default
 # 20,000; 0: none), ordering aggregate, 2 workers, beside the same drivers on the 1,000 aggregates
 # (twice, alternated). --pairs N: after the matrix, N rounds per configuration of the database
-# limit (the faster simplest form) then the relay on fresh copies, a ratio per round (pairs.tsv).
+# limit (the faster simplest form), the broker's, then the relay, a ratio per round (pairs.tsv).
 # --smoke: 2,000 events, memory driver, one
 # configuration, no latency (the ctest check that the tool works; nothing is asserted on timing).
 #
@@ -347,11 +347,11 @@ for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b i
 done; done; done; done; done
 
 # ---------------------------------------------------------------- paired rounds
-# Each relay drain right after its database limit, N times: a machine whose speed drifts by a
-# quarter within minutes moves both of a pair alike. The ratio is against min(that limit, the broker
-# limit measured above).
+# Each relay drain right after its database limit (and its broker's, at the best client count
+# found above), N times: a machine whose speed drifts by a quarter within minutes moves all of a
+# round alike. The ratio is against the lower of the round's limits.
 PAIRRES=$OUT/pairs.tsv
-printf 'driver\tordering\tretention\tworkers\tbatch\tround\tdb_limit\trelay_eps\tratio\n' > "$PAIRRES"
+printf 'driver\tordering\tretention\tworkers\tbatch\tround\tdb_limit\tbroker_limit\trelay_eps\tratio\n' > "$PAIRRES"
 if [ "$PAIRS" -gt 0 ]; then
     note "paired rounds: $PAIRS per configuration, the simplest claim+mark then the relay"
     MAIN_RESULTS=$RESULTS RESULTS=$WORK/pair_results.tsv
@@ -359,9 +359,14 @@ if [ "$PAIRS" -gt 0 ]; then
         form=; [ "${DBP[$r,$b,$w]:-0}" -gt "${DBL[$r,$b,$w]:-0}" ] && form=pending
         for ((round = 1; round <= PAIRS; round++)); do
             lim=$(simplest_limit "$r" "$b" "$w" "$TPL" "$EVENTS" $form)
+            brk=0
+            read -r u t <<<"$(broker_target "$d")"
+            if [ -n "$u" ]; then  # the broker's limit too, at its best client count
+                brk=$("$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "${BRKC[$d,$b,$w]}" -b "$b" | awk '{print $3}')
+                rmq_purge
+            fi
             relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "$lim" "${DBR[$o,$r,$b,$w]}"
-            brk=${BRK[$d,$b,$w]:-0}
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$round" "$lim" "$EPS" \
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$round" "$lim" "$brk" "$EPS" \
                 "$(awk -v e="$EPS" -v a="$lim" -v k="$brk" 'BEGIN { if (k > 0 && k < a) a = k; printf "%.2f", e / a }')" >> "$PAIRRES"
         done
     done; done; done; done; done
@@ -523,13 +528,13 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo "![throughput vs workers](throughput.png)"
     echo
     if [ "$(wc -l < "$PAIRRES")" -gt 1 ]; then
-        echo "## Paired rounds: each relay drain right after its database limit"
-        echo "Ratio = relay / min(the simplest claim+mark measured just before it, broker limit); $PAIRS rounds per configuration (pairs.tsv)."
+        echo "## Paired rounds: each relay drain right after its limits"
+        echo "Ratio = relay / min(the faster simplest claim+mark and the broker's limit at its best client count, both measured just before it); $PAIRS rounds per configuration (pairs.tsv)."
         echo
         echo '| driver | ordering | retention | workers | batch | rounds | ratio min | ratio median | ratio max |'
         echo '|---|---|---|---:|---:|---:|---:|---:|---:|'
-        tail -n +2 "$PAIRRES" | sort -t$'\t' -k1,5 -k9,9n | awk -F'\t' '
-            { k = $1 "|" $2 "|" $3 "|" $4 "|" $5; if (!(k in n)) order[++m] = k; v[k, ++n[k]] = $9 }
+        tail -n +2 "$PAIRRES" | sort -t$'\t' -k1,5 -k10,10n | awk -F'\t' '
+            { k = $1 "|" $2 "|" $3 "|" $4 "|" $5; if (!(k in n)) order[++m] = k; v[k, ++n[k]] = $10 }
             END { for (i = 1; i <= m; i++) { k = order[i]; c = n[k]
                       med = (c % 2) ? v[k, (c + 1) / 2] : (v[k, c / 2] + v[k, c / 2 + 1]) / 2
                       split(k, f, "|")
