@@ -38,7 +38,7 @@ simplest_drift() {  # LABEL SQLFILE
     (cd "$WORK" && pgbench -n -M prepared -l -f "$2" -c "$PW" -j "$PW" -t "$tx" "$RUNDB" > "$WORK/drift.out" 2>&1) \
         || { cat "$WORK/drift.out" >&2; fail "pgbench ($1) failed"; }
     local eps
-    eps=$(awk -v n="$EVENTS" '/^tps = / { t = $3 } /actually processed/ { x = $NF } END { printf "%.0f", n * t / x }' "$WORK/drift.out")
+    eps=$(pgbench_eps "$EVENTS" < "$WORK/drift.out")
     sort -n -k5,5 -k6,6 "$WORK"/pgbench_log.* | awk -v l="$1" -v e="$eps" '{ lat[NR] = $3 / 1000 } END {
         d = int(NR / 10); if (d < 1) d = 1
         for (i = 1; i <= d; i++) a += lat[i]

@@ -197,11 +197,14 @@ $verb
 RETURNING o.id, o.event_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, o.headers;
 SQL
 }
+# pgbench_eps EVENTS < pgbench's output: events/s (events x transactions/s / transactions: tps x
+# batch when all are full)
+pgbench_eps() { awk -v n="$1" '/^tps = / { t = $3 } /actually processed/ { x = $NF } END { printf "%.0f", n * t / x }'; }
 # simplest_limit RETENTION BATCH CLIENTS [TEMPLATE EVENTS [pending]]: events/s on a fresh copy of the
 # template, as many transactions as drain it (events x transactions/s / transactions: tps x batch when
 # all are full)
 simplest_limit() {
-    local r=$1 b=$2 c=$3 tpl=${4:-$TPL} n=${5:-$EVENTS} tx out tps ntx left
+    local r=$1 b=$2 c=$3 tpl=${4:-$TPL} n=${5:-$EVENTS} tx out left
     simplest_sql "$b" "$r" "${6:-}" > "$WORK/simplest.sql"
     fresh_run_db "$tpl"
     tx=$(((n + b * c - 1) / (b * c)))
@@ -209,9 +212,7 @@ simplest_limit() {
         || { echo "$out" >&2; fail "pgbench (simplest claim+mark) failed"; }
     left=$(psql_db "$RUNDB" "SELECT count(*) FROM outbox WHERE published_at IS NULL")
     [ "$left" = 0 ] || fail "simplest claim+mark left $left of $n rows ($c clients x $tx transactions)"
-    tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
-    ntx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
-    awk -v n="$n" -v t="$tps" -v x="$ntx" 'BEGIN { printf "%.0f", n * t / x }'
+    pgbench_eps "$n" <<<"$out"
 }
 # relay_sql_alone ORDERING RETENTION BATCH WORKERS [TEMPLATE]: bench_db, the relay's own claim and mark
 relay_sql_alone() {
@@ -242,6 +243,17 @@ broker_target() {
     case $1 in kafka) echo "$BENCH_KAFKA obx.bench" ;; rabbitmq) echo "$AMQP_URL obx.bench" ;;
                mqtt) echo "$BENCH_MQTT_URL obx/bench" ;; esac
 }
+# broker_rate DRIVER CLIENTS BATCH: msg/s of bench_broker on all the events (the queue purged after)
+broker_rate() {
+    local u t x
+    read -r u t <<<"$(broker_target "$1")"
+    x=$("$TOOLS/bench_broker" "$1" -u "$u" -t "$t" -n "$EVENTS" -w "$2" -b "$3" | awk '{print $3}') || return 1
+    rmq_purge
+    echo "$x"
+}
+# faster_form RETENTION BATCH WORKERS: "pending" when the simplest statement with the pending
+# predicate was the faster one measured above, else nothing (as written)
+faster_form() { if [ "${DBP[$1,$2,$3]:-0}" -gt "${DBL[$1,$2,$3]:-0}" ]; then echo pending; fi; }
 for d in "${DRV[@]}"; do
     read -r u t <<<"$(broker_target "$d")"
     [ -n "$u" ] || continue
@@ -249,8 +261,7 @@ for d in "${DRV[@]}"; do
         # the best connection count: one client, as many as the relay's workers, or as its lanes
         BRK[$d,$b,$w]=0
         for c in $(printf '%s\n' 1 "$w" $((2 * w)) | sort -nu); do
-            x=$("$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "$c" -b "$b" | awk '{print $3}')
-            rmq_purge
+            x=$(broker_rate "$d" "$c" "$b")
             note "  broker $d b=$b clients=$c: $x msg/s"
             if [ "$x" -gt "${BRK[$d,$b,$w]}" ]; then BRK[$d,$b,$w]=$x; BRKC[$d,$b,$w]=$c; fi
         done
@@ -262,20 +273,15 @@ done
 # two rates each tool reports. The one that ends last has the machine to itself for its tail, so this
 # overstates what the two can do together.
 both_at_once() {
-    local d=$1 r=$2 b=$3 w=$4 u t form= tx dbr brr
-    read -r u t <<<"$(broker_target "$d")"
-    [ "${DBP[$r,$b,$w]:-0}" -gt "${DBL[$r,$b,$w]:-0}" ] && form=pending
-    simplest_sql "$b" "$r" $form > "$WORK/both.sql"
+    local d=$1 r=$2 b=$3 w=$4 tx dbr brr
+    simplest_sql "$b" "$r" "$(faster_form "$r" "$b" "$w")" > "$WORK/both.sql"
     fresh_run_db
     tx=$(((EVENTS + b * w - 1) / (b * w)))
     pgbench -n -M prepared -f "$WORK/both.sql" -c "$w" -j "$w" -t "$tx" "$RUNDB" > "$WORK/both.db" 2>&1 &
     local pg=$!
-    "$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "${BRKC[$d,$b,$w]}" -b "$b" > "$WORK/both.brk" \
-        || fail "bench_broker $d (both at once) failed"
+    brr=$(broker_rate "$d" "${BRKC[$d,$b,$w]}" "$b") || fail "bench_broker $d (both at once) failed"
     wait "$pg" || { cat "$WORK/both.db" >&2; fail "pgbench (both at once) failed"; }
-    rmq_purge
-    dbr=$(awk -v n="$EVENTS" '/^tps = / { t = $3 } /actually processed/ { x = $NF } END { printf "%.0f", n * t / x }' "$WORK/both.db")
-    brr=$(awk '{ print $3 }' "$WORK/both.brk")
+    dbr=$(pgbench_eps "$EVENTS" < "$WORK/both.db")
     awk -v a="$dbr" -v b="$brr" 'BEGIN { print (a < b) ? a : b }'
 }
 for d in "${DRV[@]}"; do
@@ -356,15 +362,10 @@ if [ "$PAIRS" -gt 0 ]; then
     note "paired rounds: $PAIRS per configuration, the simplest claim+mark then the relay"
     MAIN_RESULTS=$RESULTS RESULTS=$WORK/pair_results.tsv
     for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
-        form=; [ "${DBP[$r,$b,$w]:-0}" -gt "${DBL[$r,$b,$w]:-0}" ] && form=pending
         for ((round = 1; round <= PAIRS; round++)); do
-            lim=$(simplest_limit "$r" "$b" "$w" "$TPL" "$EVENTS" $form)
-            brk=0
-            read -r u t <<<"$(broker_target "$d")"
-            if [ -n "$u" ]; then  # the broker's limit too, at its best client count
-                brk=$("$TOOLS/bench_broker" "$d" -u "$u" -t "$t" -n "$EVENTS" -w "${BRKC[$d,$b,$w]}" -b "$b" | awk '{print $3}')
-                rmq_purge
-            fi
+            lim=$(simplest_limit "$r" "$b" "$w" "$TPL" "$EVENTS" "$(faster_form "$r" "$b" "$w")")
+            brk=0  # the broker's limit too, at its best client count
+            [ -n "$(broker_target "$d")" ] && brk=$(broker_rate "$d" "${BRKC[$d,$b,$w]}" "$b")
             relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "$lim" "${DBR[$o,$r,$b,$w]}"
             printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$round" "$lim" "$brk" "$EPS" \
                 "$(awk -v e="$EPS" -v a="$lim" -v k="$brk" 'BEGIN { if (k > 0 && k < a) a = k; printf "%.2f", e / a }')" >> "$PAIRRES"
