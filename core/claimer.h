@@ -12,6 +12,8 @@ typedef struct claimer {
     int ordered, batch_size, min_heads, heads;
     int calm; /* full claims to take before fewer heads are tried again */
     char *after_type, *after_id; /* the last aggregate claimed; NULL: from the first */
+    char after_row[24];          /* unordered: the last id of a full claim; "": from the first */
+    int claims_after;            /* unordered claims since the last from the first */
     char batch[16], max_payload[24], run[16], heads_text[16];
 } claimer;
 

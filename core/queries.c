@@ -49,10 +49,12 @@
  * relay that dies or stops answering loses its locks with its session
  * (idle_in_transaction_session_timeout = the lease, see session.c), and its
  * late record fails with the session: PostgreSQL is the fence.
- * $1 batch size, $2 max payload bytes.
+ * $1 batch size, $2 max payload bytes, $3 the id to start after (NULL: from
+ * the first; claimer.c says when).
  */
 static const char claim_unordered[] =
     "SELECT" CLAIM_COLUMNS ", NULL, NULL, NULL, NULL FROM {table} t WHERE " CLAIMABLE("t")
+    " AND t.{c.id} > coalesce($3::bigint, '-9223372036854775808')"
     " ORDER BY t.{c.id} LIMIT $1 FOR UPDATE SKIP LOCKED";
 
 #define AGG(o) o ".{c.aggregate_type}, " o ".{c.aggregate_id}"

@@ -31,13 +31,14 @@ enum {
 enum {
     CLAIM_BATCH,
     CLAIM_MAX_PAYLOAD,
-    CLAIM_AFTER_TYPE,
+    CLAIM_AFTER_TYPE, /* ordered: the aggregate to start after */
     CLAIM_AFTER_ID,
     CLAIM_RUN,
     CLAIM_HEADS,
     CLAIM_PARAMS
 };
-#define CLAIM_PARAMS_UNORDERED (CLAIM_MAX_PAYLOAD + 1)
+#define CLAIM_AFTER_ROW CLAIM_AFTER_TYPE /* unordered: the id to start after */
+#define CLAIM_PARAMS_UNORDERED (CLAIM_AFTER_ROW + 1)
 
 /* Prepares every statement on conn ("claim", "record", "mark", "renew",
  * "pending") for the payload column's type. Returns 0 or -1 with err. */

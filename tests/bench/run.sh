@@ -118,6 +118,40 @@ fi
 dsn_of() { echo "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$1"; }
 psql_db() { psql -qAt -v ON_ERROR_STOP=1 -d "$1" -c "$2"; }
 
+# ---------------------------------------------------------------- CPU accounting
+# What each job costs the machine: CPU seconds per 100,000 events of every process it needs (the
+# client, PostgreSQL, the broker), from /proc. PostgreSQL's count is the postmaster's own, the
+# backends it reaped (cutime, cstime) and the live ones, so a pgbench or relay connection that ended
+# is still counted.
+TCK=$(getconf CLK_TCK) NCPU=$(nproc)
+listener_pid() { ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1; }
+tree_ticks() {  # PID: clock ticks of the process, of the children it reaped and of its live children
+    local files=("/proc/$1/stat") c
+    for c in $(pgrep -P "$1"); do files+=("/proc/$c/stat"); done
+    # after the ")" closing the command name, utime stime cutime cstime are fields 12-15
+    cat "${files[@]}" 2>/dev/null | sed 's/^.*) //' | awk '{ s += $12 + $13 + $14 + $15 } END { print s + 0 }'
+}
+PG_PID=$(listener_pid "$PGPORT")
+declare -A SERVER_PID
+has_driver kafka && SERVER_PID[kafka]=$KM_PID
+has_driver rabbitmq && SERVER_PID[rabbitmq]=$(listener_pid "$(sed -E 's|.*:([0-9]+).*|\1|' <<<"$AMQP_URL")")
+has_driver mqtt && SERVER_PID[mqtt]=$(listener_pid "$MQ_PORT")
+CPU_OK=1
+[ -n "$PG_PID" ] || { CPU_OK=0; note "PostgreSQL's process not found (ss -ltnp needs the right to see it): no CPU limit"; }
+for d in "${!SERVER_PID[@]}"; do
+    [ -n "${SERVER_PID[$d]}" ] || { CPU_OK=0; note "the $d broker's process not found: no CPU limit"; }
+done
+pg_ticks() { if [ "$CPU_OK" = 1 ]; then tree_ticks "$PG_PID"; else echo 0; fi; }
+broker_ticks() { if [ "$CPU_OK" = 1 ] && [ -n "${SERVER_PID[$1]:-}" ]; then tree_ticks "${SERVER_PID[$1]}"; else echo 0; fi; }
+# cpu_per_100k TICKS_BEFORE TICKS_AFTER RUSAGE_FILE EVENTS: the servers' ticks between the two
+# readings plus the client's user+sys (bench_rusage's file), in CPU seconds per 100,000 events
+cpu_per_100k() {
+    local user sys
+    read -r _ user sys _ < "$3"
+    awk -v a="$1" -v z="$2" -v t="$TCK" -v u="$user" -v s="$sys" -v n="$4" \
+        'BEGIN { printf "%.2f", ((z - a) / t + u + s) * 100000 / n }'
+}
+
 # ================================================================ MQTT with defaults (separate case)
 if [ "$MODE" = mqtt-defaults ]; then
     # shellcheck source=mqtt_defaults.sh
@@ -178,7 +212,7 @@ fresh_run_db() {  # a copy of the filled template (or of the empty one with "emp
 rmq_purge() { has_driver rabbitmq && "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench >/dev/null || true; }
 
 # ---------------------------------------------------------------- baselines
-declare -A DBL DBP DBR BRK BRKC BOTH
+declare -A DBL DBP DBR BRK BRKC DBLCOST DBPCOST BRKCOST CPUL
 # The database limit: the simplest correct claim+mark, one statement per batch (claim the oldest
 # pending rows, skip the locked ones, mark them and return them), run by pgbench. Retention delete:
 # the same claim, deleting.
@@ -202,16 +236,20 @@ SQL
 pgbench_eps() { awk -v n="$1" '/^tps = / { t = $3 } /actually processed/ { x = $NF } END { printf "%.0f", n * t / x }'; }
 # simplest_limit RETENTION BATCH CLIENTS [TEMPLATE EVENTS [pending]]: events/s on a fresh copy of the
 # template, as many transactions as drain it (events x transactions/s / transactions: tps x batch when
-# all are full)
+# all are full); its CPU cost (PostgreSQL + pgbench, s/100k) into $WORK/cost.db
 simplest_limit() {
     local r=$1 b=$2 c=$3 tpl=${4:-$TPL} n=${5:-$EVENTS} tx out left
     simplest_sql "$b" "$r" "${6:-}" > "$WORK/simplest.sql"
     fresh_run_db "$tpl"
     tx=$(((n + b * c - 1) / (b * c)))
-    out=$(pgbench -n -M prepared -f "$WORK/simplest.sql" -c "$c" -j "$c" -t "$tx" "$RUNDB" 2>&1) \
+    local t0 t1
+    t0=$(pg_ticks)
+    out=$("$TOOLS/bench_rusage" "$WORK/pgbench.ru" pgbench -n -M prepared -f "$WORK/simplest.sql" -c "$c" -j "$c" -t "$tx" "$RUNDB" 2>&1) \
         || { echo "$out" >&2; fail "pgbench (simplest claim+mark) failed"; }
+    t1=$(pg_ticks)
     left=$(psql_db "$RUNDB" "SELECT count(*) FROM outbox WHERE published_at IS NULL")
     [ "$left" = 0 ] || fail "simplest claim+mark left $left of $n rows ($c clients x $tx transactions)"
+    cpu_per_100k "$t0" "$t1" "$WORK/pgbench.ru" "$n" > "$WORK/cost.db"  # PostgreSQL + pgbench
     pgbench_eps "$n" <<<"$out"
 }
 # relay_sql_alone ORDERING RETENTION BATCH WORKERS [TEMPLATE]: bench_db, the relay's own claim and mark
@@ -223,12 +261,15 @@ relay_sql_alone() {
 note "database limit: the simplest claim+mark (pgbench), beside the relay's own SQL alone (bench_db), alternated"
 for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
     DBL[$r,$b,$w]=$(simplest_limit "$r" "$b" "$w")
+    DBLCOST[$r,$b,$w]=$(cat "$WORK/cost.db")
     for o in "${OS[@]}"; do
         DBR[$o,$r,$b,$w]=$(relay_sql_alone "$o" "$r" "$b" "$w")
         note "  db $r b=$b w=$w: simplest claim+mark ${DBL[$r,$b,$w]} ev/s; relay's SQL alone ($o) ${DBR[$o,$r,$b,$w]} ev/s"
     done
     DBP[$r,$b,$w]=$(simplest_limit "$r" "$b" "$w" "$TPL" "$EVENTS" pending)
+    DBPCOST[$r,$b,$w]=$(cat "$WORK/cost.db")
     note "  db $r b=$b w=$w: simplest claim+mark with the pending index's predicate ${DBP[$r,$b,$w]} ev/s"
+    note "  db $r b=$b w=$w: CPU s/100k, PostgreSQL + pgbench: as written ${DBLCOST[$r,$b,$w]}, with the predicate ${DBPCOST[$r,$b,$w]}"
 done; done; done
 HB=500 HW=$HOT_WORKERS
 if [ "$HOT" -gt 0 ]; then
@@ -243,11 +284,15 @@ broker_target() {
     case $1 in kafka) echo "$BENCH_KAFKA obx.bench" ;; rabbitmq) echo "$AMQP_URL obx.bench" ;;
                mqtt) echo "$BENCH_MQTT_URL obx/bench" ;; esac
 }
-# broker_rate DRIVER CLIENTS BATCH: msg/s of bench_broker on all the events (the queue purged after)
+# broker_rate DRIVER CLIENTS BATCH: msg/s of bench_broker on all the events (the queue purged after);
+# its CPU cost (bench_broker + the broker, s/100k) into $WORK/cost.broker
 broker_rate() {
-    local u t x
+    local u t x t0 t1
     read -r u t <<<"$(broker_target "$1")"
-    x=$("$TOOLS/bench_broker" "$1" -u "$u" -t "$t" -n "$EVENTS" -w "$2" -b "$3" | awk '{print $3}') || return 1
+    t0=$(broker_ticks "$1")
+    x=$("$TOOLS/bench_rusage" "$WORK/broker.ru" "$TOOLS/bench_broker" "$1" -u "$u" -t "$t" -n "$EVENTS" -w "$2" -b "$3" | awk '{print $3}') || return 1
+    t1=$(broker_ticks "$1")
+    cpu_per_100k "$t0" "$t1" "$WORK/broker.ru" "$EVENTS" > "$WORK/cost.broker"
     rmq_purge
     echo "$x"
 }
@@ -263,38 +308,31 @@ for d in "${DRV[@]}"; do
         for c in $(printf '%s\n' 1 "$w" $((2 * w)) | sort -nu); do
             x=$(broker_rate "$d" "$c" "$b")
             note "  broker $d b=$b clients=$c: $x msg/s"
-            if [ "$x" -gt "${BRK[$d,$b,$w]}" ]; then BRK[$d,$b,$w]=$x; BRKC[$d,$b,$w]=$c; fi
+            if [ "$x" -gt "${BRK[$d,$b,$w]}" ]; then
+                BRK[$d,$b,$w]=$x BRKC[$d,$b,$w]=$c BRKCOST[$d,$b,$w]=$(cat "$WORK/cost.broker")
+            fi
         done
     done; done
 done
-# both_at_once DRIVER RETENTION BATCH WORKERS: the database's work and the broker's at the same time,
-# as a relay must do them on this machine: the faster simplest claim+mark (pgbench) and the broker's
-# client at its best connection count, started together, each on all the events; the lower of the
-# two rates each tool reports. The one that ends last has the machine to itself for its tail, so this
-# overstates what the two can do together.
-both_at_once() {
-    local d=$1 r=$2 b=$3 w=$4 tx dbr brr
-    simplest_sql "$b" "$r" "$(faster_form "$r" "$b" "$w")" > "$WORK/both.sql"
-    fresh_run_db
-    tx=$(((EVENTS + b * w - 1) / (b * w)))
-    pgbench -n -M prepared -f "$WORK/both.sql" -c "$w" -j "$w" -t "$tx" "$RUNDB" > "$WORK/both.db" 2>&1 &
-    local pg=$!
-    brr=$(broker_rate "$d" "${BRKC[$d,$b,$w]}" "$b") || fail "bench_broker $d (both at once) failed"
-    wait "$pg" || { cat "$WORK/both.db" >&2; fail "pgbench (both at once) failed"; }
-    dbr=$(pgbench_eps "$EVENTS" < "$WORK/both.db")
-    awk -v a="$dbr" -v b="$brr" 'BEGIN { print (a < b) ? a : b }'
+# The CPU limit (DB_COST [BROKER_COST], CPU s/100k): events/s that this machine's cores allow when
+# every event costs what the simplest claim+mark and the broker's own client spend on it together.
+# A relay must do both jobs on the same cores, which each limit above had to itself; where both
+# tools keep the cores busy (the database limit does), no relay can pass it without spending less
+# per event than they do. "-" when the processes could not be read.
+cpu_limit() {
+    [ "$CPU_OK" = 1 ] || { echo -; return; }
+    awk -v n="$NCPU" -v a="$1" -v b="${2:-0}" 'BEGIN { printf "%.0f", n * 100000 / (a + b) }'
 }
-for d in "${DRV[@]}"; do
-    [ -n "$(broker_target "$d")" ] || continue
-    for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
-        BOTH[$d,$r,$b,$w]=$(both_at_once "$d" "$r" "$b" "$w")
-        note "  both at once $d $r b=$b w=$w: ${BOTH[$d,$r,$b,$w]} ev/s"
-    done; done; done
-done
+# the cost of the faster simplest form
+faster_cost() { if [ -n "$(faster_form "$1" "$2" "$3")" ]; then echo "${DBPCOST[$1,$2,$3]}"; else echo "${DBLCOST[$1,$2,$3]}"; fi; }
+for d in "${DRV[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
+    CPUL[$d,$r,$b,$w]=$(cpu_limit "$(faster_cost "$r" "$b" "$w")" "${BRKCOST[$d,$b,$w]:-}")
+    note "  CPU limit $d $r b=$b w=$w: ${CPUL[$d,$r,$b,$w]} ev/s (database $(faster_cost "$r" "$b" "$w") + broker ${BRKCOST[$d,$b,$w]:-0} CPU s/100k on $NCPU cores)"
+done; done; done; done
 
 # ---------------------------------------------------------------- relay throughput
 RESULTS=$OUT/results.tsv
-printf 'driver\tordering\tretention\tworkers\tbatch\tevents\taggregates\trelay_eps\tdb_limit\tdb_relaysql\tdb_simplest_pending\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\tboth_at_once\trelay_over_both\n' > "$RESULTS"
+printf 'driver\tordering\tretention\tworkers\tbatch\tevents\taggregates\trelay_eps\tdb_limit\tdb_relaysql\tdb_simplest_pending\tbroker_limit\tratio\tcpu_s_per_100k\tpeak_rss_mb\twall_s\tmethod\tcpu_limit\trelay_over_cpu_limit\tmachine_cpu_s_per_100k\n' > "$RESULTS"
 declare -A STARTUP
 startup_overhead() {  # wall time of run --drain on an empty outbox (connect, prepare, drain check)
     local d=$1 w=$2 b=$3 o=$4 key=$1,$2
@@ -307,15 +345,18 @@ startup_overhead() {  # wall time of run --drain on an empty outbox (connect, pr
     echo "${STARTUP[$key]}"
 }
 # relay_run DRIVER ORDERING RETENTION BATCH WORKERS TEMPLATE EVENTS AGGREGATES DB_LIMIT DB_RELAYSQL
-# [DB_PENDING [BOTH]]: one drain of a fresh copy of the template; appends a row to results.tsv and
-# sets EPS. The ratio is against the lower of the broker's limit and the faster simplest claim+mark.
+# [DB_PENDING [CPU_LIMIT]]: one drain of a fresh copy of the template; appends a row to results.tsv
+# and sets EPS. The ratio is against the lower of the broker's limit and the faster simplest
+# claim+mark; the machine's CPU (relay + PostgreSQL + broker) per 100,000 events is beside it.
 relay_run() {
-    local d=$1 o=$2 r=$3 b=$4 w=$5 tpl=$6 n=$7 aggs=$8 db=$9 dbr=${10} dbp=${11:-} both=${12:-} tag
+    local d=$1 o=$2 r=$3 b=$4 w=$5 tpl=$6 n=$7 aggs=$8 db=$9 dbr=${10} dbp=${11:-} cpul=${12:--} tag t0 t1
     tag="$d/$o/$r/b$b/w$w/$aggs-aggregates"
     fresh_run_db "$tpl"
     relay_cfg "$WORK/run.cfg" "$RUNDB" "$d" "$w" "$b" "$o" "$r"
+    t0=$(($(pg_ticks) + $(broker_ticks "$d")))
     "$TOOLS/bench_rusage" "$WORK/run.ru" "$OBX_BIN" run -c "$WORK/run.cfg" --drain 2>"$WORK/relay.err" >/dev/null \
         || { cat "$WORK/relay.err" >&2; fail "relay $tag exited with an error"; }
+    t1=$(($(pg_ticks) + $(broker_ticks "$d")))
     rmq_purge
     local wall user sys rss left eps method su brk lim ratio cpu
     read -r wall user sys rss _ < "$WORK/run.ru"
@@ -338,18 +379,19 @@ relay_run() {
     lim=$(awk -v a="${db:-0}" -v p="${dbp:-0}" -v b="${brk:-0}" 'BEGIN { if (p > a) a = p
           l = (b > 0 && (a <= 0 || b < a)) ? b : a; print l }')
     ratio=$(awk -v e="$eps" -v l="$lim" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
-    local over_both=-
-    [ -n "$both" ] && over_both=$(awk -v e="$eps" -v l="$both" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
+    local over_cpu=- machine=-
+    [ "$cpul" != - ] && over_cpu=$(awk -v e="$eps" -v l="$cpul" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
+    [ "$CPU_OK" = 1 ] && machine=$(cpu_per_100k "$t0" "$t1" "$WORK/run.ru" "$n")
     cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$n" "$aggs" "$eps" \
         "${db:--}" "${dbr:--}" "${dbp:--}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" \
-        "${both:--}" "$over_both" >> "$RESULTS"
-    note "  relay $tag: $eps ev/s, ratio $ratio, cpu ${cpu}s/100k, rss $((rss / 1024)) MB"
+        "$cpul" "$over_cpu" "$machine" >> "$RESULTS"
+    note "  relay $tag: $eps ev/s, ratio $ratio, against the CPU limit $over_cpu, cpu ${cpu}s/100k (machine $machine), rss $((rss / 1024)) MB"
     EPS=$eps
 }
 for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
     relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "${DBL[$r,$b,$w]}" "${DBR[$o,$r,$b,$w]}" "${DBP[$r,$b,$w]}" \
-        "${BOTH[$d,$r,$b,$w]:-}"
+        "${CPUL[$d,$r,$b,$w]}"
 done; done; done; done; done
 
 # ---------------------------------------------------------------- paired rounds
@@ -357,18 +399,24 @@ done; done; done; done; done
 # found above), N times: a machine whose speed drifts by a quarter within minutes moves all of a
 # round alike. The ratio is against the lower of the round's limits.
 PAIRRES=$OUT/pairs.tsv
-printf 'driver\tordering\tretention\tworkers\tbatch\tround\tdb_limit\tbroker_limit\trelay_eps\tratio\n' > "$PAIRRES"
+printf 'driver\tordering\tretention\tworkers\tbatch\tround\tdb_limit\tbroker_limit\trelay_eps\tratio\tcpu_limit\trelay_over_cpu_limit\n' > "$PAIRRES"
 if [ "$PAIRS" -gt 0 ]; then
     note "paired rounds: $PAIRS per configuration, the simplest claim+mark then the relay"
     MAIN_RESULTS=$RESULTS RESULTS=$WORK/pair_results.tsv
     for d in "${DRV[@]}"; do for o in "${OS[@]}"; do for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
         for ((round = 1; round <= PAIRS; round++)); do
             lim=$(simplest_limit "$r" "$b" "$w" "$TPL" "$EVENTS" "$(faster_form "$r" "$b" "$w")")
-            brk=0  # the broker's limit too, at its best client count
-            [ -n "$(broker_target "$d")" ] && brk=$(broker_rate "$d" "${BRKC[$d,$b,$w]}" "$b")
-            relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "$lim" "${DBR[$o,$r,$b,$w]}"
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$round" "$lim" "$brk" "$EPS" \
-                "$(awk -v e="$EPS" -v a="$lim" -v k="$brk" 'BEGIN { if (k > 0 && k < a) a = k; printf "%.2f", e / a }')" >> "$PAIRRES"
+            dbcost=$(cat "$WORK/cost.db")
+            brk=0 brkcost=  # the broker's limit too, at its best client count
+            if [ -n "$(broker_target "$d")" ]; then
+                brk=$(broker_rate "$d" "${BRKC[$d,$b,$w]}" "$b")
+                brkcost=$(cat "$WORK/cost.broker")
+            fi
+            cpul=$(cpu_limit "$dbcost" "$brkcost")
+            relay_run "$d" "$o" "$r" "$b" "$w" "$TPL" "$EVENTS" 1000 "$lim" "${DBR[$o,$r,$b,$w]}" "" "$cpul"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$round" "$lim" "$brk" "$EPS" \
+                "$(awk -v e="$EPS" -v a="$lim" -v k="$brk" 'BEGIN { if (k > 0 && k < a) a = k; printf "%.2f", e / a }')" \
+                "$cpul" "$(tail -1 "$RESULTS" | cut -f19)" >> "$PAIRRES"
         done
     done; done; done; done; done
     RESULTS=$MAIN_RESULTS
@@ -450,9 +498,9 @@ fi
 # ---------------------------------------------------------------- table, plot, report
 TABLE=$WORK/table.md
 {
-    echo '| driver | ordering | retention | workers | batch | events | aggregates | relay ev/s | db limit: simplest claim+mark | relay'"'"'s SQL alone | simplest + pending predicate | broker limit | relay/min(limits) | both at once | relay/both | CPU s/100k | peak RSS MB |'
-    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
-    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$18,$19,$14,$15 }'
+    echo '| driver | ordering | retention | workers | batch | events | aggregates | relay ev/s | db limit: simplest claim+mark | relay'"'"'s SQL alone | simplest + pending predicate | broker limit | relay/min(limits) | CPU limit | relay/CPU limit | relay CPU s/100k | machine CPU s/100k | peak RSS MB |'
+    echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    tail -n +2 "$RESULTS" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$18,$19,$14,$20,$15 }'
 } > "$TABLE"
 LTABLE=$WORK/ltable.md
 {
@@ -517,7 +565,7 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo "  (retention delete: the same claim, \`DELETE ... USING c\`). \"Relay's SQL alone\" is \`bench_db\`: W connections run the relay's own claim and mark statements, prepared by core/queries.c (the ordered claim with runs of up to the batch size, as for an in-order driver), back to back with no broker, on a fresh copy; it is what the relay's statements cost by themselves. \"Simplest + pending predicate\" is the same pgbench statement with \`AND dead_at IS NULL AND available_at < 'infinity'\` added to its WHERE, so that it can use the table's partial pending index (as written, no index matches \`published_at IS NULL\` alone, and its primary-key scan passes every row already published: see the profile). All three are measured in this run, one after the other for each worker count."
     echo "- Broker limit: \`bench_broker\`, the driver's client library, the same 200-byte payload and 5 headers, same acknowledgement, the best of one client, as many clients as workers and twice as many (the relay's lanes), each publishing windows of the batch size and waiting for all acknowledgements of a window (the relay's cycle), no database."
     echo "- Ratio = relay / min(the faster of the simplest claim+mark as written and with the pending predicate, broker limit); for memory/file only the database applies."
-    echo "- Both at once (brokers): the faster simplest claim+mark (pgbench) and \`bench_broker\` at its best client count, started together on this machine, each on all the events; the lower of the two rates each tool reports. It is what doing both jobs costs on these cores, which each limit above was measured without; the tool that ends last has the machine to itself for its tail, so it overstates what the two can do together."
+    echo "- CPU limit: $NCPU cores x 100,000 / (CPU seconds per 100,000 events of the faster simplest claim+mark, PostgreSQL + pgbench, + those of the broker limit's run, bench_broker + the broker's process), from /proc (PostgreSQL: the postmaster, the backends it reaped and the live ones). A relay does both jobs on the same cores, which each limit had to itself; where both keep the cores busy (the database limit does), a relay can pass it only by spending less per event than the two tools. Machine CPU s/100k: the relay's own CPU + PostgreSQL's + the broker's during its drain, the same count as the CPU limit's. A shared broker's idle work (RabbitMQ's VM) is counted in both."
     [ "$HOT" -gt 0 ] && echo "- Hot aggregate: $HOT events of ONE aggregate (same payloads), ordering aggregate, $HW workers, batch $HB, run right after the same driver on the $EVENTS events over 1,000 aggregates, twice, alternated (hot.tsv). The simplest claim+mark on the hot table: $HOT_DBL events/s; the relay's SQL alone, ordering aggregate: $HOT_DBR events/s."
     echo "- Cost: CPU (user+sys) and peak RSS of the relay process from wait4()'s rusage."
     echo "- Latency: producer \`bench_producer\` commits events at a steady rate for $LAT_SECONDS s (a 1 ms tick, the events due in one small transaction), relay running with LISTEN/NOTIFY (workers 2, batch 500, ordering $LAT_ORDERING). Latency = published_at (the relay's record statement, run right after the driver's last completion of the batch; it is the statement's now(), so it is the start of the mark, before its commit) minus the producer's wall clock when COMMIT returned. The p99 from created_at (clock_timestamp() at insert) is an upper bound including the producer's own round trip."
@@ -530,16 +578,21 @@ PGSET=$(psql -qAt -d postgres -c "SELECT string_agg(name || ' = ' || setting || 
     echo
     if [ "$(wc -l < "$PAIRRES")" -gt 1 ]; then
         echo "## Paired rounds: each relay drain right after its limits"
-        echo "Ratio = relay / min(the faster simplest claim+mark and the broker's limit at its best client count, both measured just before it); $PAIRS rounds per configuration (pairs.tsv)."
+        echo "Ratio = relay / min(the faster simplest claim+mark and the broker's limit at its best client count, both measured just before it); relay / CPU limit from the same two runs' CPU; $PAIRS rounds per configuration (pairs.tsv)."
         echo
-        echo '| driver | ordering | retention | workers | batch | rounds | ratio min | ratio median | ratio max |'
-        echo '|---|---|---|---:|---:|---:|---:|---:|---:|'
-        tail -n +2 "$PAIRRES" | sort -t$'\t' -k1,5 -k10,10n | awk -F'\t' '
-            { k = $1 "|" $2 "|" $3 "|" $4 "|" $5; if (!(k in n)) order[++m] = k; v[k, ++n[k]] = $10 }
-            END { for (i = 1; i <= m; i++) { k = order[i]; c = n[k]
-                      med = (c % 2) ? v[k, (c + 1) / 2] : (v[k, c / 2] + v[k, c / 2 + 1]) / 2
-                      split(k, f, "|")
-                      printf "| %s | %s | %s | %s | %s | %d | %.2f | %.2f | %.2f |\n", f[1], f[2], f[3], f[4], f[5], c, v[k, 1], med, v[k, c] } }'
+        echo '| driver | ordering | retention | workers | batch | rounds | ratio min | median | max | relay/CPU limit min | median | max |'
+        echo '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+        tail -n +2 "$PAIRRES" | awk -F'\t' '
+            function med(a, c, s) { return (c % 2) ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
+            function put(k, x, c, a, i, j, t) {  # the sorted values of key k, column x
+                for (i = 1; i <= c; i++) a[i] = v[k, x, i]
+                for (i = 2; i <= c; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+                return sprintf("%.2f | %.2f | %.2f", a[1], med(a, c), a[c])
+            }
+            { k = $1 "|" $2 "|" $3 "|" $4 "|" $5; if (!(k in n)) order[++m] = k; n[k]++
+              v[k, 10, n[k]] = $10; v[k, 12, n[k]] = ($12 == "-") ? 0 : $12 }
+            END { for (i = 1; i <= m; i++) { k = order[i]; split(k, f, "|")
+                      printf "| %s | %s | %s | %s | %s | %d | %s | %s |\n", f[1], f[2], f[3], f[4], f[5], n[k], put(k, 10, n[k]), put(k, 12, n[k]) } }'
         echo
     fi
     if [ "$(wc -l < "$HOTRES")" -gt 1 ]; then

@@ -131,7 +131,9 @@ static void test_single_events_cost_one_half_batch_in_seventeen(void **state)
     claimer_free(&k);
 }
 
-static void test_unordered_claims_have_no_walk(void **state)
+/* An unordered claim starts after the last row of a full claim; from the
+ * first row after a claim that was not full, and every 8th claim. */
+static void test_unordered_claims_start_after_a_full_claim(void **state)
 {
     (void)state;
     relay_config cfg = cfg_of(10, ORDERING_NONE);
@@ -139,9 +141,23 @@ static void test_unordered_claims_have_no_walk(void **state)
     claimer_configure(&k, &cfg, 1);
     const char *p[CLAIM_PARAMS];
     assert_int_equal(claimer_params(&k, p), CLAIM_PARAMS_UNORDERED);
-    advance(&k, 3, 3, "7");
+    assert_null(p[CLAIM_AFTER_ROW]);
+    advance(&k, 3, 3, "7"); /* not full */
     claimer_params(&k, p);
-    assert_null(p[CLAIM_AFTER_TYPE]);
+    assert_null(p[CLAIM_AFTER_ROW]);
+    int from_first = 0;
+    for (int i = 0; i < 16; i++) {
+        advance(&k, 10, 10, "x"); /* full: rows 1..10 */
+        claimer_params(&k, p);
+        if (p[CLAIM_AFTER_ROW])
+            assert_string_equal(p[CLAIM_AFTER_ROW], "10");
+        else
+            from_first++;
+    }
+    assert_int_equal(from_first, 2);
+    advance(&k, 0, 0, "x"); /* nothing found */
+    claimer_params(&k, p);
+    assert_null(p[CLAIM_AFTER_ROW]);
     claimer_free(&k);
 }
 
@@ -152,7 +168,7 @@ int main(void)
         cmocka_unit_test(test_heads_follow_the_runs),
         cmocka_unit_test(test_one_event_per_aggregate_takes_whole_batches),
         cmocka_unit_test(test_single_events_cost_one_half_batch_in_seventeen),
-        cmocka_unit_test(test_unordered_claims_have_no_walk),
+        cmocka_unit_test(test_unordered_claims_start_after_a_full_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
