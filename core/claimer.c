@@ -17,28 +17,48 @@ void claimer_configure(claimer *k, const relay_config *cfg, int run_length)
 }
 
 /*
- * An unordered claim starts after the last row of this worker's previous
- * claim when that one was full. The rows before it are this worker's other
- * lane's and the other workers' batches in flight, and rows just recorded
- * that the relay's own open transactions still see (so not yet marked dead
- * in the index): a claim from the first row steps over each of them, a heap
- * visit and a lock test per row, and with two lanes per worker that was more
- * than the batch itself (PostgreSQL's CPU per event +45% with the Kafka
- * driver's two lanes in flight against the memory driver's one).
+ * An unordered claim starts after the furthest row this worker, or any
+ * worker of the process, took in a full claim. Before that place the
+ * pending index holds the batches in flight (the other lane's, the other
+ * workers') and rows just recorded that the relay's own open transactions
+ * still see (so not yet marked dead in the index): a claim from the first
+ * row steps over each of them, a heap visit and a lock test per row, and
+ * with two lanes per worker that was more than the batch itself
+ * (PostgreSQL's CPU per event +45% with the Kafka driver's two lanes in
+ * flight against the memory driver's one).
  * What can wait before that place (a retry come due, a late commit with a
  * lower id, rows a lost session released) is found by a claim from the
- * first row: after any claim that was not full, and every RESTART_EVERY
- * claims while the backlog lasts.
+ * first row: after any claim of this worker that was not full, and every
+ * RESTART_EVERY claims while the backlog lasts.
  */
 #define RESTART_EVERY 8
 
+void claimer_share_place(claimer *k, atomic_llong *furthest)
+{
+    k->furthest = furthest;
+}
+
 static const char *after_row(claimer *k)
 {
-    if (!k->after_row[0] || ++k->claims_after >= RESTART_EVERY) {
+    if (!k->after_row || ++k->claims_after >= RESTART_EVERY) {
         k->claims_after = 0;
         return NULL;
     }
-    return k->after_row;
+    long long after = k->after_row;
+    if (k->furthest && atomic_load(k->furthest) > after)
+        after = atomic_load(k->furthest);
+    snprintf(k->after_text, sizeof k->after_text, "%lld", after);
+    return k->after_text;
+}
+
+static void took_up_to(claimer *k, const PGresult *claim, int rows)
+{
+    k->after_row = rows == k->batch_size ? atoll(PQgetvalue(claim, rows - 1, ROW_ID)) : 0;
+    if (!k->after_row || !k->furthest)
+        return;
+    long long seen = atomic_load(k->furthest);
+    while (k->after_row > seen && !atomic_compare_exchange_weak(k->furthest, &seen, k->after_row))
+        ;
 }
 
 int claimer_params(claimer *k, const char *params[CLAIM_PARAMS])
@@ -95,8 +115,7 @@ void claimer_advance(claimer *k, const PGresult *claim)
     k->after_type = k->after_id = NULL;
     int rows = PQntuples(claim);
     if (!k->ordered) { /* rows come in id order */
-        snprintf(k->after_row, sizeof k->after_row, "%s",
-                 rows == k->batch_size ? PQgetvalue(claim, rows - 1, ROW_ID) : "");
+        took_up_to(k, claim, rows);
         return;
     }
     if (rows == 0 || PQgetisnull(claim, 0, ROW_AFTER_TYPE))

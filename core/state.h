@@ -30,6 +30,7 @@ typedef struct relay_state {
     atomic_int failed;       /* a worker could not start: exit non-zero */
     atomic_llong stop_at_ms; /* when stop was requested (monotonic) */
     relay_stats stats;
+    atomic_llong claim_place; /* claimer.c: the furthest row the workers' unordered claims took */
     struct relay_metrics *metrics; /* stats.h: per output, latencies, heartbeats; may be NULL */
 
     /* WAL mode (relay.source = "wal"), for status and /metrics: how much

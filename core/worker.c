@@ -317,6 +317,7 @@ worker *worker_new(relay_state *st, int index, const char *payload_type)
         .scope = w->scope,
     };
     claimer_configure(&w->sh.claimer, w->sh.cfg, w->sh.run_length);
+    claimer_share_place(&w->sh.claimer, &st->claim_place);
     for (int k = 0; k < FLIGHT_LANES; k++) {
         lane_init(&w->lanes[k], &w->sh, &w->flights.lane[k], payload_type);
         w->lanes[k].db.while_waiting = keep_leases;

@@ -142,8 +142,10 @@ static void *worker(void *arg)
     PGconn *c = open_session();
     if (!c)
         return NULL;
+    static atomic_llong place; /* shared by the connections, as by the relay's workers */
     claimer k = {0};
     claimer_configure(&k, cfg, run_length);
+    claimer_share_place(&k, &place);
     const char *del = cfg->retention == RETAIN_DELETE ? "true" : "false";
     for (;;) {
         int n = claim_and_mark(c, &k, del);

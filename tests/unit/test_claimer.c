@@ -161,6 +161,34 @@ static void test_unordered_claims_start_after_a_full_claim(void **state)
     claimer_free(&k);
 }
 
+/* Workers sharing a place start after the furthest row any of them took,
+ * each from the first row after its own claim that was not full. */
+static void test_workers_share_the_furthest_place(void **state)
+{
+    (void)state;
+    relay_config cfg = cfg_of(10, ORDERING_NONE);
+    atomic_llong place = 0;
+    claimer a = {0}, b = {0};
+    claimer_configure(&a, &cfg, 1);
+    claimer_configure(&b, &cfg, 1);
+    claimer_share_place(&a, &place);
+    claimer_share_place(&b, &place);
+    const char *p[CLAIM_PARAMS];
+    advance(&a, 10, 10, "x"); /* rows 1..10 */
+    advance(&b, 5, 5, "x");   /* not full */
+    claimer_params(&a, p);
+    assert_string_equal(p[CLAIM_AFTER_ROW], "10");
+    claimer_params(&b, p);
+    assert_null(p[CLAIM_AFTER_ROW]);
+    place = 30; /* a third worker took rows up to 30 */
+    claimer_params(&a, p);
+    assert_string_equal(p[CLAIM_AFTER_ROW], "30");
+    advance(&a, 10, 10, "x"); /* rows 1..10 again: the place stays the furthest */
+    assert_int_equal(place, 30);
+    claimer_free(&a);
+    claimer_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_one_event_per_aggregate_takes_whole_batches),
         cmocka_unit_test(test_single_events_cost_one_half_batch_in_seventeen),
         cmocka_unit_test(test_unordered_claims_start_after_a_full_claim),
+        cmocka_unit_test(test_workers_share_the_furthest_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
