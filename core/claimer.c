@@ -44,10 +44,9 @@ static const char *after_row(claimer *k)
         k->claims_after = 0;
         return NULL;
     }
-    long long after = k->after_row;
-    if (k->furthest && atomic_load(k->furthest) > after)
-        after = atomic_load(k->furthest);
-    snprintf(k->after_text, sizeof k->after_text, "%lld", after);
+    long long furthest = k->furthest ? atomic_load(k->furthest) : 0;
+    snprintf(k->after_text, sizeof k->after_text, "%lld",
+             furthest > k->after_row ? furthest : k->after_row);
     return k->after_text;
 }
 

@@ -383,7 +383,7 @@ relay_run() {
     [ "$cpul" != - ] && over_cpu=$(awk -v e="$eps" -v l="$cpul" 'BEGIN { printf "%.2f", (l > 0) ? e / l : 0 }')
     [ "$CPU_OK" = 1 ] && machine=$(cpu_per_100k "$t0" "$t1" "$WORK/run.ru" "$n")
     cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.2f", (u + s) * 100000 / n }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$n" "$aggs" "$eps" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\n' "$d" "$o" "$r" "$w" "$b" "$n" "$aggs" "$eps" \
         "${db:--}" "${dbr:--}" "${dbp:--}" "${brk:--}" "$ratio" "$cpu" "$(awk -v r="$rss" 'BEGIN { print r / 1024 }')" "$wall" "$method" \
         "$cpul" "$over_cpu" "$machine" >> "$RESULTS"
     note "  relay $tag: $eps ev/s, ratio $ratio, against the CPU limit $over_cpu, cpu ${cpu}s/100k (machine $machine), rss $((rss / 1024)) MB"
