@@ -32,6 +32,7 @@ struct worker {
     lane lanes[FLIGHT_LANES];
     int beside_empty;  /* a claim beside a busy lane found nothing: not again before a record */
     int beside_wanted; /* claims beside were worth it: keep the lanes connected */
+    int answering;     /* the last batch recorded had all its answers (none aborted) */
 };
 
 static int stopping(const worker *w)
@@ -129,10 +130,13 @@ static void connect_lanes(worker *w)
 }
 
 /* Is a claim beside the busy lane worth it now? When more is likely pending
- * (the busy lane's batch was full) and the busy lane's first answer is in
- * but not its last: the broker is answering, and the next batch will be out
- * as the rest come. A batch with every answer is recorded first: a claim
- * beside it would only skip its locked rows.
+ * (the busy lane's batch was full), the broker is answering (it answered the
+ * batch recorded last, or the busy one's first answer is in) and the busy
+ * lane's last answer is not in: the next batch is out while the broker works
+ * on this one. Waiting for the busy batch's own first answer each time left
+ * a worker idle for most of the broker's round trip (Kafka: 30% of its time;
+ * 100,000 events, delete: 0.56 -> 0.45 s). A batch with every answer is
+ * recorded first: a claim beside it would only skip its locked rows.
  * Not for less: claims beside small batches cost more statements per event
  * than they save (measured: worse latency at 1,000 events/s). An idle relay
  * keeps one session; a pending reload waits for no lane in flight. */
@@ -140,7 +144,8 @@ static int worth_beside(worker *w)
 {
     lane *newest = busy_lane(w, 1);
     if (stopping(w) || generation_pending(w) || w->beside_empty ||
-        newest->b.count < w->sh.cfg->batch_size || !flight_answered(newest->flight) ||
+        newest->b.count < w->sh.cfg->batch_size ||
+        !(w->answering || flight_answered(newest->flight)) ||
         flight_left(newest->flight) == 0)
         return 0;
     w->beside_wanted = 1;
@@ -180,6 +185,7 @@ static void await_lanes(worker *w)
             log_scoped(OBX_LOG_WARN, w->scope,
                        "shutdown deadline: %d messages still in flight are released", left);
             flights_abort(&w->flights, 1);
+            w->answering = 0;
             return;
         }
         if (now - busy_lane(w, 0)->claimed_at > stuck_after) {
@@ -187,6 +193,7 @@ static void await_lanes(worker *w)
                        "driver gave no completion for %d messages in %lld ms: re-creating it", left,
                        stuck_after);
             flights_abort(&w->flights, 0);
+            w->answering = 0;
             outputs_mark_all_broken(&w->outs);
             return;
         }
@@ -219,6 +226,7 @@ static void finish_done(worker *w)
             return;
         lane_finish(next);
         w->beside_empty = 0;
+        w->answering = 1;
     }
 }
 

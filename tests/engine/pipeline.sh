@@ -2,9 +2,10 @@
 # Pipelining across batches (issue 13): a worker claims and publishes its next
 # batch while the previous one waits for acknowledgements, each on its own
 # session (its own transaction, whose row locks are the lease). A claim beside
-# a busy batch is made once that batch has its first answer from the driver;
-# here the memory driver refuses events of type order.refused at publish
-# (an answer at once) and completes the others after a delay.
+# a busy batch is made once the driver is answering (the busy batch's first
+# answer, or the batch recorded before it); here the memory driver refuses
+# events of type order.refused at publish (an answer at once) and completes
+# the others after a delay.
 # 1. One worker, batch 50, the driver completing after 5 s: while the first
 #    batch waits, a second is claimed. Two sessions hold more than a batch
 #    and at most two (the second claim may take fewer heads: claimer.c), and
