@@ -73,6 +73,7 @@ int outputs_ensure(outputs *o, int first)
         if (atomic_load(&oi->broken)) {
             outputs_close(o, i);
             atomic_store(&oi->broken, 0);
+            oi->failed = 1;
             oi->backoff_ms = oi->backoff_ms ? oi->backoff_ms * 2 : 200;
             if (oi->backoff_ms > 30000)
                 oi->backoff_ms = 30000;
@@ -104,9 +105,10 @@ int outputs_ensure(outputs *o, int first)
             atomic_store(&oi->broken, 1);
             all_up = 0;
         } else if (!first) {
-            /* no backoff: the output is new to this worker (a reload), not failed */
+            /* not failed: the output is new to this worker (a reload) */
             log_scoped(OBX_LOG_INFO, o->scope, "output %s: driver instance %s",
-                       cfg->outputs[i].name, oi->backoff_ms ? "re-created" : "created");
+                       cfg->outputs[i].name, oi->failed ? "re-created" : "created");
+            oi->failed = 0;
         }
     }
     return all_up ? 0 : 1;

@@ -17,6 +17,7 @@ typedef struct output_instance {
     atomic_int broken;  /* FATAL seen (any thread): close now, re-create before the next claim */
     long long retry_at; /* when to try create again */
     int backoff_ms;
+    int failed; /* closed after a failure: the next create is a re-creation */
 } output_instance;
 
 typedef struct outputs {
