@@ -18,14 +18,9 @@ void claimer_configure(claimer *k, const relay_config *cfg, int run_length)
 
 /*
  * An unordered claim starts after the furthest row this worker, or any
- * worker of the process, took in a full claim. Before that place the
- * pending index holds the batches in flight (the other lane's, the other
- * workers') and rows just recorded that the relay's own open transactions
- * still see (so not yet marked dead in the index): a claim from the first
- * row steps over each of them, a heap visit and a lock test per row, and
- * with two lanes per worker that was more than the batch itself
- * (PostgreSQL's CPU per event +45% with the Kafka driver's two lanes in
- * flight against the memory driver's one).
+ * worker of the process, took in a full claim: before it the pending index
+ * holds the batches in flight and rows just recorded, which a claim from the
+ * first row would step over one by one (core/DESIGN.md has the figures).
  * What can wait before that place (a retry come due, a late commit with a
  * lower id, rows a lost session released) is found by a claim from the
  * first row: after any claim of this worker that was not full, and every
