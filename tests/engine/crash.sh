@@ -32,9 +32,9 @@ while [ "$KILLS" -lt 12 ] && [ "$ROUND" -lt 60 ]; do
     KILLS=$((KILLS + 1))
     [ "$leased" -gt 0 ] && KILLS_IN_FLIGHT=$((KILLS_IN_FLIGHT + 1))
     note "kill $KILLS: $pending pending, $leased leased at the kill"
-    if [ "$pending" -lt 5000 ]; then # a fast machine must not run out of work before 12 kills
-        enqueue_bulk 5000 500
-        TOTAL=$((TOTAL + 5000))
+    if [ "$pending" -lt 10000 ]; then # a fast relay must not run out of work before 12 kills
+        enqueue_bulk 10000 500
+        TOTAL=$((TOTAL + 10000))
     fi
 done
 [ "$KILLS" -ge 10 ] || fail "only $KILLS kills landed while rows were pending (need 10)"
