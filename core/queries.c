@@ -122,16 +122,16 @@ static const char claim_ordered[] =
     /* the events right behind each head: a head and its run get the batch
      * over the heads, rounded up (a hot aggregate alone gets it all) */
     " share AS (SELECT least($5, ceil($1::numeric / greatest(count(*), 1)))::int AS k FROM heads),"
-    /* a run is locked and read where it is found. It waits for a row
-     * another session holds instead of skipping it, so a run has no gap:
-     * behind a head this claim holds, only a worker locking its own rows
-     * again after a lost session (for one short statement) can hold one,
-     * and it never waits itself. */
+    /* a run is read, not locked: the head this claim locked keeps every
+     * other claim off its aggregate (their walks skip the head, and runs
+     * follow only heads a claim holds), and a row lock per event cost the
+     * ordered claim a fifth of its time (mark_sql says how its rows are
+     * found). */
     " runs AS (SELECT r.* FROM heads h CROSS JOIN LATERAL ("
     "  SELECT" CLAIM_COLUMNS ", " DUE("t") " AS due"
     "  FROM (SELECT @TID@ AS ctid, t.* FROM {table} t WHERE t.{c.aggregate_type} = h.t AND t.{c.aggregate_id} = h.a"
     "   AND " LIVE("t") " AND t.{c.id} > h.id ORDER BY t.{c.id} LIMIT (SELECT k - 1 FROM share)"
-    "   FOR UPDATE) t) r)"
+    "   ) t) r)"
     /* heads by the id array, not a join: the planner cannot estimate heads;
      * the walk ends at its last head (every head is in the batch). Shares
      * rounded up exceed the batch by less than a row per head: the limit
@@ -196,14 +196,19 @@ static const char record_sql[] =
 
 /* The common case, a batch all published, in the claim's transaction: no
  * per-row arrays to unpack. In a plain table the rows are found where the
- * claim locked them (@AT@ is ctid = ANY ($1::tid[]): no index descent, and
- * a locked row version cannot move); elsewhere by id. $1 ctids or ids, $2
- * delete them. Returns the rows recorded. */
+ * claim read them (@AT@ is ctid = ANY ($1::tid[]): no index descent);
+ * elsewhere by id. A run's rows are not locked (claim_ordered), so should
+ * someone else have recorded one and its slot been reused meanwhile, a
+ * ctid could name another row: the ids returned tell (record.c checks
+ * them before the commit). $1 ctids or ids, $2 delete them. */
 static const char mark_sql[] =
-    "WITH gone AS (DELETE FROM {table} WHERE $2 AND @AT@ RETURNING 1),"
+    "WITH gone AS (DELETE FROM {table} WHERE $2 AND @AT@ RETURNING {c.id}),"
     " kept AS (UPDATE {table} SET {c.published_at} = statement_timestamp(), {c.attempts} = {c.attempts} + 1"
-    " WHERE NOT $2 AND @AT@ RETURNING 1)"
-    " SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept)";
+    " WHERE NOT $2 AND @AT@ RETURNING {c.id}) @MARKED@";
+/* What the mark returns: the ids after an ordered claim, else how many
+ * (every row of an unordered claim is locked: its version cannot move). */
+static const char marked_ids[] = "SELECT * FROM gone UNION ALL SELECT * FROM kept";
+static const char marked_count[] = "SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept)";
 
 /* Keeps the claim's transaction from being idle past the lease while a
  * batch waits for acknowledgements (renewing the lease). */
@@ -267,6 +272,7 @@ static int prepare(PGconn *conn, const relay_config *cfg, const char *name, cons
     char *text = fill(strdup(tmpl), "@SIZE@", size);
     text = fill(text, "@DEAD_BEFORE@", block ? no_dead_before : "");
     text = fill(text, "@BEHIND_DEAD@", block ? behind_dead : "");
+    text = fill(text, "@MARKED@", cfg->ordering == ORDERING_AGGREGATE ? marked_ids : marked_count);
     text = fill(text, "@TID@", plain ? "t.ctid" : "NULL::tid");
     text = fill(text, "@AT@", plain ? "ctid = ANY ($1::tid[])" : "{c.id} = ANY ($1::bigint[])");
     char *sql = sql_render(cfg, text);

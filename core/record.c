@@ -8,6 +8,27 @@
 #include "log.h"
 #include "pgarray.h"
 
+/* Are the rows a mark recorded (their ids) all of the batch? A run's rows
+ * are found by ctid without a lock of their own (queries.c): a slot reused
+ * by another row would show here, before the commit. Rows are in id order. */
+static int marked_ours(const PGresult *res, const batch *b)
+{
+    for (int r = 0; r < PQntuples(res); r++) {
+        long long id = atoll(PQgetvalue(res, r, 0));
+        int lo = 0, hi = b->count;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (b->rows[mid].id < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == b->count || b->rows[lo].id != id)
+            return 0;
+    }
+    return 1;
+}
+
 /* One statement for rows [from, to); relock: the claim's transaction has
  * ended, take the rows that are still pending and free. Returns the result
  * or NULL. */
@@ -49,6 +70,13 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
     if (mark) {
         const char *params[] = {pgarray_text(&ids), delete};
         res = session_run(s, SESSION_OTHER, "mark", 2, params, PGRES_TUPLES_OK);
+        if (res && cfg->ordering == ORDERING_AGGREGATE && !marked_ours(res, b)) {
+            log_scoped(OBX_LOG_WARN, s->scope,
+                       "a row the claim read was recorded by another session and its place "
+                       "taken by another row: the batch is recorded row by row");
+            PQclear(res);
+            res = NULL;
+        }
     } else {
         const char *params[] = {pgarray_text(&ids),
                                 pgarray_text(&outcomes),
@@ -66,11 +94,13 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
 }
 
 /* Adds a record result to counts; returns the rows it recorded. */
-static long long tally(PGresult *res, const decision *d, int from, long long counts[OUTCOME_COUNT])
+static long long tally(const session *s, PGresult *res, const decision *d, int from,
+                       long long counts[OUTCOME_COUNT])
 {
     long long total = 0;
-    if (PQnfields(res) == 1) { /* mark: all published */
-        total = atoll(PQgetvalue(res, 0, 0));
+    if (PQnfields(res) == 1) { /* mark: all published; the ids, or how many (queries.c) */
+        total = s->st->cfg->ordering == ORDERING_AGGREGATE ? PQntuples(res)
+                                                            : atoll(PQgetvalue(res, 0, 0));
         counts[d[from].outcome] += total;
     } else {
         for (int r = 0; r < PQntuples(res); r++) {
@@ -110,7 +140,7 @@ static long long record_each(session *s, const batch *b, const decision *d, long
         if (!res && s->conn)
             res = record_range(s, b, d, i, i + 1, 1, 1);
         if (res)
-            total += tally(res, d, i, counts);
+            total += tally(s, res, d, i, counts);
         else
             log_scoped(OBX_LOG_ERROR, s->scope, "event %s: its outcome cannot be recorded",
                        b->rows[i].event_id);
@@ -123,7 +153,7 @@ long long record_batch(session *s, const batch *b, const decision *d, long long 
 {
     PGresult *res = record_range(s, b, d, 0, b->count, 0, 0);
     if (res && session_commit(s) == 0)
-        return tally(res, d, 0, counts);
+        return tally(s, res, d, 0, counts);
     PQclear(res);
     if (s->conn) { /* the statement failed, the connection did not: the data did */
         session_rollback(s);
@@ -139,7 +169,7 @@ long long record_batch(session *s, const batch *b, const decision *d, long long 
             break;
         res = record_range(s, b, d, 0, b->count, 1, 0);
         if (res)
-            return tally(res, d, 0, counts);
+            return tally(s, res, d, 0, counts);
     }
     log_scoped(OBX_LOG_ERROR, s->scope,
                "could not record %d outcomes; the events will be published again", b->count);
