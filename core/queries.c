@@ -208,7 +208,8 @@ static const char mark_sql[] =
 /* What the mark returns: the ids after an ordered claim, else how many
  * (every row of an unordered claim is locked: its version cannot move). */
 static const char marked_ids[] = "SELECT * FROM gone UNION ALL SELECT * FROM kept";
-static const char marked_count[] = "SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept)";
+static const char marked_count[] =
+    "SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM kept)";
 
 /* Keeps the claim's transaction from being idle past the lease while a
  * batch waits for acknowledgements (renewing the lease). */

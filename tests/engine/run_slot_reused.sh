@@ -10,10 +10,11 @@
 # 2. Aggregate A has three events (a head and a run of two); row X (another
 #    aggregate) is not due, so it is not claimed. One worker, retention
 #    delete, lease 3 s (renewed every second), the memory driver completing
-#    after 6 s.
+#    after 10 s (step 3 must be done by then; a stuck driver is one silent
+#    for 5 leases).
 # 3. While A's batch waits: the session deletes A's second event and
-#    commits; once the relay has renewed its lease, VACUUM frees its slot; X is updated in place (same page), its
-#    new version taking the freed slot.
+#    commits; once the relay has renewed its lease, VACUUM frees its slot;
+#    X is updated in place (same page), its new version taking that slot.
 # 4. After the acknowledgements: X is still there (a mark by ctid alone
 #    deleted it: an event lost), A's events are published and recorded (the
 #    batch's transaction rolled back past its lease: they go again, as
@@ -23,7 +24,7 @@ ENG_TEST=run_slot_reused
 
 fresh_db eng_run_slot_reused
 write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 50; retention = \"delete\";
-    ordering = \"aggregate\"; lease_seconds = 3;" "delay_ms = 6000;"
+    ordering = \"aggregate\"; lease_seconds = 3;" "delay_ms = 10000;"
 init_db "$WORK/relay.cfg"
 sql "CREATE TABLE go (k text)"
 
@@ -51,11 +52,13 @@ wait_exit "$OLD" 30
 # the relay's session keeps the snapshot of its last statement: after its
 # next renew, nothing it holds keeps VACUUM from the deleted row
 OLD_XID=$(head -1 "$WORK/obx_sess_old.out")
-wait_sql "SELECT count(*) FROM pg_stat_activity WHERE datname = '$TEST_DB' AND application_name = 'outbox-relay'
-          AND state = 'idle in transaction' AND coalesce(backend_xmin::text::bigint > $OLD_XID, true)" 1 30
+wait_sql "SELECT count(*) FROM pg_stat_activity WHERE datname = '$TEST_DB'
+          AND application_name = 'outbox-relay' AND state = 'idle in transaction'
+          AND coalesce(backend_xmin::text::bigint > $OLD_XID, true)" 1 30
 sql "VACUUM (INDEX_CLEANUP ON) outbox"
 sql "UPDATE outbox SET last_error = 'moved' WHERE id = $X_ID"
-expect_eq "X's new version in the freed slot" "$(sql "SELECT ctid FROM outbox WHERE id = $X_ID")" "$SLOT"
+expect_eq "X's new version in the freed slot" \
+    "$(sql "SELECT ctid FROM outbox WHERE id = $X_ID")" "$SLOT"
 
 # 4
 wait_sql "SELECT count(*) FROM outbox WHERE aggregate_id = 'A'" 0 60
