@@ -33,6 +33,12 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+int batch_has(const batch *b, long long id)
+{
+    batch_row key = {.id = id};
+    return bsearch(&key, b->rows, (size_t)b->count, sizeof *b->rows, by_id) != NULL;
+}
+
 /* Groups rows by aggregate, in id order within each. */
 static int by_aggregate_then_id(const void *a, const void *b, void *rows_arg)
 {

@@ -8,24 +8,21 @@
 #include "log.h"
 #include "pgarray.h"
 
+/* After an ordered claim the mark returns the ids it recorded; after an
+ * unordered one, how many (queries.c, mark_sql). */
+static int mark_returns_ids(const session *s)
+{
+    return s->st->cfg->ordering == ORDERING_AGGREGATE;
+}
+
 /* Are the rows a mark recorded (their ids) all of the batch? A run's rows
  * are found by ctid without a lock of their own (queries.c): a slot reused
- * by another row would show here, before the commit. Rows are in id order. */
+ * by another row would show here, before the commit. */
 static int marked_ours(const PGresult *res, const batch *b)
 {
-    for (int r = 0; r < PQntuples(res); r++) {
-        long long id = atoll(PQgetvalue(res, r, 0));
-        int lo = 0, hi = b->count;
-        while (lo < hi) {
-            int mid = lo + (hi - lo) / 2;
-            if (b->rows[mid].id < id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo == b->count || b->rows[lo].id != id)
+    for (int r = 0; r < PQntuples(res); r++)
+        if (!batch_has(b, atoll(PQgetvalue(res, r, 0))))
             return 0;
-    }
     return 1;
 }
 
@@ -70,7 +67,7 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
     if (mark) {
         const char *params[] = {pgarray_text(&ids), delete};
         res = session_run(s, SESSION_OTHER, "mark", 2, params, PGRES_TUPLES_OK);
-        if (res && cfg->ordering == ORDERING_AGGREGATE && !marked_ours(res, b)) {
+        if (res && mark_returns_ids(s) && !marked_ours(res, b)) {
             log_scoped(OBX_LOG_WARN, s->scope,
                        "a row the claim read was recorded by another session and its place "
                        "taken by another row: the batch is recorded row by row");
@@ -99,8 +96,7 @@ static long long tally(const session *s, PGresult *res, const decision *d, int f
 {
     long long total = 0;
     if (PQnfields(res) == 1) { /* mark: all published; the ids, or how many (queries.c) */
-        total = s->st->cfg->ordering == ORDERING_AGGREGATE ? PQntuples(res)
-                                                            : atoll(PQgetvalue(res, 0, 0));
+        total = mark_returns_ids(s) ? PQntuples(res) : atoll(PQgetvalue(res, 0, 0));
         counts[d[from].outcome] += total;
     } else {
         for (int r = 0; r < PQntuples(res); r++) {

@@ -54,6 +54,8 @@ static void test_rows_sorted_by_id_and_parsed(void **state)
     assert_int_equal(r->payload_bytes, 2000000);
     assert_int_equal(b.rows[0].attempt, 1);
     assert_int_equal(b.rows[0].payload_bytes, -1); /* NULL: not measured */
+    assert_true(batch_has(&b, 4) && batch_has(&b, 30) && batch_has(&b, 200));
+    assert_false(batch_has(&b, 5) || batch_has(&b, 3) || batch_has(&b, 201));
     batch_free(&b);
 }
 
@@ -168,6 +170,7 @@ static void test_empty_claim(void **state)
     batch_init(&b, 4);
     batch_take(&b, claim_result(NULL, 0));
     assert_int_equal(b.count, 0);
+    assert_false(batch_has(&b, 1));
     batch_after_failure(&b, NULL, NULL);
     batch_free(&b);
 }
