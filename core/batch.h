@@ -9,7 +9,7 @@ typedef struct batch_row {
     int res_row; /* its row in the claim result (for message_build) */
     long long id;
     const char *id_text, *event_id, *aggregate_type, *aggregate_id;
-    const char *tid_text; /* where the claim read it; NULL unless the table is a plain one */
+    const char *tid_text;    /* where the claim read it; NULL unless the table is a plain one */
     unsigned attempt;        /* this attempt, from 1 */
     long long payload_bytes; /* -1 when the claim did not measure it (small) */
 } batch_row;
