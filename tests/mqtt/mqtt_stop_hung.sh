@@ -39,7 +39,10 @@ rc=0
 wait "$RELAY_PID" || rc=$?
 kill -CONT "$BROKER"
 reports=$(grep -c 'Sanitizer\|runtime error' "$PMQ_DIR/relay.log" || true)
-[ "$rc" -eq 0 ] && [ "$reports" -eq 0 ] || { tail -30 "$PMQ_DIR/relay.log"; fail "relay exited $rc with $reports sanitizer report lines"; }
+if [ "$rc" -ne 0 ] || [ "$reports" -ne 0 ]; then
+    tail -30 "$PMQ_DIR/relay.log"
+    fail "relay exited $rc with $reports sanitizer report lines"
+fi
 grep -q "still in flight are released" "$PMQ_DIR/relay.log" || fail "the stop did not give the batch back"
 expect_eq "rows recorded by the stopped relay" \
     "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL OR dead_at IS NOT NULL")" 0
