@@ -20,8 +20,9 @@ BROKER=$(cat "$PMQ_DIR/mosquitto/mosquitto.pid")
 "$OBX_BIN" run -c "$CFG" 2>"$PMQ_DIR/relay.log" &
 RELAY_PID=$!
 MQ_BG_PIDS="${MQ_BG_PIDS:-} $RELAY_PID"
-for _ in $(seq 100); do [ "$(grep -c 'connected to' "$PMQ_DIR/relay.log")" -ge 2 ] && break; sleep 0.1; done
-[ "$(grep -c 'connected to' "$PMQ_DIR/relay.log")" -ge 2 ] || fail "the relay's outputs did not connect"
+connected() { grep -c 'connected to' "$PMQ_DIR/relay.log"; }
+for _ in $(seq 100); do [ "$(connected)" -ge 2 ] && break; sleep 0.1; done
+[ "$(connected)" -ge 2 ] || fail "the relay's outputs did not connect"
 kill -STOP "$BROKER"
 trap 'kill -CONT "$BROKER" 2>/dev/null; mq_cleanup' EXIT
 # 200 kB each: more than the socket buffers hold, so paho still queues most
@@ -43,13 +44,15 @@ if [ "$rc" -ne 0 ] || [ "$reports" -ne 0 ]; then
     tail -30 "$PMQ_DIR/relay.log"
     fail "relay exited $rc with $reports sanitizer report lines"
 fi
-grep -q "still in flight are released" "$PMQ_DIR/relay.log" || fail "the stop did not give the batch back"
-expect_eq "rows recorded by the stopped relay" \
-    "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL OR dead_at IS NOT NULL")" 0
+grep -q "still in flight are released" "$PMQ_DIR/relay.log" ||
+    fail "the stop did not give the batch back"
+recorded=$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL OR dead_at IS NOT NULL")
+expect_eq "rows recorded by the stopped relay" "$recorded" 0
 
 msub_start stophung "$PMQ_URL" 'obx/stophung/#' "$N" -T 120
 "$OBX_BIN" run -c "$CFG" --drain >>"$PMQ_DIR/relay.log" 2>&1 || fail "relay run --drain failed"
 msub_wait
-expect_eq "published rows" "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")" "$N"
+published=$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")
+expect_eq "published rows" "$published" "$N"
 expect_eq "received" "$(msub_field unique)" "$N"
 echo "PASS mqtt_stop_hung"
