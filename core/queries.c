@@ -263,6 +263,11 @@ static int plain_table(PGconn *conn, const relay_config *cfg)
     return plain;
 }
 
+int queries_mark_returns_ids(const relay_config *cfg)
+{
+    return cfg->ordering == ORDERING_AGGREGATE; /* marked_ids, else marked_count */
+}
+
 static int prepare(PGconn *conn, const relay_config *cfg, const char *name, const char *tmpl,
                    const char *payload_type, int plain, char *err, size_t err_size)
 {
@@ -273,7 +278,7 @@ static int prepare(PGconn *conn, const relay_config *cfg, const char *name, cons
     char *text = fill(strdup(tmpl), "@SIZE@", size);
     text = fill(text, "@DEAD_BEFORE@", block ? no_dead_before : "");
     text = fill(text, "@BEHIND_DEAD@", block ? behind_dead : "");
-    text = fill(text, "@MARKED@", cfg->ordering == ORDERING_AGGREGATE ? marked_ids : marked_count);
+    text = fill(text, "@MARKED@", queries_mark_returns_ids(cfg) ? marked_ids : marked_count);
     text = fill(text, "@TID@", plain ? "t.ctid" : "NULL::tid");
     text = fill(text, "@AT@", plain ? "ctid = ANY ($1::tid[])" : "{c.id} = ANY ($1::bigint[])");
     char *sql = sql_render(cfg, text);

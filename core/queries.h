@@ -20,7 +20,7 @@ enum {
     ROW_CREATED_US,
     ROW_ATTEMPTS,
     ROW_PAYLOAD_BYTES, /* NULL when small; the payload is NULL when over the limit */
-    ROW_TID,           /* where the locked row version is (the mark finds it there) */
+    ROW_TID,           /* where the claim read the row version (the mark finds it there) */
     ROW_AFTER_TYPE,    /* ordered claims: where the next walk starts (NULL: the first) */
     ROW_AFTER_ID,
     ROW_HEADS, /* ordered claims: how many heads the walk took */
@@ -44,6 +44,10 @@ enum {
  * "pending") for the payload column's type. Returns 0 or -1 with err. */
 int queries_prepare(PGconn *conn, const relay_config *cfg, const char *payload_type, char *err,
                     size_t err_size);
+
+/* Does the "mark" statement return the ids it recorded (after an ordered
+ * claim, whose runs are not locked) rather than how many? */
+int queries_mark_returns_ids(const relay_config *cfg);
 
 /* Reads the payload column's type: "jsonb", "json", "bytea", "text"... into
  * out. Returns 0 or -1 with err. */

@@ -7,13 +7,7 @@
 
 #include "log.h"
 #include "pgarray.h"
-
-/* After an ordered claim the mark returns the ids it recorded; after an
- * unordered one, how many (queries.c, mark_sql). */
-static int mark_returns_ids(const session *s)
-{
-    return s->st->cfg->ordering == ORDERING_AGGREGATE;
-}
+#include "queries.h"
 
 /* Are the rows a mark recorded (their ids) all of the batch? A run's rows
  * are found by ctid without a lock of their own (queries.c): a slot reused
@@ -67,7 +61,7 @@ static PGresult *record_range(session *s, const batch *b, const decision *d, int
     if (mark) {
         const char *params[] = {pgarray_text(&ids), delete};
         res = session_run(s, SESSION_OTHER, "mark", 2, params, PGRES_TUPLES_OK);
-        if (res && mark_returns_ids(s) && !marked_ours(res, b)) {
+        if (res && queries_mark_returns_ids(s->st->cfg) && !marked_ours(res, b)) {
             log_scoped(OBX_LOG_WARN, s->scope,
                        "a row the claim read was recorded by another session and its place "
                        "taken by another row: the batch is recorded row by row");
@@ -96,7 +90,8 @@ static long long tally(const session *s, PGresult *res, const decision *d, int f
 {
     long long total = 0;
     if (PQnfields(res) == 1) { /* mark: all published; the ids, or how many (queries.c) */
-        total = mark_returns_ids(s) ? PQntuples(res) : atoll(PQgetvalue(res, 0, 0));
+        int ids = queries_mark_returns_ids(s->st->cfg);
+        total = ids ? PQntuples(res) : atoll(PQgetvalue(res, 0, 0));
         counts[d[from].outcome] += total;
     } else {
         for (int r = 0; r < PQntuples(res); r++) {
