@@ -228,7 +228,7 @@ run_broker() { # BROKER
          "exits: $(sort -n "$WORK"/relay.*.exits | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $1, $2}')" \
          "unexpected_exits=$unexpected" \
          "sanitizer_reports=$(cat "$WORK"/relay.*.log | grep -c 'Sanitizer\|runtime error' || true)" | tee -a "$WORK/summary"
-    # a sanitizer's report is the whole diagnosis: show the first one where CI prints
+    # a sanitizer's report is the whole diagnosis: show the first of each relay log where CI prints
     grep -h -m1 -A40 'ERROR: .*Sanitizer\|runtime error' "$WORK"/relay.*.log | head -60 | sed 's/^/    | /' || true
     local truth
     truth=$(load_vs_table)
