@@ -53,10 +53,10 @@ static void fh_log(void *arg, obx_log_level level, const char *fmt, ...)
     log_scoped(level, fh->ctx.scope, "%s", line);
 }
 
-/* The recorder's violation counters, as the harnesses read them (fh->lock held). */
+/* The ledger's violation counters, as the harnesses read them (fh->lock held). */
 static void fh_sync_counts(fake_host *fh)
 {
-    recorder *r = &fh->rec;
+    ledger *r = &fh->rec;
     pthread_mutex_lock(&r->lock);
     fh->duplicates = r->dup;
     fh->unknown = r->unknown + r->foreign;
@@ -67,14 +67,14 @@ static void fh_sync_counts(fake_host *fh)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* The recorder checks the completion; the harnesses' view of it is kept here. */
+/* The ledger checks the completion; the harnesses' view of it is kept here. */
 static void fh_on_complete(void *arg, uint64_t token, obx_status status, int native_code,
                            const char *detail)
 {
     fake_host *fh = arg;
     (void)native_code;
     pthread_mutex_lock(&fh->lock);
-    recorder_complete(&fh->rec, token, status, detail);
+    ledger_complete(&fh->rec, token, status, detail);
     fh->completions++;
     if ((unsigned)status <= OBX_STATUS_MAX)
         fh->by_status[status]++;
@@ -98,14 +98,14 @@ static void fh_on_complete(void *arg, uint64_t token, obx_status status, int nat
     pthread_mutex_unlock(&fh->lock);
 }
 
-/* host->refuse: checked by the recorder (inside publish_batch, once, for a
+/* host->refuse: checked by the ledger (inside publish_batch, once, for a
  * message of the batch that it refuses). */
 static void fh_on_refuse(void *arg, uint64_t token, int native_code, const char *detail)
 {
     fake_host *fh = arg;
     (void)native_code;
     pthread_mutex_lock(&fh->lock);
-    recorder_refuse(&fh->rec, token, detail);
+    ledger_refuse(&fh->rec, token, detail);
     fh->refusals++;
     snprintf(fh->last_refusal, sizeof fh->last_refusal, "%s", detail ? detail : "");
     if (token < fh->cap) {
@@ -132,7 +132,7 @@ fake_host *fh_new(const loaded_driver *drv, size_t cap)
     fh->cap = cap;
     fh->tok = calloc(cap ? cap : 1, sizeof *fh->tok);
     fh->slots = calloc(cap ? cap : 1, sizeof *fh->slots);
-    recorder_init(&fh->rec, 0, fh->slots, cap); /* tag 0: tokens are the indexes */
+    ledger_init(&fh->rec, 0, fh->slots, cap); /* tag 0: tokens are the indexes */
     host_init(&fh->ctx, drv, &fh->output, fh_on_complete, fh);
     fh->ctx.on_refuse = fh_on_refuse;
     fh->ctx.host.log = fh_log; /* host_ctx is the first member: arg is fh */
@@ -268,12 +268,12 @@ obx_status fh_publish(fake_host *fh, obx_instance *inst, const obx_message *msgs
         if (msgs[i].token < fh->cap)
             fh->tok[msgs[i].token].in_flight = 1;
     pthread_mutex_unlock(&fh->lock);
-    recorder_publish_begin(&fh->rec, msgs, count);
+    ledger_publish_begin(&fh->rec, msgs, count);
 
     obx_status rc = fh->def->publish_batch(inst, msgs, count, accept);
 
     /* accept[] is the verdict whatever rc is: the driver writes every entry */
-    recorder_publish_end(&fh->rec, msgs, count, accept);
+    ledger_publish_end(&fh->rec, msgs, count, accept);
     pthread_mutex_lock(&fh->lock);
     for (size_t i = 0; i < count; i++)
         if (msgs[i].token < fh->cap && accept[i] != OBX_OK)
@@ -285,9 +285,9 @@ obx_status fh_publish(fake_host *fh, obx_instance *inst, const obx_message *msgs
 
 void fh_close(fake_host *fh, obx_instance *inst)
 {
-    recorder_closing(&fh->rec);
+    ledger_closing(&fh->rec);
     fh->def->close(inst);
-    recorder_closed(&fh->rec);
+    ledger_closed(&fh->rec);
 }
 
 size_t fh_completions(fake_host *fh)
@@ -300,7 +300,7 @@ size_t fh_completions(fake_host *fh)
 
 size_t fh_in_flight(fake_host *fh)
 {
-    return recorder_pending(&fh->rec);
+    return ledger_pending(&fh->rec);
 }
 
 size_t fh_count_status(fake_host *fh, uint64_t from, uint64_t to, obx_status status)
@@ -347,5 +347,5 @@ int fh_wait_settled(fake_host *fh, obx_instance *inst, int timeout_ms)
 
 size_t fh_violations(fake_host *fh, char *why, size_t why_size)
 {
-    return recorder_violations(&fh->rec, why, why_size, 0);
+    return ledger_violations(&fh->rec, why, why_size, 0);
 }

@@ -2,13 +2,13 @@
  * The recording fake host of the driver harnesses: the relay's own host
  * table (host_init, so option getters, declared defaults and the option
  * checks are the relay's), with completions and refusals checked by the
- * relay's token recorder (core/recorder.h, the one check-driver uses):
+ * relay's token ledger (core/ledger.h, the one check-driver uses):
  * exactly one completion per accepted message, none for a refused one or a
  * token never given, none after close, refusals only from inside
  * publish_batch. The per-token view below (fh_token) is the harnesses'.
  *
- * Tokens are indexes 0 .. cap-1 into the recorder; publish through
- * fh_publish so the recorder knows what is in flight.
+ * Tokens are indexes 0 .. cap-1 into the ledger; publish through
+ * fh_publish so the ledger knows what is in flight.
  */
 #ifndef OBX_TEST_FAKE_HOST_H
 #define OBX_TEST_FAKE_HOST_H
@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "host.h"
-#include "recorder.h"
+#include "ledger.h"
 
 typedef struct fh_token {
     int in_flight;        /* offered by fh_publish, not refused or completed yet */
@@ -35,7 +35,7 @@ typedef struct fake_host {
     cfg_output output; /* option values and native properties */
     size_t option_cap, property_cap;
 
-    recorder rec;    /* the contract checks, under its own lock */
+    ledger rec;    /* the contract checks, under its own lock */
     rec_slot *slots; /* rec's */
 
     pthread_mutex_t lock; /* guards everything below; taken before rec.lock */

@@ -2,7 +2,7 @@
  * The fake host catches what check-driver catches: each defect of the
  * deliberately broken driver (tests/sdk/broken_driver.c, path in argv[1])
  * shows as a violation through fh_violations, and the two correct modes
- * (none, refusing) show none. Both go through the relay's token recorder.
+ * (none, refusing) show none. Both go through the relay's token ledger.
  * shared_state is check-driver's alone: the driver's shared list is global
  * and never freed, which the leak checker would report here.
  */

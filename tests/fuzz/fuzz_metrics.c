@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
-#include "state.h"
+#include "relay_state.h"
 
 static relay_config cfg;                           /* no outputs */
 static config_gen gen = {.cfg = &cfg, .users = 1}; /* never released to 0 */

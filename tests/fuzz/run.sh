@@ -24,12 +24,12 @@ PKGS="libpq libconfig libmicrohttpd jansson"
 CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-omit-frame-pointer
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
         -DOBX_VERSION=\"fuzz\" -DOBX_DRIVERS_INSTALL_PATH=\"/nonexistent\"
-        -I"$SRC/include" -I"$SRC/core" $(pkg-config --cflags $PKGS))
+        -I"$SRC/include" $(for d in "$SRC"/core/*/; do echo "-I$d"; done) $(pkg-config --cflags $PKGS))
 LIBS=($(pkg-config --libs $PKGS) -lpthread -ldl -lm)
 
 # the core, minus main(), instrumented for coverage
 objs=()
-for c in "$SRC"/core/*.c; do
+for c in "$SRC"/core/*/*.c; do
     [ "$(basename "$c")" = main.c ] && continue
     o=$OUT/obj/$(basename "$c" .c).o
     if [ ! -f "$o" ] || [ "$c" -nt "$o" ] || [ -n "$(find "$SRC/core" "$SRC/include" -name '*.h' -newer "$o")" ]; then

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "config_read.h"
 #include "loader.h"
 
 #ifndef ABI_DIR
@@ -265,15 +266,15 @@ static void relative_paths_follow_the_config(void **state)
 {
     (void)state;
     char out[256];
-    assert_int_equal(loader_resolve_path("/etc/relay/relay.conf", "drivers", out, sizeof out), 0);
+    assert_int_equal(config_resolve_path("/etc/relay/relay.conf", "drivers", out, sizeof out), 0);
     assert_string_equal(out, "/etc/relay/drivers");
-    assert_int_equal(loader_resolve_path("conf/relay.conf", "../lib/x.so", out, sizeof out), 0);
+    assert_int_equal(config_resolve_path("conf/relay.conf", "../lib/x.so", out, sizeof out), 0);
     assert_string_equal(out, "conf/../lib/x.so");
-    assert_int_equal(loader_resolve_path("/etc/relay.conf", "/opt/drivers", out, sizeof out), 0);
+    assert_int_equal(config_resolve_path("/etc/relay.conf", "/opt/drivers", out, sizeof out), 0);
     assert_string_equal(out, "/opt/drivers");
-    assert_int_equal(loader_resolve_path("relay.conf", "drivers", out, sizeof out), 0);
+    assert_int_equal(config_resolve_path("relay.conf", "drivers", out, sizeof out), 0);
     assert_string_equal(out, "drivers");
-    assert_int_equal(loader_resolve_path("/a/b.conf", "drivers", out, 5), -1);
+    assert_int_equal(config_resolve_path("/a/b.conf", "drivers", out, 5), -1);
 }
 
 int main(void)

@@ -17,7 +17,7 @@
 #include "metrics_render.h"
 #include "outcome.h"
 #include "probes.h"
-#include "stats.h"
+#include "counters.h"
 
 static cfg_output outputs[] = {{.name = "kafka"}, {.name = "mq\"tt"}};
 static cfg_route routes[] = {
@@ -47,7 +47,7 @@ static int setup(void **state)
     pthread_mutex_init(&f->st.gen_lock, NULL);
     health_init(&f->health[0], "kafka");
     health_init(&f->health[1], "mq\"tt");
-    f->st.metrics = stats_new(&cfg);
+    f->st.metrics = counters_new(&cfg);
     *state = f;
     return 0;
 }
@@ -55,7 +55,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    stats_free(f->st.metrics);
+    counters_free(f->st.metrics);
     pthread_mutex_destroy(&f->st.gen_lock);
     health_destroy(&f->health[0]);
     health_destroy(&f->health[1]);
@@ -92,18 +92,18 @@ static void test_outcomes(void **state)
 {
     fixture *f = *state;
     relay_metrics *m = f->st.metrics;
-    obx_message order = msg("order.paid", stats_wall_us() - 2000000), user = msg("user.new", 0);
+    obx_message order = msg("order.paid", counters_wall_us() - 2000000), user = msg("user.new", 0);
     for (int i = 0; i < 3; i++)
-        stats_sent(m, &cfg, 0);
-    stats_sent(m, &cfg, 1);
-    assert_int_equal(atomic_load(&stats_output(m, "kafka")->in_flight), 3);
-    stats_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_PUBLISHED, 0);
-    stats_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_RETRY, 1);
-    stats_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_DEFER, 1);
-    stats_observe_completion(m, &cfg, 1, &user, now_ms(), OUTCOME_DEAD, 0);
-    stats_observe_completion(m, &cfg, 1, NULL, now_ms(), OUTCOME_DEAD, 0);       /* never sent */
-    stats_observe_completion(m, &cfg, 7, &user, now_ms(), OUTCOME_PUBLISHED, 0); /* no output 7 */
-    output_stats *k = stats_output(m, "kafka"), *q = stats_output(m, "mq\"tt");
+        counters_sent(m, &cfg, 0);
+    counters_sent(m, &cfg, 1);
+    assert_int_equal(atomic_load(&counters_output(m, "kafka")->in_flight), 3);
+    counters_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_PUBLISHED, 0);
+    counters_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_RETRY, 1);
+    counters_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_DEFER, 1);
+    counters_observe_completion(m, &cfg, 1, &user, now_ms(), OUTCOME_DEAD, 0);
+    counters_observe_completion(m, &cfg, 1, NULL, now_ms(), OUTCOME_DEAD, 0);       /* never sent */
+    counters_observe_completion(m, &cfg, 7, &user, now_ms(), OUTCOME_PUBLISHED, 0); /* no output 7 */
+    output_stats *k = counters_output(m, "kafka"), *q = counters_output(m, "mq\"tt");
     assert_int_equal(atomic_load(&k->in_flight), 0);
     assert_int_equal(atomic_load(&q->in_flight), 0);
     assert_int_equal(atomic_load(&k->n.published), 1);
@@ -111,8 +111,8 @@ static void test_outcomes(void **state)
     assert_int_equal(atomic_load(&k->n.deferred), 1);
     assert_int_equal(atomic_load(&k->n.refused), 2);
     assert_int_equal(atomic_load(&q->n.dead), 2);
-    assert_int_equal(atomic_load(&stats_route(m, 1, "kafka")->n.published), 1);
-    assert_int_equal(atomic_load(&stats_route(m, 2, "mq\"tt")->n.dead), 1); /* bad row: no route */
+    assert_int_equal(atomic_load(&counters_route(m, 1, "kafka")->n.published), 1);
+    assert_int_equal(atomic_load(&counters_route(m, 2, "mq\"tt")->n.dead), 1); /* bad row: no route */
     /* latencies only for what was published: 2 s since created_at */
     assert_int_equal(bucket(&k->commit_to_ack, 10), 1); /* le="2.5" */
     long long publish_total = 0, q_total = 0;
@@ -122,8 +122,8 @@ static void test_outcomes(void **state)
     }
     assert_int_equal(publish_total, 1);
     assert_int_equal(q_total, 0);
-    stats_observe_statement(m, "claim", 1500);
-    stats_observe_statement(m, "no such statement", 1500);
+    counters_observe_statement(m, "claim", 1500);
+    counters_observe_statement(m, "no such statement", 1500);
     assert_int_equal(bucket(&m->statements[STMT_CLAIM], 1), 1);
 }
 
@@ -135,20 +135,20 @@ static void test_healthz(void **state)
     assert_int_equal(probe_health(&f->st, &body), 200); /* no thread started yet */
     assert_string_equal(body, "{\"status\":\"ok\"}");
     free(body);
-    stats_thread_register(m, 1); /* this thread plays worker 1 */
+    counters_thread_register(m, 1); /* this thread plays worker 1 */
     assert_int_equal(probe_health(&f->st, &body), 200);
     free(body);
     atomic_store(&m->beats[1], now_ms() - m->stale_ms - 2000);
     assert_int_equal(probe_health(&f->st, &body), 503);
     assert_non_null(strstr(body, "\"worker 1: no progress for "));
     free(body);
-    stats_beat();
+    counters_beat();
     assert_int_equal(probe_health(&f->st, &body), 200);
     free(body);
     atomic_store(&f->st.failed, 1);
     assert_int_equal(probe_health(&f->st, &body), 503);
     free(body);
-    stats_thread_register(NULL, 0);
+    counters_thread_register(NULL, 0);
 }
 
 static void poll_result(relay_metrics *m, int ok, const char *error, long long age_ms)
@@ -196,7 +196,7 @@ static void test_render(void **state)
     fixture *f = *state;
     relay_metrics *m = f->st.metrics;
     for (int i = 0; i < 5; i++)
-        histogram_observe(&stats_output(m, "mq\"tt")->publish, 20000 * i);
+        histogram_observe(&counters_output(m, "mq\"tt")->publish, 20000 * i);
     poll_result(m, 1, "", 0);
     m->backlog.pending = 42;
     m->backlog.oldest_pending_s = 12.5;
@@ -250,23 +250,23 @@ static void test_reload(void **state)
 {
     fixture *f = *state;
     relay_metrics *m = f->st.metrics;
-    obx_message user = msg("user.new", stats_wall_us());
-    stats_sent(m, &cfg, 1); /* generation 0: mq"tt is output 1, route 2 */
-    stats_observe_completion(m, &cfg, 1, &user, now_ms(), OUTCOME_PUBLISHED, 0);
-    stats_sent(m, &cfg, 0);
-    stats_observe_completion(m, &cfg, 0, &user, now_ms(), OUTCOME_DEAD, 0);
+    obx_message user = msg("user.new", counters_wall_us());
+    counters_sent(m, &cfg, 1); /* generation 0: mq"tt is output 1, route 2 */
+    counters_observe_completion(m, &cfg, 1, &user, now_ms(), OUTCOME_PUBLISHED, 0);
+    counters_sent(m, &cfg, 0);
+    counters_observe_completion(m, &cfg, 0, &user, now_ms(), OUTCOME_DEAD, 0);
     output_health health2[2];
     health_init(&health2[0], "file");
     health_init(&health2[1], "mq\"tt");
     config_gen gen2 = {.number = 1, .cfg = &cfg2, .health = health2, .users = 1};
     f->st.gen = &gen2;
-    stats_sent(m, &cfg2, 1); /* generation 1: mq"tt is output 1, route 1 */
-    stats_observe_completion(m, &cfg2, 1, &user, now_ms(), OUTCOME_PUBLISHED, 0);
-    assert_int_equal(atomic_load(&stats_output(m, "mq\"tt")->n.published), 2);
-    assert_int_equal(atomic_load(&stats_output(m, "mq\"tt")->in_flight), 0);
-    assert_int_equal(atomic_load(&stats_route(m, 1, "mq\"tt")->n.published), 1);
-    assert_int_equal(atomic_load(&stats_route(m, 2, "mq\"tt")->n.published), 1);
-    assert_int_equal(atomic_load(&stats_output(m, "file")->n.published), 0);
+    counters_sent(m, &cfg2, 1); /* generation 1: mq"tt is output 1, route 1 */
+    counters_observe_completion(m, &cfg2, 1, &user, now_ms(), OUTCOME_PUBLISHED, 0);
+    assert_int_equal(atomic_load(&counters_output(m, "mq\"tt")->n.published), 2);
+    assert_int_equal(atomic_load(&counters_output(m, "mq\"tt")->in_flight), 0);
+    assert_int_equal(atomic_load(&counters_route(m, 1, "mq\"tt")->n.published), 1);
+    assert_int_equal(atomic_load(&counters_route(m, 2, "mq\"tt")->n.published), 1);
+    assert_int_equal(atomic_load(&counters_output(m, "file")->n.published), 0);
     size_t len;
     char *body = metrics_render(&f->st, &len);
     assert_non_null(strstr(body, "\noutbox_relay_output_published_total{output=\"mq\\\"tt\"} 2\n"));
@@ -283,14 +283,14 @@ static void test_reload(void **state)
     poll_result(m, 1, "", 0);
     health_down(&health2[0], "test");
     expect_ready(f, 503, "\"output file: unavailable\"");
-    assert_int_equal(stats_stale_ms(m, &cfg2), 3 * 30000 + 300000);
-    assert_int_equal(stats_stale_ms(m, &cfg), m->stale_ms);
-    stats_thread_register(m, 0);
+    assert_int_equal(counters_stale_ms(m, &cfg2), 3 * 30000 + 300000);
+    assert_int_equal(counters_stale_ms(m, &cfg), m->stale_ms);
+    counters_thread_register(m, 0);
     atomic_store(&m->beats[0], now_ms() - m->stale_ms - 2000); /* stale only under generation 0 */
     char *hb;
     assert_int_equal(probe_health(&f->st, &hb), 200);
     free(hb);
-    stats_thread_register(NULL, 0);
+    counters_thread_register(NULL, 0);
     f->st.gen = &f->gen;
     health_destroy(&health2[0]);
     health_destroy(&health2[1]);

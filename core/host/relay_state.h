@@ -1,0 +1,61 @@
+/* What the engine's threads share: the config, the current config
+ * generation (its drivers and each output's health), the stop request and
+ * the totals. Workers, the metrics endpoint and the engine read it; only the
+ * engine creates it and publishes new generations. */
+#ifndef OBX_RELAY_STATE_H
+#define OBX_RELAY_STATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "clock.h"
+#include "config.h"
+#include "generation.h"
+#include "message.h"
+
+/* Totals for the exit summary and the metrics endpoint. */
+typedef struct relay_stats {
+    atomic_llong claimed, published, retried, dead, released, deferred;
+} relay_stats;
+
+typedef struct relay_state {
+    const relay_config *cfg;  /* as started: the settings that cannot change live */
+    pthread_mutex_t gen_lock; /* guards gen against a reload while a user takes it */
+    config_gen *gen;          /* the current generation; holds one of its users */
+    atomic_long gen_number;   /* gen->number, to notice a new one without the lock */
+    payload_kind payload;
+    int drain; /* exit once nothing is pending */
+
+    atomic_int stop;         /* 1: stop claiming and finish; set by signals */
+    atomic_int failed;       /* a worker could not start: exit non-zero */
+    atomic_llong stop_at_ms; /* when stop was requested (monotonic) */
+    relay_stats stats;
+    atomic_llong claim_place; /* claimer.c: the furthest row the workers' unordered claims took */
+    struct relay_metrics *metrics; /* stats.h: per output, latencies, heartbeats; may be NULL */
+
+    /* WAL mode (relay.source = "wal"), for status and /metrics: how much
+     * WAL the slot holds past the confirmed position, how old the oldest
+     * unconfirmed commit is, the confirmed LSN, and whether this process
+     * streams (1) or waits as a standby (0). */
+    atomic_llong wal_lag_bytes, wal_lag_ms, wal_confirmed_lsn;
+    atomic_int wal_streaming;
+} relay_state;
+
+/* Requests a graceful stop (async-signal-safe). */
+static inline void state_request_stop(relay_state *st, long long now)
+{
+    if (atomic_exchange(&st->stop, 1) == 0)
+        atomic_store(&st->stop_at_ms, now);
+}
+
+/* The current generation, with one more user the caller must release. */
+static inline config_gen *state_take_gen(relay_state *st)
+{
+    pthread_mutex_lock(&st->gen_lock);
+    config_gen *g = st->gen;
+    gen_hold(g);
+    pthread_mutex_unlock(&st->gen_lock);
+    return g;
+}
+
+#endif

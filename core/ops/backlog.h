@@ -1,0 +1,14 @@
+/* The backlog poller: one thread (and one connection) that counts pending,
+ * leased and dead rows and the oldest pending row's age every few seconds,
+ * for /metrics and /readyz; a scrape never touches the database. */
+#ifndef OBX_BACKLOG_H
+#define OBX_BACKLOG_H
+
+#include "relay_state.h"
+
+#define BACKLOG_POLL_MS 5000
+
+/* Thread entry: arg is the relay_state (with metrics); returns after a stop. */
+void *backlog_main(void *arg);
+
+#endif

@@ -1,0 +1,144 @@
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "listen_addr.h"
+#include "log.h"
+#include "metrics_render.h"
+#include "probes.h"
+#include "relay_state.h"
+
+struct metrics_server {
+    struct MHD_Daemon *daemon;
+    relay_state *st;
+};
+
+/* Answers with body (MUST_FREE: taken) or, when NULL (out of memory), a 500. */
+static enum MHD_Result answer_with(struct MHD_Connection *conn, unsigned status, char *body,
+                                   size_t len, const char *type)
+{
+    if (!body)
+        return MHD_NO;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", type);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, "Allow", "GET");
+    enum MHD_Result rc = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *text)
+{
+    char *body = strdup(text);
+    return answer_with(conn, status, body, body ? strlen(body) : 0, "text/plain");
+}
+
+static enum MHD_Result answer_probe(struct MHD_Connection *conn, relay_state *st,
+                                    int (*probe)(relay_state *, char **))
+{
+    char *body = NULL;
+    int status = probe(st, &body);
+    return answer_with(conn, (unsigned)status, body, body ? strlen(body) : 0, "application/json");
+}
+
+static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
+                             const char *method, const char *version, const char *upload,
+                             size_t *upload_size, void **state)
+{
+    (void)version, (void)upload, (void)upload_size, (void)state;
+    metrics_server *srv = cls;
+    /* HEAD too: the endpoints are for scrapers and probes, which GET */
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+        return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+                      "method not allowed: GET /metrics, /healthz or /readyz\n");
+    if (strcmp(url, "/healthz") == 0)
+        return answer_probe(conn, srv->st, probe_health);
+    if (strcmp(url, "/readyz") == 0)
+        return answer_probe(conn, srv->st, probe_ready);
+    if (strcmp(url, "/metrics") != 0)
+        return answer(conn, MHD_HTTP_NOT_FOUND, "not found: GET /metrics, /healthz or /readyz\n");
+    size_t len = 0;
+    char *body = metrics_render(srv->st, &len);
+    return answer_with(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
+}
+
+static metrics_server *start(relay_state *st, unsigned flags, const struct sockaddr_in *addr)
+{
+    metrics_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return NULL;
+    srv->st = st;
+    /* poll, not select: the relay may hold descriptors above FD_SETSIZE; and
+     * not epoll: at the connection limit, libmicrohttpd 0.9.75's epoll loop
+     * resumes accepting only when a timeout fires, so a backlog left by a
+     * flood of clients drained at about 16 per METRICS_TIMEOUT_S */
+    flags |= MHD_USE_POLL_INTERNAL_THREAD;
+    uint16_t port = addr ? ntohs(addr->sin_port) : 0;
+    srv->daemon =
+        addr ? MHD_start_daemon(flags, port, NULL, NULL, serve, srv, MHD_OPTION_SOCK_ADDR, addr,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
+                                MHD_OPTION_END)
+             : MHD_start_daemon(flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, serve, srv,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
+                                MHD_OPTION_END);
+    if (!srv->daemon) {
+        free(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size)
+{
+    struct sockaddr_in addr;
+    int all = listen_parse(listen, &addr, err, err_size);
+    if (all < 0)
+        return NULL;
+    metrics_server *srv = start(st, 0, &addr);
+    if (!srv) {
+        snprintf(err, err_size, "metrics.listen \"%s\": cannot listen (port in use?)", listen);
+        return NULL;
+    }
+    if (all)
+        log_warn("metrics.listen \"%s\" serves every network interface: anyone who can reach "
+                 "this host can read the counters; bind 127.0.0.1 unless a scraper elsewhere "
+                 "needs it",
+                 listen);
+    return srv;
+}
+
+metrics_server *metrics_start_detached(relay_state *st, char *err, size_t err_size)
+{
+    metrics_server *srv = start(st, 0, NULL);
+    if (!srv)
+        snprintf(err, err_size, "metrics: cannot start the HTTP server");
+    return srv;
+}
+
+int metrics_add_connection(metrics_server *srv, int fd)
+{
+    struct sockaddr_in peer = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    return MHD_add_connection(srv->daemon, fd, (const struct sockaddr *)&peer, sizeof peer) ==
+                   MHD_YES
+               ? 0
+               : -1;
+}
+
+void metrics_stop(metrics_server *srv)
+{
+    if (!srv)
+        return;
+    MHD_stop_daemon(srv->daemon);
+    free(srv);
+}

@@ -1,0 +1,27 @@
+/* The metrics endpoint: Prometheus text on http://LISTEN/metrics. */
+#ifndef OBX_METRICS_H
+#define OBX_METRICS_H
+
+#include <stddef.h>
+
+#include "relay_state.h"
+
+typedef struct metrics_server metrics_server;
+
+/* Limits that keep idle or slow clients from taking the relay's descriptors:
+ * beyond METRICS_MAX_CONNECTIONS the kernel's backlog holds new clients. */
+#define METRICS_MAX_CONNECTIONS 16
+#define METRICS_TIMEOUT_S 5
+
+/* Starts serving the relay's counters on LISTEN. NULL with err on failure. */
+metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size);
+
+/* A server without a listening socket: connections come from
+ * metrics_add_connection (the fuzz target hands it one end of a socketpair). */
+metrics_server *metrics_start_detached(relay_state *st, char *err, size_t err_size);
+/* Serves FD (now owned by the server). Returns 0, or -1 when refused. */
+int metrics_add_connection(metrics_server *srv, int fd);
+
+void metrics_stop(metrics_server *srv);
+
+#endif

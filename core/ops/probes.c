@@ -1,0 +1,101 @@
+#include "probes.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backlog.h"
+#include "counters.h"
+
+/* A backlog poll older than this means the poller itself is stuck. */
+#define POLL_STALE_MS (3 * BACKLOG_POLL_MS + 10000)
+
+static char *dump(json_t *o)
+{
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+static void add_reason(json_t *reasons, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_reason(json_t *reasons, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    json_array_append_new(reasons, json_string(text)); /* jansson escapes it */
+}
+
+static json_t *answer(json_t *reasons, const char *good, const char *bad)
+{
+    int ok = json_array_size(reasons) == 0;
+    json_t *o = json_pack("{s:s}", "status", ok ? good : bad);
+    if (ok)
+        json_decref(reasons);
+    else
+        json_object_set_new(o, "reasons", reasons);
+    return o;
+}
+
+int probe_health(relay_state *st, char **body)
+{
+    json_t *reasons = json_array();
+    relay_metrics *m = st->metrics;
+    if (atomic_load(&st->failed))
+        add_reason(reasons, "a worker could not start");
+    long long now = now_ms();
+    config_gen *gen = state_take_gen(st); /* poll_interval_ms may have changed live */
+    long long stale_ms = m ? counters_stale_ms(m, gen->cfg) : 0;
+    gen_release(gen);
+    for (int i = 0; m && i < m->beat_count; i++) {
+        long long beat = atomic_load(&m->beats[i]);
+        if (beat && now - beat > stale_ms) {
+            if (i < st->cfg->workers)
+                add_reason(reasons, "worker %d: no progress for %lld s", i, (now - beat) / 1000);
+            else
+                add_reason(reasons, "%s thread: no progress for %lld s",
+                           i - st->cfg->workers == BEAT_CLEANUP ? "cleanup" : "backlog",
+                           (now - beat) / 1000);
+        }
+    }
+    int ok = json_array_size(reasons) == 0;
+    *body = dump(answer(reasons, "ok", "stalled"));
+    return ok ? 200 : 503;
+}
+
+int probe_ready(relay_state *st, char **body)
+{
+    json_t *reasons = json_array();
+    relay_metrics *m = st->metrics;
+    if (atomic_load(&st->stop))
+        add_reason(reasons, "stopping");
+    if (!m) {
+        add_reason(reasons, "database: not measured");
+    } else {
+        pthread_mutex_lock(&m->lock);
+        backlog_snapshot b = m->backlog;
+        pthread_mutex_unlock(&m->lock);
+        if (!b.polled && !b.failures)
+            add_reason(reasons, "database: not checked yet");
+        else if (!b.db_ok)
+            add_reason(reasons, "database: %s", b.db_error);
+        else if (now_ms() - b.polled_at_ms > POLL_STALE_MS)
+            add_reason(reasons, "database: no successful poll for %lld s",
+                       (now_ms() - b.polled_at_ms) / 1000);
+    }
+    config_gen *gen = state_take_gen(st); /* the outputs of the running config */
+    for (size_t i = 0; i < gen->cfg->output_count; i++) {
+        int up;
+        long long outages;
+        health_read(&gen->health[i], &up, &outages);
+        if (!up)
+            add_reason(reasons, "output %s: unavailable", gen->cfg->outputs[i].name);
+    }
+    gen_release(gen);
+    int ok = json_array_size(reasons) == 0;
+    *body = dump(answer(reasons, "ready", "not ready"));
+    return ok ? 200 : 503;
+}

@@ -1,0 +1,73 @@
+/* WAL mode's publishing: the window's ready events become messages (the
+ * same message and route code as poll mode), go to their outputs, and each
+ * completion decides the event's fate with outcome_decide: finished
+ * (acknowledged, or dead-lettered in the dead-letter table), retried in
+ * place after its backoff, or deferred while its output is unavailable. */
+#ifndef OBX_WAL_PUBLISH_H
+#define OBX_WAL_PUBLISH_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+
+#include "arena.h"
+#include "message.h"
+#include "outcome.h"
+#include "outputs.h"
+#include "relay_state.h"
+#include "wal_window.h"
+
+typedef struct wal_done {
+    uint64_t token;
+    obx_status status;
+    int native_code;
+    char detail[OUTCOME_ERROR_MAX / 2];
+} wal_done;
+
+typedef struct wal_publisher {
+    relay_state *st;
+    wal_window *w;
+    outputs outs;
+    arena scratch;
+    message_source source;
+    retry_policy policy;
+    unsigned rand_state;
+    PGconn *db; /* for dead letters; re-made when lost */
+    long in_flight;
+
+    /* completions from any thread, taken by the relay's thread */
+    pthread_mutex_t lock;
+    pthread_cond_t arrived;
+    wal_done *inbox, *taken;
+    size_t inbox_len, inbox_cap, taken_cap;
+
+    /* one round of sending (the relay's thread) */
+    obx_message *msgs, *batch;
+    wal_event **evs, **batch_evs;
+    size_t *out_of;
+    obx_status *accept;
+    char (*refused)[OUTCOME_ERROR_MAX / 2];
+    size_t round_cap;
+    int *may_send; /* per output, decided once per round */
+} wal_publisher;
+
+/* Creates the driver instances. Returns 0 or -1 (logged). */
+int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w);
+void wal_publisher_free(wal_publisher *p);
+
+/* Re-creates broken instances, probes paused outputs, serves drivers that poll. */
+void wal_publisher_tend(wal_publisher *p);
+
+/* Sends the events that may go now (at most round_cap). Returns how many. */
+int wal_publisher_send(wal_publisher *p, long long now);
+
+/* Applies the completions that arrived. Returns how many. */
+int wal_publisher_settle(wal_publisher *p, long long now);
+
+/* Waits up to ms for a completion, serving drivers that poll. */
+void wal_publisher_wait(wal_publisher *p, int ms);
+
+/* Closes every instance: what they still hold comes back as aborted and is
+ * retried without an attempt counted (on stop, or before a reconnect). */
+void wal_publisher_abort(wal_publisher *p);
+
+#endif
