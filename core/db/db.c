@@ -46,7 +46,8 @@ static void notice_to_log(void *arg, const char *message)
 #define SESSION_DEFAULTS                                                                           \
     "-c client_min_messages=warning -c plan_cache_mode=force_generic_plan -c enable_seqscan=off"   \
     " -c search_path=pg_catalog,public,pg_temp"
-#define SESSION_PINNED "-c standard_conforming_strings=on"
+/* bytea_output=hex: the message builder decodes bytea payloads in hex form only */
+#define SESSION_PINNED "-c standard_conforming_strings=on -c bytea_output=hex"
 
 /* WAL mode's replication connection: pgoutput writes timestamps in the
  * walsender's style, so it is pinned to one the relay parses. */

@@ -7,15 +7,15 @@
 #include "log.h"
 #include "text.h"
 
-/* A token: bits 63..32 the batch number, bit 31 the lane, 30..0 the slot
- * (a batch holds at most 100,000 messages). */
-#define TOKEN_LANE_BIT 31
-#define TOKEN_INDEX_MASK ((1u << TOKEN_LANE_BIT) - 1)
+/* A token's key: bit 31 the lane, 30..0 the slot (a batch holds at most
+ * 100,000 messages); its check: the batch number. */
+#define KEY_LANE_BIT 31
+#define KEY_INDEX_MASK ((1u << KEY_LANE_BIT) - 1)
 
-void flights_init(flights *fs, int capacity, outputs *outs, const char *scope)
+void flights_init(flights *fs, int capacity, delivery *dl, const char *scope)
 {
     memset(fs, 0, sizeof *fs);
-    fs->outs = outs;
+    fs->dl = dl;
     fs->scope = scope;
     pthread_mutex_init(&fs->lock, NULL);
     pthread_cond_init(&fs->done, NULL);
@@ -27,6 +27,7 @@ void flights_init(flights *fs, int capacity, outputs *outs, const char *scope)
         f->scratch = calloc(capacity, sizeof *f->scratch);
         f->scratch_index = calloc(capacity, sizeof *f->scratch_index);
         f->accept = calloc(capacity, sizeof *f->accept);
+        f->refusal = calloc(capacity, sizeof *f->refusal);
     }
 }
 
@@ -38,6 +39,7 @@ void flights_free(flights *fs)
         free(f->scratch);
         free(f->scratch_index);
         free(f->accept);
+        free(f->refusal);
     }
     pthread_mutex_destroy(&fs->lock);
     pthread_cond_destroy(&fs->done);
@@ -64,7 +66,7 @@ void flight_end(flight *f)
 
 uint64_t flight_token(const flight *f, int index)
 {
-    return ((uint64_t)f->seq << 32) | ((uint64_t)f->lane << TOKEN_LANE_BIT) | (uint32_t)index;
+    return delivery_token((uint64_t)f->lane << KEY_LANE_BIT | (uint32_t)index, f->seq);
 }
 
 void flight_settle(slot *s, slot_state state, obx_status status, const char *detail)
@@ -74,32 +76,43 @@ void flight_settle(slot *s, slot_state state, obx_status status, const char *det
     text_copy(s->detail, sizeof s->detail, detail);
 }
 
-/* The lane and slot a token names, if the slot is in the state wanted.
- * Caller holds the lock. */
-static slot *find_slot(flights *fs, uint64_t token, slot_state want, flight **in)
+verdict flight_verdict(const slot *s)
 {
-    flight *f = &fs->lane[(token >> TOKEN_LANE_BIT) & 1];
-    uint32_t seq = (uint32_t)(token >> 32), index = (uint32_t)token & TOKEN_INDEX_MASK;
-    if (!f->active || seq != f->seq || index >= (uint32_t)f->count || f->slots[index].state != want)
+    static const verdict_kind kinds[] = {
+        [SLOT_AWAITING] = VERDICT_COMPLETED, [SLOT_DONE] = VERDICT_COMPLETED,
+        [SLOT_REFUSED] = VERDICT_REFUSED,    [SLOT_ABORTED] = VERDICT_ABORTED,
+        [SLOT_BAD] = VERDICT_BAD_ROW,        [SLOT_NOT_SENT] = VERDICT_NOT_SENT,
+    };
+    return (verdict){kinds[s->state], s->status, s->native_code, s->detail};
+}
+
+/* The lane and slot a token names, if it is awaiting a completion of the
+ * lane's current batch. Caller holds the lock. */
+static slot *find_awaiting(flights *fs, uint64_t key, uint32_t check, flight **in)
+{
+    flight *f = &fs->lane[(key >> KEY_LANE_BIT) & 1];
+    uint32_t index = (uint32_t)key & KEY_INDEX_MASK;
+    if (!f->active || check != (f->seq & DELIVERY_CHECK_MASK) || index >= (uint32_t)f->count ||
+        f->slots[index].state != SLOT_AWAITING)
         return NULL;
     *in = f;
     return &f->slots[index];
 }
 
-void flight_on_complete(void *arg, uint64_t token, obx_status status, int native_code,
-                        const char *detail)
+void flight_on_complete(void *arg, uint64_t key, uint32_t check, obx_status status,
+                        int native_code, const char *detail)
 {
     flights *fs = arg;
     flight *f;
     pthread_mutex_lock(&fs->lock);
-    slot *s = find_slot(fs, token, SLOT_AWAITING, &f);
+    slot *s = find_awaiting(fs, key, check, &f);
     if (s) {
         s->state = SLOT_DONE;
         s->status = status;
         s->native_code = native_code;
         text_copy(s->detail, sizeof s->detail, detail);
         if (status == OBX_FATAL)
-            atomic_store(&fs->outs->out[s->output].broken, 1);
+            atomic_store(&fs->dl->outs.out[s->output].broken, 1);
         int first = f->offered - f->awaiting == 0;
         if (--f->awaiting == 0 || first || status == OBX_FATAL)
             pthread_cond_signal(&fs->done);
@@ -108,21 +121,7 @@ void flight_on_complete(void *arg, uint64_t token, obx_status status, int native
     if (!s)
         log_scoped(OBX_LOG_WARN, fs->scope,
                    "driver completed an unknown or finished message (token %llx): ignored",
-                   (unsigned long long)token);
-}
-
-/* Only called from inside publish_batch, so the slot is still AWAITING. */
-void flight_on_refuse(void *arg, uint64_t token, int native_code, const char *detail)
-{
-    flights *fs = arg;
-    flight *f;
-    pthread_mutex_lock(&fs->lock);
-    slot *s = find_slot(fs, token, SLOT_AWAITING, &f);
-    if (s) {
-        s->native_code = native_code;
-        text_copy(s->detail, sizeof s->detail, detail);
-    }
-    pthread_mutex_unlock(&fs->lock);
+                   (unsigned long long)delivery_token(key, check));
 }
 
 void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send)
@@ -137,31 +136,26 @@ void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send
             flight_settle(s, SLOT_NOT_SENT, OBX_UNAVAILABLE, "its output is paused");
             continue;
         }
+        s->offered = 1;
         f->scratch[n] = msgs[i];
         f->scratch_index[n++] = i;
     }
     if (n == 0)
         return;
-    output_instance *oi = &fs->outs->out[out];
     pthread_mutex_lock(&fs->lock);
     f->awaiting += (int)n; /* completions may arrive inside publish_batch */
     f->offered += (int)n;
     pthread_mutex_unlock(&fs->lock);
-    for (size_t k = 0; k < n; k++)
-        f->accept[k] = OBX_RETRIABLE;
-    obx_status rc = oi->host->driver->def.publish_batch(oi->inst, f->scratch, n, f->accept);
-    if (rc == OBX_FATAL)
-        atomic_store(&oi->broken, 1);
+    if (delivery_publish(fs->dl, out, f->scratch, n, f->accept, f->refusal) == n)
+        return;
     pthread_mutex_lock(&fs->lock);
     for (size_t k = 0; k < n; k++) {
         slot *s = &f->slots[f->scratch_index[k]];
         if (f->accept[k] == OBX_OK || s->state != SLOT_AWAITING)
             continue;
         s->state = SLOT_REFUSED;
-        s->status = rc == OBX_FATAL ? OBX_FATAL : f->accept[k];
-        if (!s->detail[0])
-            text_copy(s->detail, sizeof s->detail,
-                      rc == OBX_FATAL ? "driver instance failed" : "refused by the driver");
+        s->status = f->accept[k];
+        text_copy(s->detail, sizeof s->detail, f->refusal[k]);
         f->awaiting--;
     }
     pthread_mutex_unlock(&fs->lock);
@@ -216,7 +210,7 @@ void flights_abort(flights *fs, int release)
             was_awaiting[k][i] = f->slots[i].state == SLOT_AWAITING;
     }
     pthread_mutex_unlock(&fs->lock);
-    outputs_close_all(fs->outs); /* close completes what it still holds, as aborted */
+    outputs_close_all(&fs->dl->outs); /* close completes what it still holds, as aborted */
     pthread_mutex_lock(&fs->lock);
     for (unsigned k = 0; k < FLIGHT_LANES; k++) {
         flight *f = &fs->lane[k];

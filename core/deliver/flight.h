@@ -6,8 +6,7 @@
 
 #include <pthread.h>
 
-#include "outcome.h"
-#include "outputs.h"
+#include "delivery.h"
 
 /* Batches a worker may have in flight at once (each on its own session). */
 #define FLIGHT_LANES 2
@@ -27,7 +26,9 @@ typedef struct slot {
     obx_status status;
     int native_code;
     size_t output;
-    char detail[OUTCOME_ERROR_MAX / 2]; /* valid UTF-8 (text_copy) */
+    const cfg_route *route;           /* the route it took; NULL for a bad row */
+    int offered;                      /* handed to publish_batch */
+    char detail[DELIVERY_DETAIL_MAX]; /* valid UTF-8 (text_copy) */
 } slot;
 
 typedef struct flights flights;
@@ -48,19 +49,20 @@ typedef struct flight {
     obx_message *scratch; /* one output's messages, contiguous for publish_batch */
     int *scratch_index;
     obx_status *accept;
+    char (*refusal)[DELIVERY_DETAIL_MAX];
 } flight;
 
-/* A worker's lanes' batches: the user data of the host's callbacks, which
- * route each completion to its lane by the token. */
+/* A worker's lanes' batches: the delivery core's intake, which routes each
+ * completion to its lane and slot by the token's key. */
 struct flights {
-    outputs *outs;     /* whose instances the messages went to (shared by the lanes) */
+    delivery *dl;      /* publishes for the lanes; its outputs are shared by them */
     const char *scope; /* for the log */
     pthread_mutex_t lock;
     pthread_cond_t done; /* a lane's first or last completion, or a FATAL one */
     flight lane[FLIGHT_LANES];
 };
 
-void flights_init(flights *fs, int capacity, outputs *outs, const char *scope);
+void flights_init(flights *fs, int capacity, delivery *dl, const char *scope);
 void flights_free(flights *fs);
 
 /* Starts a batch of count messages on f. */
@@ -70,6 +72,9 @@ void flight_end(flight *f);
 
 /* The token of message index of f's current batch. */
 uint64_t flight_token(const flight *f, int index);
+
+/* What a settled slot says, for the delivery core's settle. */
+verdict flight_verdict(const slot *s);
 
 /* Settles a slot the worker decided itself (before it is offered). */
 void flight_settle(slot *s, slot_state state, obx_status status, const char *detail);
@@ -93,9 +98,9 @@ void flights_wait(flights *fs, int ms);
  * rather than failed. */
 void flights_abort(flights *fs, int release);
 
-/* The host's callbacks (arg: the flights). */
-void flight_on_complete(void *arg, uint64_t token, obx_status status, int native_code,
-                        const char *detail);
-void flight_on_refuse(void *arg, uint64_t token, int native_code, const char *detail);
+/* The delivery core's intake (arg: the flights): a completion, from any
+ * thread, for the slot its key names, when its check is the batch's. */
+void flight_on_complete(void *arg, uint64_t key, uint32_t check, obx_status status,
+                        int native_code, const char *detail);
 
 #endif

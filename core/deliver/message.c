@@ -5,13 +5,32 @@
 #include <string.h>
 
 #include "json_scan.h"
-#include "queries.h"
 #include "route.h"
 
-/* A column's text, or NULL for SQL NULL. */
-static const char *row_value(result_row row, int col)
+static int hex_digit(char c)
 {
-    return PQgetisnull(row.res, row.index, col) ? NULL : PQgetvalue(row.res, row.index, col);
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* bytea's hex text form (\x...; sessions pin bytea_output = hex) into raw
+ * bytes in scratch. Returns the length, or -1 when the text is not that. */
+static long long decode_bytea(arena *scratch, const char *text, size_t len, const void **out)
+{
+    if (len < 2 || text[0] != '\\' || text[1] != 'x' || (len - 2) % 2)
+        return -1;
+    size_t n = (len - 2) / 2;
+    unsigned char *raw = arena_alloc(scratch, n ? n : 1);
+    for (size_t k = 0; k < n; k++) {
+        int hi = hex_digit(text[2 + 2 * k]), lo = hex_digit(text[3 + 2 * k]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        raw[k] = (unsigned char)(hi << 4 | lo);
+    }
+    *out = raw;
+    return (long long)n;
 }
 
 /* The payload column as the driver gets it: bytea decoded, text checked to
@@ -24,15 +43,14 @@ static int read_payload(const message_source *src, const char *payload, size_t l
         return -1;
     }
     if (src->payload == PAYLOAD_BYTES) { /* bytea arrives as \x hex text */
-        unsigned char *raw = PQunescapeBytea((const unsigned char *)payload, &len);
-        if (!raw) {
+        const void *raw;
+        long long n = decode_bytea(src->scratch, payload, len, &raw);
+        if (n < 0) {
             snprintf(err, err_size, "payload: cannot decode bytea");
             return -1;
         }
-        void *copy = arena_alloc(src->scratch, len ? len : 1);
-        memcpy(copy, raw, len);
-        PQfreemem(raw);
-        payload = copy;
+        payload = (const char *)raw;
+        len = (size_t)n;
     } else if (src->payload == PAYLOAD_TEXT) {
         char why[200];
         if (json_check(payload, len, why, sizeof why) < 0) {
@@ -52,26 +70,8 @@ static int read_payload(const message_source *src, const char *payload, size_t l
     return 0;
 }
 
-int message_build(const message_source *src, result_row row, obx_message *msg, size_t *output,
-                  char *err, size_t err_size)
-{
-    event_fields f = {
-        .event_id = row_value(row, ROW_EVENT_ID),
-        .aggregate_type = row_value(row, ROW_AGGREGATE_TYPE),
-        .aggregate_id = row_value(row, ROW_AGGREGATE_ID),
-        .event_type = row_value(row, ROW_EVENT_TYPE),
-        .payload = row_value(row, ROW_PAYLOAD),
-        .headers = row_value(row, ROW_HEADERS),
-        .destination = row_value(row, ROW_DESTINATION),
-        .payload_len = PQgetlength(row.res, row.index, ROW_PAYLOAD),
-        .created_at_us = strtoll(PQgetvalue(row.res, row.index, ROW_CREATED_US), NULL, 10),
-        .attempt = (unsigned)strtoul(PQgetvalue(row.res, row.index, ROW_ATTEMPTS), NULL, 10) + 1,
-    };
-    return message_build_fields(src, &f, msg, output, err, err_size);
-}
-
-int message_build_fields(const message_source *src, const event_fields *f, obx_message *msg,
-                         size_t *output, char *err, size_t err_size)
+int message_build(const message_source *src, const event_fields *f, obx_message *msg,
+                  const cfg_route **route_out, char *err, size_t err_size)
 {
     memset(msg, 0, sizeof *msg);
     msg->event_id = f->event_id;
@@ -95,7 +95,7 @@ int message_build_fields(const message_source *src, const event_fields *f, obx_m
                  msg->event_type, msg->aggregate_type);
         return -1;
     }
-    *output = route->output_index;
+    *route_out = route;
     const char *override = f->destination;
     if (override && *override) {
         msg->destination = override;

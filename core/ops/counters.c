@@ -181,23 +181,23 @@ static void count_outcome(outcome_counts *c, int outcome, int refused)
 }
 
 void counters_observe_completion(relay_metrics *m, const relay_config *cfg, size_t output,
-                              const obx_message *msg, long long sent_ms, int outcome, int refused)
+                                 const cfg_route *route, int offered, long long created_at_us,
+                                 long long sent_ms, int outcome, int refused)
 {
     if (!m || output >= cfg->output_count)
         return;
     output_stats *o = counters_output(m, cfg->outputs[output].name);
     count_outcome(&o->n, outcome, refused);
-    if (!msg)
+    if (offered)
+        atomic_fetch_sub_explicit(&o->in_flight, 1, memory_order_relaxed);
+    if (!route)
         return;
-    atomic_fetch_sub_explicit(&o->in_flight, 1, memory_order_relaxed);
-    const cfg_route *r = route_for(cfg, msg); /* as the worker's generation routed it */
-    if (r)
-        count_outcome(&counters_route(m, (size_t)(r - cfg->routes) + 1, r->output)->n, outcome,
-                      refused);
+    count_outcome(&counters_route(m, (size_t)(route - cfg->routes) + 1, route->output)->n,
+                  outcome, refused);
     if (outcome != OUTCOME_PUBLISHED)
         return;
     histogram_observe(&o->publish, counters_now_us() - sent_ms * 1000);
-    histogram_observe(&o->commit_to_ack, counters_wall_us() - msg->created_at_us);
+    histogram_observe(&o->commit_to_ack, counters_wall_us() - created_at_us);
 }
 
 void counters_observe_statement(relay_metrics *m, const char *stmt, long long elapsed_us)

@@ -102,19 +102,20 @@ long long counters_stale_ms(const relay_metrics *m, const relay_config *current)
 void counters_thread_register(relay_metrics *m, int slot);
 void counters_beat(void);
 
-/* A message was built for output `output` of cfg, the worker's config
- * generation (in flight until its outcome is observed). */
+/* A message was handed to output `output` of cfg (in flight until its
+ * outcome is observed). */
 void counters_sent(relay_metrics *m, const relay_config *cfg, size_t output);
 
 /*
  * One message's decided outcome (OUTCOME_*), for output `output` of cfg (the
- * worker's config generation, which routed it). msg: the message that was sent
- * (NULL when the row never became one: then it was not counted in flight
- * and has no route). sent_ms: when its batch was handed over (monotonic).
- * refused: the driver refused it at publish.
+ * config generation that routed it). route: the route it took (NULL when it
+ * never became a message). offered: it was handed to a driver (counted in
+ * flight by counters_sent). sent_ms: when it was handed over (monotonic);
+ * created_at_us: its commit time. refused: the driver refused it at publish.
  */
 void counters_observe_completion(relay_metrics *m, const relay_config *cfg, size_t output,
-                              const obx_message *msg, long long sent_ms, int outcome, int refused);
+                                 const cfg_route *route, int offered, long long created_at_us,
+                                 long long sent_ms, int outcome, int refused);
 
 /* A statement (by session_run's name) took elapsed_us. Others are ignored. */
 void counters_observe_statement(relay_metrics *m, const char *stmt, long long elapsed_us);

@@ -161,3 +161,29 @@ void batch_after_failure(batch *b, const int *published, int *after)
         failed |= !published[i];
     }
 }
+
+/* A column's text, or NULL for SQL NULL. */
+static const char *value(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+}
+
+int batch_message(const batch *b, int i, const message_source *src, obx_message *msg,
+                  const cfg_route **route, char *err, size_t err_size)
+{
+    const PGresult *res = b->res;
+    int row = b->rows[i].res_row;
+    event_fields f = {
+        .event_id = value(res, row, ROW_EVENT_ID),
+        .aggregate_type = value(res, row, ROW_AGGREGATE_TYPE),
+        .aggregate_id = value(res, row, ROW_AGGREGATE_ID),
+        .event_type = value(res, row, ROW_EVENT_TYPE),
+        .payload = value(res, row, ROW_PAYLOAD),
+        .headers = value(res, row, ROW_HEADERS),
+        .destination = value(res, row, ROW_DESTINATION),
+        .payload_len = (size_t)PQgetlength(res, row, ROW_PAYLOAD),
+        .created_at_us = strtoll(PQgetvalue(res, row, ROW_CREATED_US), NULL, 10),
+        .attempt = b->rows[i].attempt,
+    };
+    return message_build(src, &f, msg, route, err, err_size);
+}

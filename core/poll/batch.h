@@ -5,8 +5,10 @@
 
 #include <libpq-fe.h>
 
+#include "message.h"
+
 typedef struct batch_row {
-    int res_row; /* its row in the claim result (for message_build) */
+    int res_row; /* its row in the claim result (for batch_message) */
     long long id;
     const char *id_text, *event_id, *aggregate_type, *aggregate_id;
     const char *tid_text;    /* where the claim read it; NULL unless the table is a plain one */
@@ -39,5 +41,9 @@ int batch_has(const batch *b, long long id);
  * not published (published[j] == 0): row i must not be marked ahead of it.
  */
 void batch_after_failure(batch *b, const int *published, int *after);
+
+/* Builds row i's message from its columns of the claim (message_build). */
+int batch_message(const batch *b, int i, const message_source *src, obx_message *msg,
+                  const cfg_route **route, char *err, size_t err_size);
 
 #endif

@@ -7,7 +7,6 @@
 #include "log.h"
 #include "queries.h"
 #include "record.h"
-#include "counters.h" /* metrics: call sites marked "stats:" */
 
 void lane_init(lane *l, lane_shared *sh, flight *f, const char *payload_type)
 {
@@ -21,6 +20,7 @@ void lane_init(lane *l, lane_shared *sh, flight *f, const char *payload_type)
     l->published = calloc(n, sizeof *l->published);
     l->after_failure = calloc(n, sizeof *l->after_failure);
     l->decisions = calloc(n, sizeof *l->decisions);
+    l->settle = calloc(n, sizeof *l->settle);
     l->source = (message_source){sh->cfg, sh->st->payload, &l->arena};
 }
 
@@ -33,6 +33,7 @@ void lane_free(lane *l)
     free(l->published);
     free(l->after_failure);
     free(l->decisions);
+    free(l->settle);
 }
 
 void lane_use_config(lane *l, const relay_config *cfg)
@@ -93,18 +94,19 @@ static void publish(lane *l)
             snprintf(err, sizeof err, "payload of %lld bytes exceeds max_payload_bytes (%d)",
                      r->payload_bytes, cfg->max_payload_bytes);
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
-        } else if (message_build(&l->source, (result_row){l->b.res, r->res_row}, &l->msgs[i],
-                                 &s->output, err, sizeof err) < 0) {
+        } else if (batch_message(&l->b, i, &l->source, &l->msgs[i], &s->route, err,
+                                 sizeof err) < 0) {
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
         } else {
             l->msgs[i].token = flight_token(l->flight, i);
+            s->output = s->route->output_index;
             s->state = SLOT_AWAITING;
-            counters_sent(sh->st->metrics, cfg, s->output); /* stats: in flight */
         }
     }
     hold_behind_bad_rows(l);
-    for (size_t out = 0; out < sh->outs->count; out++)
-        flight_publish(l->flight, out, l->msgs, outputs_may_send(sh->outs, out));
+    outputs *outs = &sh->dl->outs;
+    for (size_t out = 0; out < outs->count; out++)
+        flight_publish(l->flight, out, l->msgs, outputs_may_send(outs, out));
 }
 
 int lane_start(lane *l)
@@ -133,60 +135,35 @@ void lane_renew(lane *l)
 
 /* ---- deciding and recording ---- */
 
-static verdict verdict_of(const slot *s)
-{
-    static const verdict_kind kinds[] = {
-        [SLOT_AWAITING] = VERDICT_COMPLETED, [SLOT_DONE] = VERDICT_COMPLETED,
-        [SLOT_REFUSED] = VERDICT_REFUSED,    [SLOT_ABORTED] = VERDICT_ABORTED,
-        [SLOT_BAD] = VERDICT_BAD_ROW,        [SLOT_NOT_SENT] = VERDICT_NOT_SENT,
-    };
-    return (verdict){kinds[s->state], s->status, s->native_code, s->detail};
-}
-
-/* Tells each output's health what its messages said. */
-static void update_health(lane *l)
-{
-    outputs *outs = l->sh->outs;
-    for (int i = 0; i < l->b.count; i++) {
-        const slot *s = &l->flight->slots[i];
-        if (s->state == SLOT_DONE && s->status == OBX_OK)
-            outputs_succeeded(outs, s->output);
-        else if ((s->state == SLOT_DONE || s->state == SLOT_REFUSED) &&
-                 s->status == OBX_UNAVAILABLE)
-            health_down(outputs_health(outs, s->output), s->detail);
-    }
-}
-
 static void decide(lane *l)
 {
     lane_shared *sh = l->sh;
-    const relay_config *cfg = sh->cfg;
-    retry_policy policy = {cfg->max_attempts, cfg->backoff_initial_ms, cfg->backoff_max_ms,
-                           cfg->backoff_multiplier, cfg->backoff_jitter};
     const slot *slots = l->flight->slots;
     int failed = 0;
     for (int i = 0; i < l->b.count; i++)
         failed |= !(l->published[i] = slots[i].state == SLOT_DONE && slots[i].status == OBX_OK);
-    if (cfg->ordering == ORDERING_AGGREGATE && failed) /* nothing is behind a failure without one */
+    if (sh->cfg->ordering == ORDERING_AGGREGATE && failed) /* nothing is behind a failure without one */
         batch_after_failure(&l->b, l->published, l->after_failure);
     else
         memset(l->after_failure, 0, l->b.count * sizeof *l->after_failure);
     for (int i = 0; i < l->b.count; i++) {
         const slot *s = &slots[i];
-        verdict v = verdict_of(s);
-        long long pause = health_wait_ms(outputs_health(sh->outs, s->output));
-        double r = (double)rand_r(&sh->rand_state) / ((double)RAND_MAX + 1.0);
-        decision *d = &l->decisions[i];
-        outcome_decide(&policy, &v, l->b.rows[i].attempt, l->after_failure[i],
-                       pause > 100 ? pause : 100, r, d);
-        /* stats: per-output and per-route outcome, latencies */
-        counters_observe_completion(sh->st->metrics, cfg, s->output,
-                                 s->state == SLOT_BAD ? NULL : &l->msgs[i], l->claimed_at,
-                                 d->outcome, s->state == SLOT_REFUSED);
-        if (d->outcome == OUTCOME_DEAD)
-            log_scoped(OBX_LOG_WARN, sh->scope, "event %s dead-lettered: %s", l->b.rows[i].event_id,
-                       d->error);
+        l->settle[i] = (settle_item){
+            .output = s->output,
+            .v = flight_verdict(s),
+            .attempt = l->b.rows[i].attempt,
+            .after_failure = l->after_failure[i],
+            .route = s->route,
+            .offered = s->offered,
+            .created_at_us = l->msgs[i].created_at_us,
+            .since_ms = l->claimed_at,
+        };
     }
+    delivery_settle(sh->dl, l->settle, (size_t)l->b.count, l->decisions);
+    for (int i = 0; i < l->b.count; i++)
+        if (l->decisions[i].outcome == OUTCOME_DEAD)
+            log_scoped(OBX_LOG_WARN, sh->scope, "event %s dead-lettered: %s", l->b.rows[i].event_id,
+                       l->decisions[i].error);
 }
 
 static void record(lane *l)
@@ -208,7 +185,6 @@ static void record(lane *l)
 
 void lane_finish(lane *l)
 {
-    update_health(l);
     decide(l);
     record(l);
     flight_end(l->flight);

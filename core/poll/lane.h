@@ -11,7 +11,6 @@
 #include "flight.h"
 #include "message.h"
 #include "outcome.h"
-#include "outputs.h"
 #include "session.h"
 #include "relay_state.h"
 
@@ -20,10 +19,9 @@
 typedef struct lane_shared {
     relay_state *st;
     const relay_config *cfg; /* the worker's generation's */
-    outputs *outs;
+    delivery *dl;            /* publishes and settles; its outputs are the worker's */
     int run_length;  /* events of one aggregate per claim: 1 unless all keep order */
     claimer claimer; /* where the next ordered claim, on either lane, walks from */
-    unsigned rand_state;
     const char *scope; /* "worker N" */
 } lane_shared;
 
@@ -37,6 +35,7 @@ typedef struct lane {
     obx_message *msgs;
     int *published, *after_failure;
     decision *decisions;
+    settle_item *settle;
     arena arena;
     message_source source; /* how rows become messages, into arena */
 } lane;

@@ -26,7 +26,7 @@ struct worker {
     relay_state *st;
     int index;
     char scope[32];
-    outputs outs; /* one instance per output, shared by the lanes */
+    delivery dl; /* publishes and settles for both lanes; one instance per output */
     flights flights;
     lane_shared sh;
     lane lanes[FLIGHT_LANES];
@@ -84,10 +84,10 @@ static void keep_leases(void *arg)
 /* live reload: with no lane in flight, the newest config generation (outputs.c) */
 static void switch_generation(worker *w)
 {
-    if (!outputs_switch(&w->outs))
+    if (!delivery_switch(&w->dl))
         return;
-    w->sh.cfg = w->outs.gen->cfg;
-    w->sh.run_length = w->outs.gen->run_length;
+    w->sh.cfg = w->dl.cfg;
+    w->sh.run_length = w->dl.outs.gen->run_length;
     claimer_configure(&w->sh.claimer, w->sh.cfg, w->sh.run_length);
     for (int k = 0; k < FLIGHT_LANES; k++)
         lane_use_config(&w->lanes[k], w->sh.cfg);
@@ -95,7 +95,7 @@ static void switch_generation(worker *w)
 
 static int generation_pending(const worker *w)
 {
-    return atomic_load(&w->st->gen_number) != w->outs.gen->number;
+    return atomic_load(&w->st->gen_number) != w->dl.outs.gen->number;
 }
 
 enum { STARTED, NOTHING, FAILED, PAUSED };
@@ -107,9 +107,9 @@ static int start(worker *w, lane *l, int beside)
 {
     if (beside ? !l->db.conn : session_connect(&l->db, LLONG_MAX, 1) < 0)
         return FAILED;
-    if (outputs_ensure(&w->outs, 0) != 0)
+    if (outputs_ensure(&w->dl.outs, 0) != 0)
         return FAILED;
-    if (!outputs_any_usable(&w->outs)) /* every output paused: claim nothing */
+    if (!outputs_any_usable(&w->dl.outs)) /* every output paused: claim nothing */
         return PAUSED;
     /* the other lanes LISTEN too (any may wait idle): the claim sees every
      * row committed so far, their NOTIFYs say nothing new */
@@ -196,10 +196,10 @@ static void await_lanes(worker *w)
                        stuck_after);
             flights_abort(&w->flights, 0);
             w->answering = 0;
-            outputs_mark_all_broken(&w->outs);
+            outputs_mark_all_broken(&w->dl.outs);
             return;
         }
-        outputs_close_broken(&w->outs); /* a broken instance owes what only close gives */
+        outputs_close_broken(&w->dl.outs); /* a broken instance owes what only close gives */
         keep_leases(w);
         lane *beside = beside_lane(w);
         if (beside && worth_beside(w))
@@ -208,7 +208,7 @@ static void await_lanes(worker *w)
          * within a slice */
         int soon = beside && !w->beside_empty && busy_lane(w, 1)->b.count == cfg->batch_size;
         int slice = soon ? 5 : 20;
-        if (!outputs_poll(&w->outs, slice))
+        if (!outputs_poll(&w->dl.outs, slice))
             flights_wait(&w->flights, slice);
     }
 }
@@ -256,8 +256,8 @@ static int one_step(worker *w)
         connect_lanes(w);
         int rc = start(w, &w->lanes[0], 0);
         if (rc == PAUSED) {
-            outputs_poll(&w->outs, 0);
-            nap(w, outputs_wait_ms(&w->outs) ? outputs_wait_ms(&w->outs) : 100);
+            outputs_poll(&w->dl.outs, 0);
+            nap(w, outputs_wait_ms(&w->dl.outs) ? outputs_wait_ms(&w->dl.outs) : 100);
         }
         return rc == STARTED || rc == PAUSED ? 0 : rc == NOTHING ? 1 : -1;
     }
@@ -278,7 +278,7 @@ void *worker_main(void *arg)
 {
     worker *w = arg;
     counters_thread_register(w->st->metrics, w->index); /* stats: liveness */
-    if (outputs_ensure(&w->outs, 1) < 0) {
+    if (outputs_ensure(&w->dl.outs, 1) < 0) {
         atomic_store(&w->st->failed, 1);
         state_request_stop(w->st, now_ms());
         return NULL;
@@ -294,10 +294,10 @@ void *worker_main(void *arg)
                 state_request_stop(w->st, now_ms());
                 break;
             }
-            idle_wait(&w->lanes[0].db, &w->outs, w->sh.cfg->poll_interval_ms);
+            idle_wait(&w->lanes[0].db, &w->dl.outs, w->sh.cfg->poll_interval_ms);
         }
     }
-    outputs_close_all(&w->outs);
+    outputs_close_all(&w->dl.outs);
     for (int k = 0; k < FLIGHT_LANES; k++)
         session_disconnect(&w->lanes[k].db);
     return NULL;
@@ -315,14 +315,13 @@ worker *worker_new(relay_state *st, int index, const char *payload_type)
     w->st = st;
     w->index = index;
     snprintf(w->scope, sizeof w->scope, "worker %d", index);
-    outputs_init(&w->outs, st, index, flight_on_complete, flight_on_refuse, &w->flights);
-    flights_init(&w->flights, st->cfg->batch_size, &w->outs, w->scope);
+    delivery_init(&w->dl, st, index, flight_on_complete, &w->flights);
+    flights_init(&w->flights, st->cfg->batch_size, &w->dl, w->scope);
     w->sh = (lane_shared){
         .st = st,
         .cfg = st->cfg,
-        .outs = &w->outs,
-        .run_length = w->outs.gen->run_length,
-        .rand_state = (unsigned)(getpid() * 7919 + index * 104729 + now_ms()),
+        .dl = &w->dl,
+        .run_length = w->dl.outs.gen->run_length,
         .scope = w->scope,
     };
     claimer_configure(&w->sh.claimer, w->sh.cfg, w->sh.run_length);
@@ -339,7 +338,7 @@ void worker_free(worker *w)
 {
     if (!w)
         return;
-    outputs_free(&w->outs);
+    delivery_free(&w->dl);
     for (int k = 0; k < FLIGHT_LANES; k++)
         lane_free(&w->lanes[k]);
     claimer_free(&w->sh.claimer);

@@ -13,11 +13,13 @@
 
 #define SCOPE "wal"
 #define ROUND 500
-/* A token names the event's seq and which send it answers. */
-#define TOKEN(ev) ((ev)->seq << 16 | ((ev)->sends & 0xffff))
+/* A token names the event's seq (key) and which send it answers (check). */
+#define TOKEN(ev) delivery_token((ev)->seq, (ev)->sends)
 
-static void on_complete(void *arg, uint64_t token, obx_status status, int native_code,
-                        const char *detail)
+/* The delivery core's intake: kept for the relay's thread, which owns the
+ * window. */
+static void on_complete(void *arg, uint64_t key, uint32_t check, obx_status status,
+                        int native_code, const char *detail)
 {
     wal_publisher *p = arg;
     pthread_mutex_lock(&p->lock);
@@ -26,24 +28,13 @@ static void on_complete(void *arg, uint64_t token, obx_status status, int native
         p->inbox = realloc(p->inbox, p->inbox_cap * sizeof *p->inbox);
     }
     wal_done *d = &p->inbox[p->inbox_len++];
-    d->token = token;
+    d->seq = key;
+    d->check = check;
     d->status = status;
     d->native_code = native_code;
-    text_copy(d->detail, sizeof d->detail, detail ? detail : "");
+    text_copy(d->detail, sizeof d->detail, detail);
     pthread_cond_signal(&p->arrived);
     pthread_mutex_unlock(&p->lock);
-}
-
-/* Called inside publish_batch, on the relay's thread: keep the reason. */
-static void on_refuse(void *arg, uint64_t token, int native_code, const char *detail)
-{
-    wal_publisher *p = arg;
-    (void)native_code;
-    for (size_t i = 0; i < p->round_cap; i++)
-        if (p->batch_evs[i] && TOKEN(p->batch_evs[i]) == token) {
-            text_copy(p->refused[i], sizeof p->refused[i], detail ? detail : "");
-            return;
-        }
 }
 
 int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
@@ -53,9 +44,6 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
     p->st = st;
     p->w = w;
     p->source = (message_source){cfg, st->payload, &p->scratch};
-    p->policy = (retry_policy){cfg->max_attempts, cfg->backoff_initial_ms, cfg->backoff_max_ms,
-                               cfg->backoff_multiplier, cfg->backoff_jitter};
-    p->rand_state = (unsigned)time(NULL) ^ (unsigned)getpid();
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->arrived, NULL);
     p->round_cap = ROUND;
@@ -66,15 +54,15 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
     p->out_of = calloc(ROUND, sizeof *p->out_of);
     p->accept = calloc(ROUND, sizeof *p->accept);
     p->refused = calloc(ROUND, sizeof *p->refused);
-    outputs_init(&p->outs, st, 0, on_complete, on_refuse, p);
-    p->may_send = calloc(p->outs.count, sizeof *p->may_send);
-    snprintf(p->outs.scope, sizeof p->outs.scope, SCOPE);
-    return outputs_ensure(&p->outs, 1) < 0 ? -1 : 0;
+    delivery_init(&p->dl, st, 0, on_complete, p);
+    p->may_send = calloc(p->dl.outs.count, sizeof *p->may_send);
+    snprintf(p->dl.outs.scope, sizeof p->dl.outs.scope, SCOPE);
+    return outputs_ensure(&p->dl.outs, 1) < 0 ? -1 : 0;
 }
 
 void wal_publisher_free(wal_publisher *p)
 {
-    outputs_free(&p->outs);
+    delivery_free(&p->dl);
     arena_free(&p->scratch);
     if (p->db)
         PQfinish(p->db);
@@ -118,31 +106,20 @@ static void dead_letter(wal_publisher *p, wal_event *ev, const char *error, long
     wal_window_retry(p->w, ev, now + 1000);
 }
 
-/* /metrics: the outcome per output and route, and for a published event its
- * publish and commit-to-acknowledgement times, as poll mode's workers feed
- * them. The message was built in the round's scratch arena, gone by now: the
- * fields routing and the histograms read are taken from the row again. */
-static void observe(wal_publisher *p, const wal_event *ev, const verdict *v, int outcome)
-{
-    if (v->kind == VERDICT_BAD_ROW) { /* never became a message: no route, not in flight */
-        counters_observe_completion(p->st->metrics, p->st->cfg, ev->output, NULL, 0, outcome, 0);
-        return;
-    }
-    obx_message m = {.event_type = ev->row->v[WF_EVENT_TYPE],
-                     .aggregate_type = ev->row->v[WF_AGGREGATE_TYPE],
-                     .created_at_us = ev->row->created_at_us};
-    counters_observe_completion(p->st->metrics, p->st->cfg, ev->output, &m, ev->sent_ms, outcome,
-                             v->kind == VERDICT_REFUSED);
-}
-
 /* A verdict on an event that was offered (or could not become a message). */
 static void decide(wal_publisher *p, wal_event *ev, const verdict *v, long long now)
 {
-    long long pause = health_wait_ms(outputs_health(&p->outs, ev->output));
-    double r = (double)rand_r(&p->rand_state) / ((double)RAND_MAX + 1.0);
+    settle_item it = {
+        .output = ev->output,
+        .v = *v,
+        .attempt = ev->attempt,
+        .route = v->kind == VERDICT_BAD_ROW ? NULL : ev->route,
+        .offered = v->kind != VERDICT_BAD_ROW,
+        .created_at_us = ev->row->created_at_us,
+        .since_ms = ev->sent_ms,
+    };
     decision d;
-    outcome_decide(&p->policy, v, ev->attempt, 0, pause > 100 ? pause : 100, r, &d);
-    observe(p, ev, v, d.outcome);
+    delivery_settle(&p->dl, &it, 1, &d);
     switch (d.outcome) {
     case OUTCOME_PUBLISHED:
         atomic_fetch_add(&p->st->stats.published, 1);
@@ -171,35 +148,24 @@ static void publish_output(wal_publisher *p, size_t out, size_t count, long long
             p->evs[i]->attempt++;
             p->evs[i]->state = EV_IN_FLIGHT;
             p->evs[i]->sent_ms = now;
-            counters_sent(p->st->metrics, p->st->cfg, out); /* in flight until observed */
             p->msgs[i].token = TOKEN(p->evs[i]);
             p->msgs[i].attempt = p->evs[i]->attempt;
             p->batch[n] = p->msgs[i];
             p->batch_evs[n] = p->evs[i];
-            p->accept[n] = OBX_RETRIABLE;
-            p->refused[n][0] = '\0';
             n++;
         }
     if (n == 0)
         return;
-    output_instance *oi = &p->outs.out[out];
     p->in_flight += (long)n;
-    obx_status rc = oi->host->driver->def.publish_batch(oi->inst, p->batch, n, p->accept);
-    if (rc == OBX_FATAL)
-        atomic_store(&oi->broken, 1);
+    if (delivery_publish(&p->dl, out, p->batch, n, p->accept, p->refused) == n)
+        return;
     for (size_t k = 0; k < n; k++) {
         if (p->accept[k] == OBX_OK)
             continue;
-        wal_event *ev = p->batch_evs[k];
         p->in_flight--;
-        obx_status status = rc == OBX_FATAL ? OBX_FATAL : p->accept[k];
-        if (status == OBX_UNAVAILABLE)
-            health_down(outputs_health(&p->outs, out), p->refused[k]);
-        verdict v = {VERDICT_REFUSED, status, 0,
-                     p->refused[k][0] ? p->refused[k] : "refused by the driver"};
-        decide(p, ev, &v, now);
+        verdict v = {VERDICT_REFUSED, p->accept[k], 0, p->refused[k]};
+        decide(p, p->batch_evs[k], &v, now);
     }
-    memset(p->batch_evs, 0, n * sizeof *p->batch_evs);
 }
 
 int wal_publisher_send(wal_publisher *p, long long now)
@@ -210,8 +176,8 @@ int wal_publisher_send(wal_publisher *p, long long now)
     char err[OUTCOME_ERROR_MAX];
     /* once per round: a paused output without a probe takes one round as its probe */
     int any = 0;
-    for (size_t i = 0; i < p->outs.count; i++)
-        any |= p->may_send[i] = outputs_may_send(&p->outs, i);
+    for (size_t i = 0; i < p->dl.outs.count; i++)
+        any |= p->may_send[i] = outputs_may_send(&p->dl.outs, i);
     if (!any)
         return 0; /* the stream pauses: nothing is built, nothing attempted */
     while (count < p->round_cap && held < ROUND && (ev = wal_window_next(p->w, now))) {
@@ -227,24 +193,23 @@ int wal_publisher_send(wal_publisher *p, long long now)
                           ev->row->v[WF_PAYLOAD],      ev->row->v[WF_HEADERS],
                           ev->row->v[WF_DESTINATION],  ev->row->len[WF_PAYLOAD],
                           ev->row->created_at_us,      ev->attempt + 1};
-        size_t out = 0;
-        if (message_build_fields(&p->source, &f, &p->msgs[count], &out, err, sizeof err) < 0) {
+        if (message_build(&p->source, &f, &p->msgs[count], &ev->route, err, sizeof err) < 0) {
             ev->attempt++;
             verdict v = {VERDICT_BAD_ROW, OBX_PERMANENT, 0, err};
             decide(p, ev, &v, now);
             continue;
         }
-        ev->output = out;
-        if (!p->may_send[out]) {
+        ev->output = ev->route->output_index;
+        if (!p->may_send[ev->output]) {
             hold[held++] = ev;
             continue;
         }
         p->evs[count] = ev;
-        p->out_of[count++] = out;
+        p->out_of[count++] = ev->output;
     }
     while (held > 0) /* back at the front, in their order */
         wal_window_unready(p->w, hold[--held]);
-    for (size_t out = 0; out < p->outs.count && count > 0; out++)
+    for (size_t out = 0; out < p->dl.outs.count && count > 0; out++)
         publish_output(p, out, count, now);
     arena_reset(&p->scratch);
     return (int)count;
@@ -263,16 +228,10 @@ int wal_publisher_settle(wal_publisher *p, long long now)
     pthread_mutex_unlock(&p->lock);
     for (size_t i = 0; i < n; i++) {
         const wal_done *d = &p->taken[i];
-        wal_event *ev = wal_window_find(p->w, d->token >> 16);
-        if (!ev || ev->state != EV_IN_FLIGHT || (ev->sends & 0xffff) != (d->token & 0xffff))
+        wal_event *ev = wal_window_find(p->w, d->seq);
+        if (!ev || ev->state != EV_IN_FLIGHT || (ev->sends & DELIVERY_CHECK_MASK) != d->check)
             continue; /* answered already, or from before a reconnect */
         p->in_flight--;
-        if (d->status == OBX_OK)
-            outputs_succeeded(&p->outs, ev->output);
-        else if (d->status == OBX_UNAVAILABLE)
-            health_down(outputs_health(&p->outs, ev->output), d->detail);
-        else if (d->status == OBX_FATAL)
-            atomic_store(&p->outs.out[ev->output].broken, 1);
         verdict v = {VERDICT_COMPLETED, d->status, d->native_code, d->detail};
         decide(p, ev, &v, now);
     }
@@ -281,15 +240,15 @@ int wal_publisher_settle(wal_publisher *p, long long now)
 
 void wal_publisher_tend(wal_publisher *p)
 {
-    outputs_close_broken(&p->outs); /* completes what they held, as aborted */
-    outputs_ensure(&p->outs, 0);
-    outputs_any_usable(&p->outs);
-    outputs_poll(&p->outs, 0);
+    outputs_close_broken(&p->dl.outs); /* completes what they held, as aborted */
+    outputs_ensure(&p->dl.outs, 0);
+    outputs_any_usable(&p->dl.outs);
+    outputs_poll(&p->dl.outs, 0);
 }
 
 void wal_publisher_wait(wal_publisher *p, int ms)
 {
-    if (outputs_poll(&p->outs, ms))
+    if (outputs_poll(&p->dl.outs, ms))
         return;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -304,8 +263,8 @@ void wal_publisher_wait(wal_publisher *p, int ms)
 
 void wal_publisher_abort(wal_publisher *p)
 {
-    outputs_close_all(&p->outs);
+    outputs_close_all(&p->dl.outs);
     wal_publisher_settle(p, 0);
     p->in_flight = 0;
-    outputs_ensure(&p->outs, 0);
+    outputs_ensure(&p->dl.outs, 0);
 }

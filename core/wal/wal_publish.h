@@ -11,26 +11,24 @@
 
 #include "arena.h"
 #include "message.h"
-#include "outcome.h"
-#include "outputs.h"
+#include "delivery.h"
 #include "relay_state.h"
 #include "wal_window.h"
 
 typedef struct wal_done {
-    uint64_t token;
+    uint64_t seq;   /* the event's */
+    uint32_t check; /* which send it answers */
     obx_status status;
     int native_code;
-    char detail[OUTCOME_ERROR_MAX / 2];
+    char detail[DELIVERY_DETAIL_MAX];
 } wal_done;
 
 typedef struct wal_publisher {
     relay_state *st;
     wal_window *w;
-    outputs outs;
+    delivery dl; /* publishes and settles; its outputs */
     arena scratch;
     message_source source;
-    retry_policy policy;
-    unsigned rand_state;
     PGconn *db; /* for dead letters; re-made when lost */
     long in_flight;
 
@@ -45,7 +43,7 @@ typedef struct wal_publisher {
     wal_event **evs, **batch_evs;
     size_t *out_of;
     obx_status *accept;
-    char (*refused)[OUTCOME_ERROR_MAX / 2];
+    char (*refused)[DELIVERY_DETAIL_MAX];
     size_t round_cap;
     int *may_send; /* per output, decided once per round */
 } wal_publisher;

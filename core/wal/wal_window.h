@@ -35,6 +35,7 @@ typedef struct wal_event {
     long long sent_ms; /* when last offered (monotonic): the publish duration */
     uint32_t sends;    /* how many times offered: stale completions are ignored */
     size_t output;
+    const cfg_route *route; /* where its last send went (the send's generation) */
     char *dead_error; /* dead, its dead-letter row not yet written: retried first */
 } wal_event;
 

@@ -11,20 +11,40 @@
 
 #include <cmocka.h>
 
+#include "batch.h"
 #include "claim_result.h"
 #include "message.h"
 #include "route.h"
 
 static arena scratch;
 static char err[512];
-static PGresult *built; /* the last built message points into it */
+static batch held; /* the last built message points into its claim result */
 
 static int free_scratch(void **state)
 {
     (void)state;
     arena_free(&scratch);
-    PQclear(built);
+    batch_free(&held);
+    memset(&held, 0, sizeof held);
     return 0;
+}
+
+/* Builds the message of res's one row as poll mode does (batch_message);
+ * res is owned from now on. */
+static int build_from(const relay_config *cfg, PGresult *res, payload_kind kind, obx_message *msg,
+                      size_t *output)
+{
+    if (!held.rows)
+        batch_init(&held, 4);
+    batch_clear(&held);
+    batch_take(&held, res);
+    message_source src = {cfg, kind, &scratch};
+    const cfg_route *route = NULL;
+    err[0] = '\0';
+    int rc = batch_message(&held, 0, &src, msg, &route, err, sizeof err);
+    if (rc == 0)
+        *output = route->output_index;
+    return rc;
 }
 
 /* ---- destination templates ---- */
@@ -123,12 +143,8 @@ static relay_config config(void)
 static int build(claim_row row, payload_kind kind, obx_message *msg, size_t *output)
 {
     relay_config cfg = config();
-    PQclear(built);
-    built = claim_result(&row, 1);
     *output = 99;
-    err[0] = '\0';
-    message_source src = {&cfg, kind, &scratch};
-    return message_build(&src, (result_row){built, 0}, msg, output, err, sizeof err);
+    return build_from(&cfg, claim_result(&row, 1), kind, msg, output);
 }
 
 static void test_build_fields(void **state)
@@ -257,10 +273,7 @@ static void test_build_refusals(void **state)
             cfg.routes = &catch_none;
             cfg.route_count = 1;
         }
-        PGresult *res = claim_result(&row, 1);
-        message_source src = {&cfg, PAYLOAD_JSON, &scratch};
-        int rc = message_build(&src, (result_row){res, 0}, &m, &output, err, sizeof err);
-        PQclear(res);
+        int rc = build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output);
         if (rc != -1 || !strstr(err, cases[i].want))
             fail_msg("case %zu: rc %d, \"%s\"; want -1 and \"%s\"", i, rc, err, cases[i].want);
     }
@@ -287,12 +300,9 @@ static void test_build_empty_destination(void **state)
     cfg.routes = &blank;
     cfg.route_count = 1;
     claim_row row = claim_row_of("1", "Order", "1", "order.created");
-    PGresult *res = claim_result(&row, 1);
     obx_message m;
     size_t output;
-    message_source src = {&cfg, PAYLOAD_JSON, &scratch};
-    assert_int_equal(message_build(&src, (result_row){res, 0}, &m, &output, err, sizeof err), -1);
-    PQclear(res);
+    assert_int_equal(build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output), -1);
     assert_string_equal(err, "destination is empty (route at relay.conf:12)");
 }
 

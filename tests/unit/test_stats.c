@@ -17,6 +17,7 @@
 #include "metrics_render.h"
 #include "outcome.h"
 #include "probes.h"
+#include "route.h"
 #include "counters.h"
 
 static cfg_output outputs[] = {{.name = "kafka"}, {.name = "mq\"tt"}};
@@ -88,6 +89,15 @@ static obx_message msg(const char *event_type, long long created_us)
         .event_type = event_type, .aggregate_type = "Order", .created_at_us = created_us};
 }
 
+/* As a source settles a message: the route it took (NULL and not offered
+ * when it never became a message). */
+static void observe(relay_metrics *m, const relay_config *c, size_t output, const obx_message *msg,
+                    int outcome, int refused)
+{
+    counters_observe_completion(m, c, output, msg ? route_for(c, msg) : NULL, msg != NULL,
+                                msg ? msg->created_at_us : 0, now_ms(), outcome, refused);
+}
+
 static void test_outcomes(void **state)
 {
     fixture *f = *state;
@@ -97,12 +107,12 @@ static void test_outcomes(void **state)
         counters_sent(m, &cfg, 0);
     counters_sent(m, &cfg, 1);
     assert_int_equal(atomic_load(&counters_output(m, "kafka")->in_flight), 3);
-    counters_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_PUBLISHED, 0);
-    counters_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_RETRY, 1);
-    counters_observe_completion(m, &cfg, 0, &order, now_ms(), OUTCOME_DEFER, 1);
-    counters_observe_completion(m, &cfg, 1, &user, now_ms(), OUTCOME_DEAD, 0);
-    counters_observe_completion(m, &cfg, 1, NULL, now_ms(), OUTCOME_DEAD, 0);       /* never sent */
-    counters_observe_completion(m, &cfg, 7, &user, now_ms(), OUTCOME_PUBLISHED, 0); /* no output 7 */
+    observe(m, &cfg, 0, &order, OUTCOME_PUBLISHED, 0);
+    observe(m, &cfg, 0, &order, OUTCOME_RETRY, 1);
+    observe(m, &cfg, 0, &order, OUTCOME_DEFER, 1);
+    observe(m, &cfg, 1, &user, OUTCOME_DEAD, 0);
+    observe(m, &cfg, 1, NULL, OUTCOME_DEAD, 0);       /* never sent */
+    observe(m, &cfg, 7, &user, OUTCOME_PUBLISHED, 0); /* no output 7 */
     output_stats *k = counters_output(m, "kafka"), *q = counters_output(m, "mq\"tt");
     assert_int_equal(atomic_load(&k->in_flight), 0);
     assert_int_equal(atomic_load(&q->in_flight), 0);
@@ -252,16 +262,16 @@ static void test_reload(void **state)
     relay_metrics *m = f->st.metrics;
     obx_message user = msg("user.new", counters_wall_us());
     counters_sent(m, &cfg, 1); /* generation 0: mq"tt is output 1, route 2 */
-    counters_observe_completion(m, &cfg, 1, &user, now_ms(), OUTCOME_PUBLISHED, 0);
+    observe(m, &cfg, 1, &user, OUTCOME_PUBLISHED, 0);
     counters_sent(m, &cfg, 0);
-    counters_observe_completion(m, &cfg, 0, &user, now_ms(), OUTCOME_DEAD, 0);
+    observe(m, &cfg, 0, &user, OUTCOME_DEAD, 0);
     output_health health2[2];
     health_init(&health2[0], "file");
     health_init(&health2[1], "mq\"tt");
     config_gen gen2 = {.number = 1, .cfg = &cfg2, .health = health2, .users = 1};
     f->st.gen = &gen2;
     counters_sent(m, &cfg2, 1); /* generation 1: mq"tt is output 1, route 1 */
-    counters_observe_completion(m, &cfg2, 1, &user, now_ms(), OUTCOME_PUBLISHED, 0);
+    observe(m, &cfg2, 1, &user, OUTCOME_PUBLISHED, 0);
     assert_int_equal(atomic_load(&counters_output(m, "mq\"tt")->n.published), 2);
     assert_int_equal(atomic_load(&counters_output(m, "mq\"tt")->in_flight), 0);
     assert_int_equal(atomic_load(&counters_route(m, 1, "mq\"tt")->n.published), 1);
