@@ -5,11 +5,9 @@
 #include <string.h>
 
 #include "db.h"
-#include "pgarray.h"
 #include "schema.h"
+#include "source.h"
 #include "sql.h"
-#include "wal_dead.h"
-#include "wal_schema.h"
 
 static PGconn *connect_or_report(const relay_config *cfg)
 {
@@ -22,7 +20,8 @@ static PGconn *connect_or_report(const relay_config *cfg)
 
 int command_init_db(const relay_config *cfg, int reset_slot)
 {
-    if (reset_slot && cfg->source != SOURCE_WAL) {
+    const source_ops *src = source_for(cfg);
+    if (reset_slot && !src->has_slot) {
         fprintf(stderr, "outbox-relay init-db: --reset-slot is for relay.source = \"wal\"\n");
         return 2;
     }
@@ -31,8 +30,8 @@ int command_init_db(const relay_config *cfg, int reset_slot)
         return 1;
     char err[1024];
     int rc = schema_install(conn, cfg, err, sizeof err);
-    if (rc == 0 && cfg->source == SOURCE_WAL)
-        rc = wal_schema_install(conn, cfg, reset_slot, err, sizeof err);
+    if (rc == 0 && src->install)
+        rc = src->install(conn, cfg, reset_slot, err, sizeof err);
     PQfinish(conn);
     if (rc < 0) {
         fprintf(stderr, "outbox-relay: %s\n", err);
@@ -50,17 +49,6 @@ int command_init_db(const relay_config *cfg, int reset_slot)
     return 0;
 }
 
-/* clang-format off */
-/* Dead rows back to pending (under on_dead = block, that releases the events
- * behind them: the claim finds no dead event ahead of them any more). */
-static const char requeue_sql[] =
-    "WITH r AS (UPDATE {table} SET {c.dead_at} = NULL, {c.attempts} = 0, {c.available_at} = now(),"
-    " {c.lease_owner} = NULL, {c.lease_until} = NULL"
-    " WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL"
-    " AND ($1 OR {c.event_id} = ANY($2::uuid[])) RETURNING 1)"
-    " SELECT count(*) FROM r";
-/* clang-format on */
-
 int command_requeue(const relay_config *cfg, int all, char **ids, int count)
 {
     if (all == (count > 0)) {
@@ -70,30 +58,7 @@ int command_requeue(const relay_config *cfg, int all, char **ids, int count)
     PGconn *conn = connect_or_report(cfg);
     if (!conn)
         return 1;
-    if (cfg->source == SOURCE_WAL) { /* from the dead-letter table, through the outbox */
-        int wal_rc = wal_command_requeue(conn, cfg, all, ids, count);
-        PQfinish(conn);
-        return wal_rc;
-    }
-    pgarray list;
-    pgarray_init(&list);
-    for (int i = 0; i < count; i++)
-        pgarray_add(&list, ids[i], 1);
-    char *sql = sql_render(cfg, requeue_sql);
-    const char *params[] = {all ? "true" : "false", pgarray_text(&list)};
-    PGresult *res = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
-    free(sql);
-    int rc = 1;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        char err[1024];
-        db_error(conn, res, err, sizeof err);
-        fprintf(stderr, "outbox-relay: requeue: %s\n", err);
-    } else {
-        printf("requeued %s dead events\n", PQgetvalue(res, 0, 0));
-        rc = 0;
-    }
-    PQclear(res);
-    pgarray_free(&list);
+    int rc = source_for(cfg)->requeue(conn, cfg, all, ids, count);
     PQfinish(conn);
     return rc;
 }

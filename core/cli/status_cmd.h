@@ -5,9 +5,6 @@
 
 #include "config.h"
 
-/* How many held-back heads are listed (the count covers all). */
-#define STATUS_HELD_MAX_SQL "20"
-
 /* Prints the status (--json: one JSON object per report). watch_seconds >
  * 0 refreshes every that many seconds until SIGINT or SIGTERM (then 0).
  * Returns 0, or 1 when the database cannot be read. */

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "backlog.h"
-#include "cleanup.h"
 #include "db.h"
 #include "log.h"
 #include "metrics.h"
@@ -19,8 +18,7 @@
 #include "schema.h"
 #include "relay_state.h"
 #include "counters.h"
-#include "wal_source.h"
-#include "worker.h"
+#include "source.h"
 
 static relay_state *running;         /* for the signal handler */
 static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
@@ -141,29 +139,22 @@ static void reload(relay_state *st)
     notify_send(msg);
 }
 
-/* After the deadline, what a worker still runs may take this long: the
+/* After the deadline, what a source still runs may take this long: the
  * statement that releases its in-flight rows is the one a stop waits for. */
 #define RELEASE_GRACE_MS 500
 
-/*
- * Waits for the workers to end. A stop must not wait for PostgreSQL: a claim
- * running when it comes is cancelled at once (no new batch starts), anything
- * still running shortly after the deadline is cancelled too (its rows are
- * free again when its transaction ends).
- */
-static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
+/* Runs the source until its threads end; this thread serves the service
+ * manager, SIGHUP (a new config generation, which the source takes between
+ * rounds) and the stop's deadline, and the backlog poller runs beside
+ * (/readyz's database check and the backlog gauges). */
+static void run_source(relay_state *st, const source_ops *src, const char *payload_type)
 {
-    const relay_config *cfg = st->cfg;
-    for (int i = 0; i < cfg->workers;) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 50 * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
-        if (pthread_timedjoin_np(threads[i], NULL, &until) == 0) {
-            i++;
-            continue;
-        }
+    void *run = src->start(st, payload_type);
+    pthread_t poller;
+    int polling = st->cfg->metrics_listen != NULL;
+    if (polling)
+        pthread_create(&poller, NULL, backlog_main, st);
+    while (!src->join(run, 50)) {
         notify_watchdog(now_ms());
         if (hangup) {
             hangup = 0;
@@ -172,85 +163,14 @@ static void join_workers(relay_state *st, worker **workers, pthread_t *threads)
         if (!atomic_load(&st->stop))
             continue;
         notify_stopping();
-        int past =
-            now_ms() >= atomic_load(&st->stop_at_ms) + cfg->shutdown_timeout_ms + RELEASE_GRACE_MS;
-        for (int k = i; k < cfg->workers; k++)
-            worker_cancel(workers[k], !past);
-    }
-}
-
-static void run_workers(relay_state *st, const char *payload_type)
-{
-    const relay_config *cfg = st->cfg;
-    worker **workers = calloc(cfg->workers, sizeof *workers);
-    pthread_t *threads = calloc(cfg->workers, sizeof *threads);
-    for (int i = 0; i < cfg->workers; i++) {
-        workers[i] = worker_new(st, i, payload_type);
-        pthread_create(&threads[i], NULL, worker_main, workers[i]);
-    }
-    char ready[96];
-    snprintf(ready, sizeof ready, "READY=1\nSTATUS=relaying: %d workers%s", cfg->workers,
-             st->drain ? ", drain" : "");
-    notify_send(ready);
-    pthread_t cleaner;
-    int cleaning = cfg->retention == RETAIN_MARK && cfg->retention_hours > 0 && !st->drain;
-    if (cleaning)
-        pthread_create(&cleaner, NULL, cleanup_main, st);
-    pthread_t poller; /* the backlog gauges and /readyz's database check */
-    int polling = cfg->metrics_listen != NULL;
-    if (polling)
-        pthread_create(&poller, NULL, backlog_main, st);
-    join_workers(st, workers, threads);
-    notify_stopping();
-    state_request_stop(st, now_ms());
-    if (cleaning)
-        pthread_join(cleaner, NULL);
-    if (polling)
-        pthread_join(poller, NULL);
-    for (int i = 0; i < cfg->workers; i++)
-        worker_free(workers[i]);
-    free(workers);
-    free(threads);
-}
-
-static void *wal_main(void *arg)
-{
-    wal_run(arg);
-    return NULL;
-}
-
-/* WAL mode: one thread streams the slot; this one serves the service
- * manager, SIGHUP and the backlog poller (/readyz's database check), as for
- * workers. Outputs and routes are fixed for the run: a reload is refused. */
-static void run_wal(relay_state *st)
-{
-    pthread_t streamer, poller;
-    pthread_create(&streamer, NULL, wal_main, st);
-    notify_send("READY=1\nSTATUS=relaying from the WAL");
-    int polling = st->cfg->metrics_listen != NULL;
-    if (polling)
-        pthread_create(&poller, NULL, backlog_main, st);
-    for (;;) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 50 * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
-        if (pthread_timedjoin_np(streamer, NULL, &until) == 0)
-            break;
-        notify_watchdog(now_ms());
-        if (hangup) {
-            hangup = 0;
-            log_warn("reload: not supported with relay.source = \"wal\"; the running config "
-                     "stays (restart to apply a new one)");
-        }
-        if (atomic_load(&st->stop))
-            notify_stopping();
+        src->stopping(run, now_ms() >= atomic_load(&st->stop_at_ms) +
+                                           st->cfg->shutdown_timeout_ms + RELEASE_GRACE_MS);
     }
     notify_stopping();
     state_request_stop(st, now_ms());
     if (polling)
         pthread_join(poller, NULL);
+    src->finish(run);
 }
 
 int engine_run(const relay_config *cfg, int drain)
@@ -261,11 +181,12 @@ int engine_run(const relay_config *cfg, int drain)
     st->drain = drain;
     st->metrics = counters_new(cfg);
 
+    const source_ops *src = source_for(cfg);
     char payload_type[64] = "";
     int code = load_drivers(st);
     if (code == 0 && preflight(st, payload_type, sizeof payload_type) < 0)
         code = 1;
-    if (code == 0 && cfg->source == SOURCE_WAL && wal_preflight(cfg) < 0)
+    if (code == 0 && src->preflight && src->preflight(cfg) < 0)
         code = 1;
     metrics_server *metrics = NULL;
     if (code == 0 && cfg->metrics_listen) {
@@ -283,19 +204,10 @@ int engine_run(const relay_config *cfg, int drain)
     }
     running = st;
     install_signals();
-    if (cfg->source == SOURCE_WAL)
-        log_info("relay starting: source wal (slot %s, publication %s), ordering %s, %zu outputs%s",
-                 cfg->wal_slot, cfg->wal_publication,
-                 cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none", cfg->output_count,
-                 drain ? ", drain" : "");
-    else
-        log_info("relay starting: %d workers, batch %d, ordering %s, %zu outputs%s", cfg->workers,
-                 cfg->batch_size, cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none",
-                 cfg->output_count, drain ? ", drain" : "");
-    if (cfg->source == SOURCE_WAL)
-        run_wal(st); /* one thread streams the slot: workers and batches do not apply */
-    else
-        run_workers(st, payload_type);
+    char line[256];
+    src->describe(cfg, drain, line, sizeof line);
+    log_info("relay starting: %s", line);
+    run_source(st, src, payload_type);
     metrics_stop(metrics);
     running = NULL;
     const relay_stats *s = &st->stats;

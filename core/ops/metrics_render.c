@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "counters.h"
+#include "source.h"
 
 /* A label value as the text format wants it: \\, \" and \n escaped. */
 static void label(FILE *f, const char *value)
@@ -221,7 +222,7 @@ static void heartbeats(FILE *f, relay_state *st, relay_metrics *m)
 /* WAL mode: how much the slot holds back, and whether this process streams. */
 static void wal_slot(FILE *f, relay_state *st)
 {
-    if (st->cfg->source != SOURCE_WAL)
+    if (!source_for(st->cfg)->has_slot)
         return;
     gauge(f, "outbox_relay_wal_slot_lag_bytes",
           "WAL the replication slot holds past the position confirmed to PostgreSQL.",

@@ -194,6 +194,7 @@ int wal_publisher_send(wal_publisher *p, long long now)
                           ev->row->v[WF_DESTINATION],  ev->row->len[WF_PAYLOAD],
                           ev->row->created_at_us,      ev->attempt + 1};
         if (message_build(&p->source, &f, &p->msgs[count], &ev->route, err, sizeof err) < 0) {
+            ev->output = 0; /* no route: counted on the first output, as poll mode does */
             ev->attempt++;
             verdict v = {VERDICT_BAD_ROW, OBX_PERMANENT, 0, err};
             decide(p, ev, &v, now);
@@ -236,6 +237,21 @@ int wal_publisher_settle(wal_publisher *p, long long now)
         decide(p, ev, &v, now);
     }
     return (int)n;
+}
+
+int wal_publisher_reload(wal_publisher *p)
+{
+    if (atomic_load(&p->st->gen_number) == p->dl.outs.gen->number)
+        return 0;
+    if (p->in_flight > 0) /* their completions settle under the generation that sent them */
+        return 1;
+    if (delivery_switch(&p->dl)) {
+        p->source.cfg = p->dl.cfg;
+        free(p->may_send);
+        p->may_send = calloc(p->dl.outs.count, sizeof *p->may_send);
+        outputs_ensure(&p->dl.outs, 0);
+    }
+    return 0;
 }
 
 void wal_publisher_tend(wal_publisher *p)

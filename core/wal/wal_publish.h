@@ -52,6 +52,12 @@ typedef struct wal_publisher {
 int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w);
 void wal_publisher_free(wal_publisher *p);
 
+/* Live reload: once nothing is in flight, takes the newest config
+ * generation (routes and outputs); events not sent yet are routed by it,
+ * none is sent twice because of it. Returns 1 while a new generation waits
+ * for the events in flight (send nothing meanwhile). */
+int wal_publisher_reload(wal_publisher *p);
+
 /* Re-creates broken instances, probes paused outputs, serves drivers that poll. */
 void wal_publisher_tend(wal_publisher *p);
 

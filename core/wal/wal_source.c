@@ -193,7 +193,7 @@ static int stream(wal_source *src)
             return 0;
         wal_publisher_tend(&src->pub);
         wal_publisher_settle(&src->pub, now);
-        int sent = wal_publisher_send(&src->pub, now);
+        int sent = wal_publisher_reload(&src->pub) ? 0 : wal_publisher_send(&src->pub, now);
         if (report(src, now) < 0)
             return -1;
         if (check_slot(src, now) < 0)

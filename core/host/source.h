@@ -1,0 +1,46 @@
+/* A source: where events come from (poll: claims over the outbox table;
+ * wal: the replication slot), as one table of callbacks. The engine, the
+ * CLI and the metrics endpoint ask the source table (sources.c) instead of
+ * branching on the configured source. Every source feeds the one delivery
+ * core (core/deliver). */
+#ifndef OBX_SOURCE_H
+#define OBX_SOURCE_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "relay_state.h"
+
+typedef struct source_ops {
+    const char *name;
+    int has_slot; /* it streams a replication slot: --reset-slot, the slot gauges */
+
+    /* What `run` needs beyond the outbox table (NULL: nothing). Returns 0 or
+     * -1 (logged). */
+    int (*preflight)(const relay_config *cfg);
+    /* init-db's part beyond the outbox table (NULL: nothing). */
+    int (*install)(PGconn *conn, const relay_config *cfg, int reset_slot, char *err,
+                   size_t err_size);
+
+    /* The start line's words after "relay starting: ". */
+    void (*describe)(const relay_config *cfg, int drain, char *line, size_t line_size);
+    /* Starts the source's threads (READY is sent by it once they run). */
+    void *(*start)(relay_state *st, const char *payload_type);
+    /* Waits up to ms; 1 once every thread of the run has ended. */
+    int (*join)(void *run, int ms);
+    /* A stop was requested; past: its deadline has passed (cancel what
+     * still runs). Called between joins. */
+    void (*stopping)(void *run, int past);
+    /* Frees the run once joined. */
+    void (*finish)(void *run);
+
+    /* `status` and `requeue` on conn. Status returns 0 or 1; requeue an exit code. */
+    int (*status)(PGconn *conn, const relay_config *cfg, int json);
+    int (*requeue)(PGconn *conn, const relay_config *cfg, int all, char **ids, int count);
+} source_ops;
+
+/* The configured source's table. */
+const source_ops *source_for(const relay_config *cfg);
+
+#endif

@@ -1,0 +1,78 @@
+#include "wal_ops.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "service_notify.h"
+#include "wal_dead.h"
+#include "wal_schema.h"
+#include "wal_source.h"
+
+typedef struct wal_run_state {
+    relay_state *st;
+    pthread_t streamer;
+} wal_run_state;
+
+static void describe(const relay_config *cfg, int drain, char *line, size_t line_size)
+{
+    snprintf(line, line_size, "source wal (slot %s, publication %s), ordering %s, %zu outputs%s",
+             cfg->wal_slot, cfg->wal_publication,
+             cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none", cfg->output_count,
+             drain ? ", drain" : "");
+}
+
+static void *stream_main(void *arg)
+{
+    wal_run(arg);
+    return NULL;
+}
+
+static void *start(relay_state *st, const char *payload_type)
+{
+    (void)payload_type; /* the decoder reads the column's type from the stream */
+    wal_run_state *run = calloc(1, sizeof *run);
+    run->st = st;
+    pthread_create(&run->streamer, NULL, stream_main, st);
+    notify_send("READY=1\nSTATUS=relaying from the WAL");
+    return run;
+}
+
+static int join(void *arg, int ms)
+{
+    wal_run_state *run = arg;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ms * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    return pthread_timedjoin_np(run->streamer, NULL, &until) == 0;
+}
+
+/* The stream thread sees the stop itself and settles what is in flight up
+ * to the deadline. */
+static void stopping(void *arg, int past)
+{
+    (void)arg;
+    (void)past;
+}
+
+static void finish(void *arg)
+{
+    free(arg);
+}
+
+const source_ops wal_ops = {
+    .name = "wal",
+    .has_slot = 1,
+    .preflight = wal_preflight,
+    .install = wal_schema_install,
+    .describe = describe,
+    .start = start,
+    .join = join,
+    .stopping = stopping,
+    .finish = finish,
+    .status = wal_command_status,
+    .requeue = wal_command_requeue,
+};
