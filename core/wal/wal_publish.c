@@ -1,15 +1,14 @@
 #include "wal_publish.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "db.h"
 #include "log.h"
 #include "counters.h"
 #include "text.h"
-#include "wal_dead.h"
 
 #define SCOPE "wal"
 #define ROUND 500
@@ -55,6 +54,7 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
     p->accept = calloc(ROUND, sizeof *p->accept);
     p->refused = calloc(ROUND, sizeof *p->refused);
     delivery_init(&p->dl, st, 0, on_complete, p);
+    wal_dead_writer_start(&p->dead, st);
     p->may_send = calloc(p->dl.outs.count, sizeof *p->may_send);
     snprintf(p->dl.outs.scope, sizeof p->dl.outs.scope, SCOPE);
     return outputs_ensure(&p->dl.outs, 1) < 0 ? -1 : 0;
@@ -62,10 +62,9 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
 
 void wal_publisher_free(wal_publisher *p)
 {
+    wal_dead_writer_stop(&p->dead);
     delivery_free(&p->dl);
     arena_free(&p->scratch);
-    if (p->db)
-        PQfinish(p->db);
     free(p->inbox);
     free(p->taken);
     free(p->msgs);
@@ -80,30 +79,30 @@ void wal_publisher_free(wal_publisher *p)
     pthread_cond_destroy(&p->arrived);
 }
 
-/* The dead-letter row, then the event is finished. When the database cannot
- * take it now, the event waits (its aggregate too) and is written later. */
-static void dead_letter(wal_publisher *p, wal_event *ev, const char *error, long long now)
+/* The dead-letter row is written by the writer's thread; the event stays
+ * unfinished (its aggregate waits behind it, the slot is not confirmed past
+ * it) until the row is in (bury_written). */
+static void dead_letter(wal_publisher *p, wal_event *ev, const char *error)
 {
-    char err[512] = "";
-    if (p->db && db_lost(p->db)) {
-        PQfinish(p->db);
-        p->db = NULL;
-    }
-    if (!p->db)
-        p->db = db_connect(p->st->cfg, "outbox-relay", err, sizeof err);
-    uint64_t lsn = wal_event_commit_lsn(ev); /* 0 while a long transaction is still read */
-    if (p->db && wal_dead_insert(p->db, p->st->cfg, ev->row, ev->attempt, error, lsn, err,
-                                 sizeof err) == 0) {
-        log_scoped(OBX_LOG_WARN, SCOPE, "event %s dead-lettered: %s",
-                   ev->row->v[WF_EVENT_ID] ? ev->row->v[WF_EVENT_ID] : "(no event_id)", error);
+    ev->sends++;              /* a late completion of its last send finds nothing */
+    ev->state = EV_IN_FLIGHT; /* neither sent again nor finished meanwhile */
+    wal_dead_writer_submit(&p->dead, ev->seq, p->epoch, ev->row, ev->attempt,
+                           wal_event_commit_lsn(ev), error);
+    ev->row = NULL; /* the writer's now */
+}
+
+/* The events whose dead-letter rows were written are finished. */
+static void bury_written(wal_publisher *p)
+{
+    dead_job *jobs = wal_dead_writer_take(&p->dead);
+    for (dead_job *j = jobs; j; j = j->next) {
+        wal_event *ev = j->epoch == p->epoch ? wal_window_find(p->w, j->seq) : NULL;
+        if (!ev || ev->row)
+            continue; /* from before a reconnect: the slot sends it again */
         atomic_fetch_add(&p->st->stats.dead, 1);
         wal_window_finish(p->w, ev);
-        return;
     }
-    log_scoped(OBX_LOG_ERROR, SCOPE, "cannot write a dead letter (retrying in 1 s): %s", err);
-    if (!ev->dead_error)
-        ev->dead_error = strdup(error);
-    wal_window_retry(p->w, ev, now + 1000);
+    wal_dead_writer_free_jobs(jobs);
 }
 
 /* A verdict on an event that was offered (or could not become a message). */
@@ -129,7 +128,7 @@ static void decide(wal_publisher *p, wal_event *ev, const verdict *v, long long 
         atomic_fetch_add(&p->st->stats.retried, 1);
         wal_window_retry(p->w, ev, now + d.delay_ms);
         break;
-    case OUTCOME_DEAD: dead_letter(p, ev, d.error, now); break;
+    case OUTCOME_DEAD: dead_letter(p, ev, d.error); break;
     default: /* the output failed, not the event: no attempt counted */
         atomic_fetch_add(&p->st->stats.deferred, 1);
         ev->attempt--;
@@ -181,13 +180,6 @@ int wal_publisher_send(wal_publisher *p, long long now)
     if (!any)
         return 0; /* the stream pauses: nothing is built, nothing attempted */
     while (count < p->round_cap && held < ROUND && (ev = wal_window_next(p->w, now))) {
-        if (ev->dead_error) { /* its dead letter could not be written before */
-            char *error = ev->dead_error;
-            ev->dead_error = NULL;
-            dead_letter(p, ev, error, now);
-            free(error);
-            continue;
-        }
         event_fields f = {ev->row->v[WF_EVENT_ID],     ev->row->v[WF_AGGREGATE_TYPE],
                           ev->row->v[WF_AGGREGATE_ID], ev->row->v[WF_EVENT_TYPE],
                           ev->row->v[WF_PAYLOAD],      ev->row->v[WF_HEADERS],
@@ -218,6 +210,7 @@ int wal_publisher_send(wal_publisher *p, long long now)
 
 int wal_publisher_settle(wal_publisher *p, long long now)
 {
+    bury_written(p);
     pthread_mutex_lock(&p->lock);
     wal_done *t = p->taken;
     size_t cap = p->taken_cap, n = p->inbox_len;
@@ -283,4 +276,17 @@ void wal_publisher_abort(wal_publisher *p)
     wal_publisher_settle(p, 0);
     p->in_flight = 0;
     outputs_ensure(&p->dl.outs, 0);
+}
+
+long wal_publisher_burying(wal_publisher *p)
+{
+    pthread_mutex_lock(&p->dead.lock);
+    long n = p->dead.pending;
+    pthread_mutex_unlock(&p->dead.lock);
+    return n;
+}
+
+void wal_publisher_new_epoch(wal_publisher *p)
+{
+    p->epoch++;
 }

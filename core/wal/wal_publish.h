@@ -6,13 +6,13 @@
 #ifndef OBX_WAL_PUBLISH_H
 #define OBX_WAL_PUBLISH_H
 
-#include <libpq-fe.h>
 #include <pthread.h>
 
 #include "arena.h"
 #include "message.h"
 #include "delivery.h"
 #include "relay_state.h"
+#include "wal_dead_writer.h"
 #include "wal_window.h"
 
 typedef struct wal_done {
@@ -29,7 +29,8 @@ typedef struct wal_publisher {
     delivery dl; /* publishes and settles; its outputs */
     arena scratch;
     message_source source;
-    PGconn *db; /* for dead letters; re-made when lost */
+    wal_dead_writer dead; /* writes dead letters on its own thread and connection */
+    unsigned epoch;       /* the window's: bumped when it is cleared (a reconnect) */
     long in_flight;
 
     /* completions from any thread, taken by the relay's thread */
@@ -73,5 +74,12 @@ void wal_publisher_wait(wal_publisher *p, int ms);
 /* Closes every instance: what they still hold comes back as aborted and is
  * retried without an attempt counted (on stop, or before a reconnect). */
 void wal_publisher_abort(wal_publisher *p);
+
+/* Dead letters submitted and not yet finished. */
+long wal_publisher_burying(wal_publisher *p);
+
+/* The window was cleared (a reconnect): dead letters written from now on
+ * for its old events finish nothing. */
+void wal_publisher_new_epoch(wal_publisher *p);
 
 #endif

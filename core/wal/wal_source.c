@@ -221,7 +221,7 @@ static int stream(wal_source *src)
 static void settle_in_flight(wal_source *src)
 {
     long long until = now_ms() + src->cfg->shutdown_timeout_ms;
-    while (src->pub.in_flight > 0 && now_ms() < until) {
+    while ((src->pub.in_flight > 0 || wal_publisher_burying(&src->pub) > 0) && now_ms() < until) {
         wal_publisher_wait(&src->pub, 20);
         wal_publisher_settle(&src->pub, now_ms() + 3600000); /* no retry now */
     }
@@ -301,6 +301,7 @@ void wal_run(relay_state *st)
         }
         /* lost: what was not confirmed comes again from the slot */
         wal_window_clear(&src->w);
+        wal_publisher_new_epoch(&src->pub);
         wal_decoder_init(&src->dec, src->cfg);
         nap(src, 200);
     }

@@ -253,8 +253,6 @@ void wal_window_finish(wal_window *w, wal_event *ev)
     }
     free(ev->row);
     ev->row = NULL;
-    free(ev->dead_error);
-    ev->dead_error = NULL;
 }
 
 void wal_window_retry(wal_window *w, wal_event *ev, long long due_ms)
@@ -315,7 +313,6 @@ void wal_window_clear(wal_window *w)
     for (size_t i = 0; i < w->ring_len; i++) {
         wal_event *ev = ring_at(w, i);
         free(ev->row);
-        free(ev->dead_error);
         free(ev);
     }
     for (size_t b = 0; b < w->bucket_count; b++)

@@ -36,7 +36,6 @@ typedef struct wal_event {
     uint32_t sends;    /* how many times offered: stale completions are ignored */
     size_t output;
     const cfg_route *route; /* where its last send went (the send's generation) */
-    char *dead_error; /* dead, its dead-letter row not yet written: retried first */
 } wal_event;
 
 typedef struct wal_window {
