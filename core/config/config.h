@@ -70,7 +70,7 @@ typedef struct cfg_columns {
 typedef struct relay_config {
     char *path;
 
-    char *conninfo; /* secret: may hold a password, never printed */
+    char *conninfo; /* secret: may hold a password, never printed unmasked */
     char *schema;   /* "public" by default */
     char *table;    /* "outbox" by default */
     cfg_columns col;
