@@ -29,7 +29,8 @@ static const char usage_text[] =
     "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
     "          [--reset-slot]       WAL mode: drop and re-create the replication slot\n"
     "  check-config -c FILE         load the config and its drivers, validate options,\n"
-    "                               create each output's driver instance once\n"
+    "               [--print]       create each output's driver instance once; --print\n"
+    "                               shows every core setting's value, marking defaults\n"
     "  status -c FILE [--json] [--watch [SECONDS]]\n"
     "                               pending, in flight, dead, oldest pending age,\n"
     "                               aggregates held back; --watch refreshes (2 s)\n"
@@ -52,7 +53,7 @@ static const char usage_text[] =
 typedef struct cli {
     const char *config;
     const char *drivers_dir;
-    int drain, json, all, verbose, reset_slot;
+    int drain, json, all, verbose, reset_slot, print;
     int watch;     /* status --watch: seconds between reports, 0: once */
     int first_arg; /* index of the first positional argument after options */
 } cli;
@@ -67,6 +68,7 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"verbose", no_argument, NULL, 'v'},
                                              {"watch", optional_argument, NULL, 'w'},
                                              {"reset-slot", no_argument, NULL, 'R'},
+                                             {"print", no_argument, NULL, 'P'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
@@ -81,6 +83,7 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'v': c->verbose = 1; break;
         case 'w': c->watch = !optarg ? -1 : atoi(optarg) > 0 ? atoi(optarg) : -2; break;
         case 'R': c->reset_slot = 1; break;
+        case 'P': c->print = 1; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: return -1;
         }
@@ -127,8 +130,9 @@ static int try_create(const cfg_output *out, const loaded_driver *drv)
     return 0;
 }
 
-/* check-config: everything run checks before it touches the database. */
-static int check_config(const relay_config *cfg)
+/* check-config: everything run checks before it touches the database;
+ * print: then every core setting's effective value. */
+static int check_config(const relay_config *cfg, int print)
 {
     for (size_t i = 0; i < cfg->output_count; i++) {
         char err[1024];
@@ -144,6 +148,8 @@ static int check_config(const relay_config *cfg)
     }
     printf("%s: ok (%zu outputs, %zu routes, table %s.%s)\n", cfg->path, cfg->output_count,
            cfg->route_count, cfg->schema, cfg->table);
+    if (print)
+        config_print_settings(stdout, cfg);
     return 0;
 }
 
@@ -255,7 +261,7 @@ int main(int argc, char **argv)
     else if (!strcmp(command, "init-db"))
         rc = command_init_db(cfg, c.reset_slot);
     else if (!strcmp(command, "check-config"))
-        rc = check_config(cfg);
+        rc = check_config(cfg, c.print);
     else if (!strcmp(command, "reload"))
         rc = reload_signal_relays(cfg->path);
     else if (!strcmp(command, "status"))

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "log.h"
 
@@ -47,17 +48,29 @@ typedef struct cfg_route {
     int line;
 } cfg_route;
 
-/* Column names of the outbox table (mappable for existing tables). */
+/* The outbox table's columns, each mappable for an existing table: this one
+ * list makes cfg_columns, the database.columns settings (whose defaults are
+ * these names) and what sql_render's {c.NAME} accepts. */
+/* clang-format off */
+#define CFG_COLUMNS(X)                                                                             \
+    X(id) X(event_id) X(aggregate_type) X(aggregate_id) X(event_type) X(payload) X(headers)       \
+    X(destination) X(created_at) X(available_at) X(attempts) X(lease_owner) X(lease_until)        \
+    X(published_at) X(dead_at) X(last_error)
+/* clang-format on */
+
 typedef struct cfg_columns {
-    char *id, *event_id, *aggregate_type, *aggregate_id, *event_type, *payload, *headers,
-        *destination, *created_at, *available_at, *attempts, *lease_owner, *lease_until,
-        *published_at, *dead_at, *last_error;
+#define CFG_COLUMN_FIELD(name) char *name;
+    CFG_COLUMNS(CFG_COLUMN_FIELD)
+#undef CFG_COLUMN_FIELD
 } cfg_columns;
+
+/* Room for a flag per row of the settings table (settings.c asserts it). */
+#define CFG_SETTINGS_MAX 96
 
 typedef struct relay_config {
     char *path;
 
-    char *conninfo; /* secret: may hold a password, never printed */
+    char *conninfo; /* secret: may hold a password, never printed unmasked */
     char *schema;   /* "public" by default */
     char *table;    /* "outbox" by default */
     cfg_columns col;
@@ -94,12 +107,22 @@ typedef struct relay_config {
     size_t output_count;
     cfg_route *routes;
     size_t route_count;
+
+    /* Per row of the settings table: 1 when the file set it, 0 for the default. */
+    unsigned char from_file[CFG_SETTINGS_MAX];
 } relay_config;
 
 /* Loads and validates path. On error returns NULL and writes
  * "FILE:LINE: what is wrong" to err (never a secret value). */
 relay_config *config_load(const char *path, char *err, size_t err_size);
 void config_free(relay_config *cfg);
+
+/* The mapped name of column name[0..len) (a CFG_COLUMNS name), or NULL. */
+const char *config_column(const relay_config *cfg, const char *name, size_t len);
+
+/* check-config --print: each core setting as "path = value", marking the
+ * defaults and the fixed ones; a conninfo's password is shown as ***. */
+void config_print_settings(FILE *out, const relay_config *cfg);
 
 /* Finds a driver option of an output by name, or NULL. */
 const cfg_value *config_output_option(const cfg_output *out, const char *name);

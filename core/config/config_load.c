@@ -8,7 +8,7 @@
 
 #include "config_outputs.h"
 #include "config_read.h"
-#include "config_sections.h"
+#include "settings.h"
 
 relay_config *config_load(const char *path, char *err, size_t err_size)
 {
@@ -16,7 +16,7 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
                                        "outputs",  "routes", NULL};
     relay_config *cfg = calloc(1, sizeof *cfg);
     cfg->path = strdup(path);
-    config_set_defaults(cfg);
+    settings_set_defaults(cfg);
     cfg_reader st = {cfg, err, err_size, 0};
 
     config_t lc;
@@ -33,11 +33,8 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
         return NULL;
     }
     const config_setting_t *root = config_root_setting(&lc);
-    const config_setting_t *db = cfg_member(root, "database");
     if (cfg_check_keys(&st, root, "the top level", keys) == 0) {
-        config_load_database(&st, db);
-        config_load_relay(&st, cfg_member(root, "relay"));
-        config_load_log(&st, cfg_member(root, "log"), cfg_member(root, "metrics"));
+        settings_load(&st, root);
         if (!st.failed)
             config_load_outputs(&st, cfg_member(root, "outputs"));
         if (!st.failed)
@@ -77,17 +74,10 @@ void config_free(relay_config *cfg)
         free(r->output);
         free(r->destination);
     }
-    config_free_columns(&cfg->col);
+    settings_free(cfg);
     free(cfg->outputs);
     free(cfg->routes);
     free(cfg->path);
-    free(cfg->conninfo);
-    free(cfg->schema);
-    free(cfg->table);
-    free(cfg->drivers_dir);
-    free(cfg->wal_slot);
-    free(cfg->wal_publication);
-    free(cfg->metrics_listen);
     free(cfg);
 }
 

@@ -93,23 +93,9 @@ void sql_channel_name(const relay_config *cfg, char *out, size_t cap)
 
 static const char *column(const relay_config *cfg, const char *name, size_t len)
 {
-#define COL(f)                                                                                     \
-    {                                                                                              \
-#f, offsetof(cfg_columns, f)                                                               \
-    }
-    static const struct {
-        const char *name;
-        size_t offset;
-    } columns[] = {
-        COL(id),          COL(event_id),     COL(aggregate_type), COL(aggregate_id),
-        COL(event_type),  COL(payload),      COL(headers),        COL(destination),
-        COL(created_at),  COL(available_at), COL(attempts),       COL(lease_owner),
-        COL(lease_until), COL(published_at), COL(dead_at),        COL(last_error),
-    };
-#undef COL
-    for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++)
-        if (strlen(columns[i].name) == len && strncmp(name, columns[i].name, len) == 0)
-            return *(char *const *)((const char *)&cfg->col + columns[i].offset);
+    const char *mapped = config_column(cfg, name, len);
+    if (mapped)
+        return mapped;
     fprintf(stderr, "sql_render: unknown column %.*s\n", (int)len, name); /* a bug */
     abort();
 }

@@ -6,68 +6,13 @@
 
 #include "host.h"
 #include "log.h"
+#include "settings.h"
 
-static int same_text(const char *a, const char *b)
-{
-    return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-static void say_kept(const char *name)
+static void say_kept(const char *path)
 {
     log_warn("reload: %s cannot change while the relay runs: keeping the running value "
              "(restart to apply it)",
-             name);
-}
-
-/* A string setting back to its running value (never printed: the conninfo
- * may hold a password). */
-static void keep_text(char **now, const char *running, const char *name)
-{
-    if (same_text(*now, running))
-        return;
-    say_kept(name);
-    free(*now);
-    *now = running ? strdup(running) : NULL;
-}
-
-#define KEEP_NUMBER(field, name)                                                                   \
-    do {                                                                                           \
-        if (cfg->field != run->field) {                                                            \
-            say_kept(name);                                                                        \
-            cfg->field = run->field;                                                               \
-        }                                                                                          \
-    } while (0)
-
-/* What the sessions, statements, buffers, threads and listener were made
- * with at start keeps its value; each one that differs is named. */
-static void keep_fixed(relay_config *cfg, const relay_config *run)
-{
-    static const char *const columns[] = {
-        "id",          "event_id",     "aggregate_type", "aggregate_id",
-        "event_type",  "payload",      "headers",        "destination",
-        "created_at",  "available_at", "attempts",       "lease_owner",
-        "lease_until", "published_at", "dead_at",        "last_error"};
-    _Static_assert(sizeof columns / sizeof *columns == sizeof(cfg_columns) / sizeof(char *),
-                   "a name per column");
-    keep_text(&cfg->conninfo, run->conninfo, "database.conninfo");
-    keep_text(&cfg->schema, run->schema, "database.schema");
-    keep_text(&cfg->table, run->table, "database.table");
-    for (size_t i = 0; i < sizeof columns / sizeof *columns; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "database.columns.%s", columns[i]);
-        keep_text(&((char **)&cfg->col)[i], ((char *const *)&run->col)[i], name);
-    }
-    KEEP_NUMBER(workers, "relay.workers");
-    KEEP_NUMBER(batch_size, "relay.batch_size");
-    KEEP_NUMBER(lease_ms, "relay.lease_seconds");
-    KEEP_NUMBER(shutdown_timeout_ms, "relay.shutdown_timeout_ms");
-    KEEP_NUMBER(ordering, "relay.ordering");
-    KEEP_NUMBER(on_dead, "relay.on_dead");
-    KEEP_NUMBER(retention, "relay.retention");
-    KEEP_NUMBER(retention_hours, "relay.retention_hours");
-    KEEP_NUMBER(log_level, "log.level");
-    KEEP_NUMBER(log_format, "log.format");
-    keep_text(&cfg->metrics_listen, run->metrics_listen, "metrics.listen");
+             path);
 }
 
 static void ignore_completion(void *arg, uint64_t token, obx_status status, int code,
@@ -155,7 +100,8 @@ int reload_config(relay_state *st)
     relay_config *cfg = config_load(st->cfg->path, err, sizeof err);
     config_gen *next = NULL;
     if (cfg) {
-        keep_fixed(cfg, st->cfg);
+        /* the settings table's fixed rows (settings.c) keep their running value */
+        settings_keep_fixed(cfg, st->cfg, say_kept);
         next = gen_new(cfg, 1, old->number + 1, err, sizeof err);
         if (!next)
             config_free(cfg);

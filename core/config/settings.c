@@ -1,0 +1,199 @@
+/* The table of the core's settings and the checks its rows name. A new
+ * setting is a row here (and its field in relay_config). */
+#include "settings.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conninfo.h"
+#include "listen_addr.h"
+
+static int check_conninfo(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                          void *slot)
+{
+    (void)def;
+    /* libpq's own message would quote the text, password included */
+    PQconninfoOption *parsed = conninfo_parse(*(char **)slot);
+    if (!parsed)
+        return cfg_fail(st, s,
+                        "database.conninfo is not a valid libpq connection string or URI (check "
+                        "its quoting and %%-escapes; libpq's message is not shown as it may hold "
+                        "the password)");
+    PQconninfoFree(parsed);
+    return 0;
+}
+
+static int check_identifier(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                            void *slot)
+{
+    char path[128];
+    setting_path(def, path, sizeof path);
+    return cfg_check_identifier(st, s, path, *(char **)slot);
+}
+
+static int check_column(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                        void *slot)
+{
+    (void)def;
+    return cfg_check_identifier(st, s, "column name", *(char **)slot);
+}
+
+/* A slot name as PostgreSQL takes it: lower-case letters, digits, underscores. */
+static int check_slot_name(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                           void *slot)
+{
+    (void)def;
+    const char *v = *(char **)slot;
+    size_t n = strlen(v);
+    int ok = n > 0 && n <= 63 && strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+    return ok ? 0
+              : cfg_fail(
+                    st, s,
+                    "relay.wal.slot must be 1 to 63 lower-case letters, digits or underscores");
+}
+
+static int check_relative_path(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                               void *slot)
+{
+    (void)def;
+    return cfg_resolve_relative(st, s, (char **)slot);
+}
+
+static int check_listen(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                        void *slot)
+{
+    (void)def;
+    char why[256];
+    return listen_parse(*(char **)slot, NULL, why, sizeof why) < 0 ? cfg_fail(st, s, "%s", why) : 0;
+}
+
+/* The slot and publication default to names derived from the table:
+ * "<table>_relay", folded to what a slot name may hold. */
+static void derive_wal_names(cfg_reader *st, const config_setting_t *w)
+{
+    (void)w;
+    relay_config *cfg = st->cfg;
+    if (!cfg->wal_slot) {
+        char name[64];
+        snprintf(name, sizeof name, "%.*s_relay", 57, cfg->table);
+        for (char *p = name; *p; p++)
+            if (*p >= 'A' && *p <= 'Z')
+                *p = (char)(*p - 'A' + 'a');
+            else if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_", *p))
+                *p = '_';
+        cfg->wal_slot = strdup(name);
+    }
+    if (!cfg->wal_publication)
+        cfg->wal_publication = strdup(cfg->wal_slot);
+}
+
+static void check_backoff_order(cfg_reader *st, const config_setting_t *b)
+{
+    if (st->cfg->backoff_max_ms < st->cfg->backoff_initial_ms)
+        cfg_fail(st, b, "relay.backoff.max_ms is below initial_ms");
+}
+
+static const char *const orderings[] = {"aggregate", "none", NULL};
+static const char *const policies[] = {"skip", "block", NULL};
+static const char *const retentions[] = {"mark", "delete", NULL};
+static const char *const sources[] = {"poll", "wal", NULL};
+static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const formats[] = {"text", "json", NULL};
+
+#define AT(field) .offset = offsetof(relay_config, field)
+#define INT(sec, name, field, lo, hi, dflt, rl)                                                    \
+    {                                                                                              \
+        .section = sec, .key = name, .type = SETTING_INT, AT(field), .min = lo, .max = hi,         \
+        .def = dflt, .reload = rl                                                                  \
+    }
+#define DOUBLE(sec, name, field, lo, hi, dflt, rl)                                                 \
+    {                                                                                              \
+        .section = sec, .key = name, .type = SETTING_DOUBLE, AT(field), .min = lo, .max = hi,      \
+        .def = dflt, .reload = rl                                                                  \
+    }
+#define ENUM(sec, name, field, list, dflt, rl)                                                     \
+    {                                                                                              \
+        .section = sec, .key = name, .type = SETTING_ENUM, AT(field), .choices = list,             \
+        .def = dflt, .reload = rl                                                                  \
+    }
+#define STRING(sec, name, field, dflt, rl, ...)                                                    \
+    {                                                                                              \
+        .section = sec, .key = name, .type = SETTING_STRING, AT(field), .text = dflt,              \
+        .reload = rl, __VA_ARGS__                                                                  \
+    }
+#define COLUMN(name)                                                                               \
+    STRING("database.columns", #name, col.name, #name, SETTING_FIXED, .check = check_column),
+#define LIVE SETTING_LIVE
+#define FIXED SETTING_FIXED
+
+/* Fixed: what the sessions, statements, buffers, threads and listener were
+ * made with at start; a reload keeps the running value. */
+/* clang-format off */
+static const setting_def table[] = {
+    STRING("database", "conninfo", conninfo, NULL, FIXED, .secret = 1, .check = check_conninfo,
+           .required = "database.conninfo is required (a libpq connection string or URI)"),
+    STRING("database", "schema", schema, "public", FIXED, .check = check_identifier),
+    STRING("database", "table", table, "outbox", FIXED, .check = check_identifier),
+    CFG_COLUMNS(COLUMN)
+    INT("relay", "workers", workers, 1, 256, 1, FIXED),
+    INT("relay", "batch_size", batch_size, 1, 100000, 500, FIXED),
+    {.section = "relay", .key = "lease_seconds", .type = SETTING_INT, AT(lease_ms), .min = 1,
+     .max = 86400, .def = 30, .scale = 1000, .reload = FIXED},
+    INT("relay", "poll_interval_ms", poll_interval_ms, 1, 3600000, 1000, LIVE),
+    INT("relay", "shutdown_timeout_ms", shutdown_timeout_ms, 0, 3600000, 10000, FIXED),
+    ENUM("relay", "ordering", ordering, orderings, ORDERING_AGGREGATE, FIXED),
+    ENUM("relay", "on_dead", on_dead, policies, DEAD_SKIP, FIXED),
+    INT("relay", "max_attempts", max_attempts, 1, 1000000, 10, LIVE),
+    ENUM("relay", "retention", retention, retentions, RETAIN_MARK, FIXED),
+    INT("relay", "retention_hours", retention_hours, 0, 1000000, 168, FIXED),
+    INT("relay", "max_payload_bytes", max_payload_bytes, 1, 1 << 30, 1 << 20, LIVE),
+    STRING("relay", "drivers_dir", drivers_dir, NULL, LIVE, .check = check_relative_path,
+           .derived = "the built-in drivers directory"),
+    ENUM("relay", "source", source, sources, SOURCE_POLL, LIVE),
+    STRING("relay.wal", "slot", wal_slot, NULL, LIVE, .check = check_slot_name,
+           .derived = "database.table + \"_relay\""),
+    STRING("relay.wal", "publication", wal_publication, NULL, LIVE, .check = check_identifier,
+           .derived = "relay.wal.slot"),
+    INT("relay.wal", "max_in_flight", wal_max_in_flight, 1, 1000000, 10000, LIVE),
+    INT("relay.wal", "lag_warn_mb", wal_lag_warn_mb, 1, 1 << 30, 1024, LIVE),
+    INT("relay.wal", "status_interval_ms", wal_status_interval_ms, 10, 60000, 1000, LIVE),
+    INT("relay.backoff", "initial_ms", backoff_initial_ms, 1, 86400000, 500, LIVE),
+    INT("relay.backoff", "max_ms", backoff_max_ms, 1, 86400000, 300000, LIVE),
+    DOUBLE("relay.backoff", "multiplier", backoff_multiplier, 1.0, 100.0, 2.0, LIVE),
+    DOUBLE("relay.backoff", "jitter", backoff_jitter, 0.0, 1.0, 0.2, LIVE),
+    ENUM("log", "level", log_level, levels, OBX_LOG_INFO, FIXED),
+    ENUM("log", "format", log_format, formats, LOG_FORMAT_TEXT, FIXED),
+    STRING("metrics", "listen", metrics_listen, NULL, FIXED, .check = check_listen),
+};
+
+static const setting_section sections[] = {
+    {.path = "database", .missing = "the database section is missing: database = { conninfo = \"...\"; };"},
+    {.path = "database.columns", .shape = "{ id = \"...\"; ... }"},
+    {.path = "relay"},
+    {.path = "relay.wal", .after = derive_wal_names},
+    {.path = "relay.backoff", .after = check_backoff_order},
+    {.path = "log"},
+    {.path = "metrics"},
+};
+/* clang-format on */
+
+#define ROWS (sizeof table / sizeof table[0])
+_Static_assert(ROWS <= CFG_SETTINGS_MAX, "relay_config.from_file has a flag per row");
+/* enum settings are stored through an int */
+_Static_assert(sizeof(ordering_mode) == sizeof(int) && sizeof(dead_policy) == sizeof(int) &&
+                   sizeof(retention_mode) == sizeof(int) && sizeof(relay_source) == sizeof(int) &&
+                   sizeof(obx_log_level) == sizeof(int) && sizeof(log_format) == sizeof(int),
+               "enum settings are ints");
+
+const setting_def *settings_table(size_t *count)
+{
+    *count = ROWS;
+    return table;
+}
+
+const setting_section *settings_sections(size_t *count)
+{
+    *count = sizeof sections / sizeof sections[0];
+    return sections;
+}
