@@ -27,7 +27,7 @@ want 'relay.workers = 3  # fixed'
 want 'relay.lease_seconds = 45  # fixed'
 want 'relay.poll_interval_ms = 1000  # default'
 want 'relay.backoff.multiplier = 2  # default'
-want 'relay.wal.slot = "orders_relay"  # default (from database.table + "_relay")'
+want 'relay.wal.slot = "orders_relay"  # default, fixed (from database.table + "_relay")'
 want 'metrics.listen = (not set)  # default, fixed'
 settings=$(grep -cE '^[a-z_.]+ = ' "$WORK/out")
 [ "$settings" -ge 40 ] || fail "only $settings settings printed"

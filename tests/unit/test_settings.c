@@ -306,7 +306,7 @@ static void test_print_shows_every_row_without_the_password(void **state)
     assert_non_null(strstr(text, "\nrelay.lease_seconds = 45  # fixed\n"));
     assert_non_null(strstr(text, "\nrelay.batch_size = 500  # default, fixed\n"));
     assert_non_null(strstr(text, "\nrelay.backoff.jitter = 0.2  # default\n"));
-    assert_non_null(strstr(text, "\nrelay.wal.slot = \"outbox_relay\"  # default (from "));
+    assert_non_null(strstr(text, "\nrelay.wal.slot = \"outbox_relay\"  # default, fixed (from "));
     for (size_t i = 0; i < n; i++) {
         char want[160];
         snprintf(want, sizeof want, "\n%s.%s = ", t[i].section, t[i].key);
