@@ -50,7 +50,7 @@ static relay_config *load_config(const spec *s, const char *db, const char *outd
 static void drop_database(const char *db)
 {
     PGconn *pg = PQconnectdb("dbname=postgres");
-    char sql[256];
+    char sql[512]; /* db is at most 299 bytes */
     snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", db);
     PQclear(PQexec(pg, sql));
     PQfinish(pg);
