@@ -177,6 +177,7 @@ int wal_publisher_send(wal_publisher *p, long long now)
     int any = 0;
     for (size_t i = 0; i < p->dl.outs.count; i++)
         any |= p->may_send[i] = outputs_may_send(&p->dl.outs, i);
+    p->paused = !any;
     if (!any)
         return 0; /* the stream pauses: nothing is built, nothing attempted */
     while (count < p->round_cap && held < ROUND && (ev = wal_window_next(p->w, now))) {

@@ -32,6 +32,7 @@ typedef struct wal_publisher {
     wal_dead_writer dead; /* writes dead letters on its own thread and connection */
     unsigned epoch;       /* the window's: bumped when it is cleared (a reconnect) */
     long in_flight;
+    int paused; /* the last round found every output paused */
 
     /* completions from any thread, taken by the relay's thread */
     pthread_mutex_t lock;
@@ -62,7 +63,8 @@ int wal_publisher_reload(wal_publisher *p);
 /* Re-creates broken instances, probes paused outputs, serves drivers that poll. */
 void wal_publisher_tend(wal_publisher *p);
 
-/* Sends the events that may go now (at most round_cap). Returns how many. */
+/* Sends the events that may go now (at most round_cap). Returns how many;
+ * sets paused when every output is paused (nothing sent, nothing built). */
 int wal_publisher_send(wal_publisher *p, long long now);
 
 /* Applies the completions that arrived. Returns how many. */

@@ -207,8 +207,11 @@ static int stream(wal_source *src)
             wal_publisher_wait(&src->pub, 10);
             continue;
         }
-        long long wait = wal_window_wait_ms(&src->w, now);
         int timeout = src->pub.in_flight > 0 || sent ? 2 : 50;
+        long long wait = src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs)
+                                         : wal_window_wait_ms(&src->w, now);
+        if (src->pub.paused && wait <= 0)
+            wait = timeout; /* events due wait for the output, not for a clock */
         if (wait >= 0 && wait < timeout)
             timeout = (int)wait;
         if (read_frames(src, timeout) < 0)

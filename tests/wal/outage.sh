@@ -7,7 +7,8 @@
 # the file goes and the relay drains: every event published once with
 # attempt 1, and the log says once that the output is down and once back.
 # Meanwhile other writes make the slot hold more WAL than lag_warn_mb: the
-# relay warns.
+# relay warns. During the outage the relay sleeps between probes (its CPU
+# is printed; a busy loop fails the test).
 ENG_TEST=waloutage
 . "$(dirname "$0")/wlib.sh"
 
@@ -26,7 +27,14 @@ wait_log "$WORK/relay.log" "output mem unavailable" 60
 # other writes go on: the slot, not confirmed past the waiting events, holds their WAL
 sql "CREATE TABLE filler (x text); INSERT INTO filler SELECT repeat('x', 1000) FROM generate_series(1, 3000)"
 wait_log "$WORK/relay.log" "replication slot wal_outage holds [0-9]+ MB of WAL \\(over relay.wal.lag_warn_mb = 1\\)" 30
-sleep 2 # the outage goes on: probes, no attempts
+# the outage goes on: probes, no attempts, and the stream sleeps (a loop
+# that spun took a whole core; a sleeping one takes a few ticks)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+T0=$(cpu_ticks "$PID")
+sleep 5
+CPU=$(( ($(cpu_ticks "$PID") - T0) * 100 / ($(getconf CLK_TCK) * 5) ))
+note "relay CPU during the outage: $CPU% of a core"
+[ "$CPU" -lt 20 ] || fail "the relay took $CPU% of a core during the outage (it should sleep)"
 expect_eq "ok lines during the outage" "$(ok_events)" 0
 expect_eq "dead letters during the outage" "$(sql "SELECT count(*) FROM outbox_dead_letter")" 0
 expect_eq "slot confirmed during the outage" "$(sql "SELECT confirmed_flush_lsn <= '$BEFORE'::pg_lsn FROM pg_replication_slots WHERE slot_name = 'wal_outage'")" t
