@@ -131,11 +131,16 @@ static void test_stale_send_is_ignored(void **state)
     assert_int_equal(wal_publisher_send(&f->p, f->now + 1000), 1); /* its second send */
     assert_int_equal(ev->sends, 2);
 
-    complete(f, OUT_LATE, ev, 1, OBX_OK); /* the first send's, late */
-    complete(f, OUT_LATE, ev, 3, OBX_OK); /* a send not made */
-    complete(f, OUT_LATE, ev, 2, OBX_OK); /* the current one, then */
-    complete(f, OUT_LATE, ev, 2, OBX_OK); /* its duplicate */
-    assert_int_equal(wal_publisher_settle(&f->p, f->now + 1000), 4);
+    complete(f, OUT_LATE, ev, 1, OBX_RETRIABLE); /* the first send's, late */
+    complete(f, OUT_LATE, ev, 3, OBX_RETRIABLE); /* a send not made */
+    assert_int_equal(wal_publisher_settle(&f->p, f->now + 1000), 2);
+    assert_int_equal(ev->state, EV_IN_FLIGHT);
+    assert_int_equal(f->p.in_flight, 1);
+    assert_int_equal(count_of(&stats->retried), 1);
+
+    complete(f, OUT_LATE, ev, 2, OBX_OK);        /* the current one, then */
+    complete(f, OUT_LATE, ev, 2, OBX_RETRIABLE); /* a duplicate of it */
+    assert_int_equal(wal_publisher_settle(&f->p, f->now + 1000), 2);
     assert_int_equal(ev->state, EV_DONE);
     assert_int_equal(f->p.in_flight, 0);
     assert_int_equal(count_of(&stats->published), 1);
