@@ -225,8 +225,8 @@ static void test_settle_learns_health_first(void **state)
     assert_int_equal(d[0].outcome, OUTCOME_DEFER);
     assert_int_equal(d[1].outcome, OUTCOME_DEFER);
     assert_true(d[1].delay_ms > 1000); /* the backoff doubled */
-    assert_true(d[0].delay_ms > 1000);
-    assert_true(llabs(d[0].delay_ms - d[1].delay_ms) < 50);
+    /* the same pause, read a moment earlier: not the 100 ms floor */
+    assert_true(d[0].delay_ms >= d[1].delay_ms);
 }
 
 static void test_settle_counts_in_flight_only_when_offered(void **state)
