@@ -60,9 +60,7 @@ static int claim(lane *l)
 
 /* ---- publish ---- */
 
-/* A run's events behind a row that cannot be a message are not offered:
- * they go back, unattempted, to wait for it. */
-static void hold_behind_bad_rows(lane *l)
+void lane_hold_behind_bad_rows(lane *l)
 {
     if (l->sh->run_length == 1)
         return;
@@ -103,7 +101,7 @@ static void publish(lane *l)
             s->state = SLOT_AWAITING;
         }
     }
-    hold_behind_bad_rows(l);
+    lane_hold_behind_bad_rows(l);
     outputs *outs = &sh->dl->outs;
     for (size_t out = 0; out < outs->count; out++)
         flight_publish(l->flight, out, l->msgs, outputs_may_send(outs, out));
@@ -135,7 +133,7 @@ void lane_renew(lane *l)
 
 /* ---- deciding and recording ---- */
 
-static void decide(lane *l)
+void lane_decide(lane *l)
 {
     lane_shared *sh = l->sh;
     const slot *slots = l->flight->slots;
@@ -185,7 +183,7 @@ static void record(lane *l)
 
 void lane_finish(lane *l)
 {
-    decide(l);
+    lane_decide(l);
     record(l);
     flight_end(l->flight);
     batch_clear(&l->b);

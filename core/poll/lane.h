@@ -60,4 +60,11 @@ void lane_renew(lane *l);
  * message's outcome, records them and commits; the lane is free again. */
 void lane_finish(lane *l);
 
+/* Steps of lane_start and lane_finish that need no database (the unit tests
+ * call them). A run's events behind a row that cannot be a message are not
+ * offered: their slots are aborted, so they go back unattempted to wait for
+ * it. Each message of the batch is decided from its slot, into l->decisions. */
+void lane_hold_behind_bad_rows(lane *l);
+void lane_decide(lane *l);
+
 #endif

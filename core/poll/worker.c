@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "beside.h"
 #include "claimer.h"
 #include "flight.h"
 #include "lane.h"
@@ -129,24 +130,21 @@ static void connect_lanes(worker *w)
             return;
 }
 
-/* Is a claim beside the busy lane worth it now? When more is likely pending
- * (the busy lane's batch was full), the broker is answering (a batch got all
- * its answers since the driver started or was aborted, or the busy batch's
- * first answer is in) and the busy lane's last answer is not in: the next
- * batch is out while the broker works on this one. Waiting for the busy
- * batch's own first answer each time left a Kafka worker idle for 30% of
- * its time. A batch with every answer is recorded first: a claim beside it
- * would only skip its locked rows.
- * Not for less: claims beside small batches cost more statements per event
- * than they save (measured: worse latency at 1,000 events/s). An idle relay
- * keeps one session; a pending reload waits for no lane in flight. */
+/* Is a claim beside the busy lane worth it now (beside.h)? */
 static int worth_beside(worker *w)
 {
     lane *newest = busy_lane(w, 1);
-    if (stopping(w) || generation_pending(w) || w->beside_empty ||
-        newest->b.count < w->sh.cfg->batch_size ||
-        !(w->answering || flight_answered(newest->flight)) ||
-        flight_left(newest->flight) == 0)
+    beside_view v = {
+        .stopping = stopping(w),
+        .generation_pending = generation_pending(w),
+        .found_empty = w->beside_empty,
+        .busy_count = newest->b.count,
+        .batch_size = w->sh.cfg->batch_size,
+        .answering = w->answering,
+        .busy_answered = flight_answered(newest->flight),
+        .busy_left = flight_left(newest->flight),
+    };
+    if (!beside_worth(&v))
         return 0;
     w->beside_wanted = 1;
     return 1;
