@@ -25,6 +25,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "obx/envelope.h"
 #include "rmq.h"
 
 #define RMQ_RING_MIN 1024
@@ -309,14 +310,11 @@ static amqp_table_entry_t rmq_hdr(const char *key, const char *value)
 static int rmq_send(obx_instance *inst, const obx_message *m, amqp_bytes_t exchange,
                     amqp_bytes_t routing_key)
 {
-    char created[40];
-    obx_format_time(m->created_at_us, created, sizeof(created));
+    obx_envelope env; /* amqp_basic_publish encodes the table before env goes */
     size_t n = 0;
-    inst->hdr[n++] = rmq_hdr("aggregate_type", m->aggregate_type);
-    inst->hdr[n++] = rmq_hdr("aggregate_id", m->aggregate_id);
-    inst->hdr[n++] = rmq_hdr("event_id", m->event_id);
-    inst->hdr[n++] = rmq_hdr("event_type", m->event_type);
-    inst->hdr[n++] = rmq_hdr("created_at", created);
+    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    for (size_t i = 0; i < env.count; i++)
+        inst->hdr[n++] = rmq_hdr(env.field[i].name, env.field[i].value);
     for (size_t i = 0; i < m->header_count; i++)
         inst->hdr[n++] = rmq_hdr(m->headers[i].key, m->headers[i].value);
 
@@ -476,7 +474,8 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
         } else if (obx_held_has(&inst->held, aggregate)) {
             status = OBX_RETRIABLE;
             snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
-        } else if (rmq_reserve(inst) != 0 || rmq_reserve_headers(inst, 5 + m->header_count) != 0) {
+        } else if (rmq_reserve(inst) != 0 ||
+                   rmq_reserve_headers(inst, OBX_ENVELOPE_MAX + m->header_count) != 0) {
             status = OBX_RETRIABLE;
             snprintf(why, sizeof(why), "out of memory");
         } else {
