@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "mqtt_int.h"
+#include "mqtt_item.h"
 #include "obx/envelope.h"
 
 #define MQTT_MAX_REMAINING 268435455u /* largest remaining length MQTT can encode */

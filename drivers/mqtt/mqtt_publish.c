@@ -11,7 +11,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "mqtt_int.h"
+#include "mqtt_clock.h"
+#include "mqtt_complete.h"
+#include "mqtt_item.h"
+#include "mqtt_publish.h"
+#include "obx/driver_util.h"
 
 /* ------------------------------------------------------------ checks */
 
