@@ -12,6 +12,13 @@
 #include "obx/envelope.h"
 
 #define MQTT_MAX_REMAINING 268435455u /* largest remaining length MQTT can encode */
+/* Mosquitto (TOPIC_HIERARCHY_LIMIT) drops the connection, with every
+ * publish in flight on it, for a topic of more than 200 '/': such an event
+ * is refused alone, before it is sent. */
+#define MQTT_TOPIC_SEPARATORS_MAX 200
+#define MQTT_TOPIC_LEVELS_MAX 201
+#define MQTT_STR2(x) #x
+#define MQTT_STR(x) MQTT_STR2(x)
 
 /* Strict UTF-8 as MQTT requires (no overlongs, surrogates or U+0000), and
  * none of the control characters or non-characters a broker MAY close the
@@ -63,6 +70,12 @@ const char *mqtt_topic_problem(const char *topic)
         return "invalid topic: longer than 65535 bytes";
     if (strchr(topic, '+') || strchr(topic, '#'))
         return "invalid topic: wildcards '+' and '#' are not allowed in a topic name";
+    size_t separators = 0;
+    for (const char *p = strchr(topic, '/'); p; p = strchr(p + 1, '/'))
+        separators++;
+    if (separators > MQTT_TOPIC_SEPARATORS_MAX)
+        return "invalid topic: more than " MQTT_STR(
+            MQTT_TOPIC_LEVELS_MAX) " levels (Mosquitto disconnects a client that publishes one)";
     if (!mqtt_utf8_ok((const unsigned char *)topic, len))
         return "invalid topic: not valid UTF-8, or contains control characters";
     return NULL;
