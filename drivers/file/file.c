@@ -38,6 +38,7 @@
 
 #include "obx/driver.h"
 #include "obx/driver_util.h"
+#include "obx/envelope.h"
 
 /* Declared options: the host rejects any other name and checks the types. */
 static const obx_option file_options[] = {
@@ -118,6 +119,7 @@ static char *file_base64(const unsigned char *in, size_t len)
 typedef struct file_refusal {
     obx_status status;
     const char *detail;
+    char text[64]; /* room for a detail written here */
 } file_refusal;
 
 /* A JSON string of text, or NULL with why: jansson takes only valid UTF-8. */
@@ -128,8 +130,8 @@ static json_t *file_string(const char *text, const char *what, file_refusal *why
         return s;
     /* the unchecked copy only fails for want of memory */
     json_t *raw = json_stringn_nocheck(text, strlen(text));
-    *why =
-        raw ? (file_refusal){OBX_PERMANENT, what} : (file_refusal){OBX_RETRIABLE, "out of memory"};
+    *why = raw ? (file_refusal){OBX_PERMANENT, what, ""}
+               : (file_refusal){OBX_RETRIABLE, "out of memory", ""};
     json_decref(raw);
     return NULL;
 }
@@ -151,32 +153,39 @@ static json_t *file_payload(const obx_message *m, int *base64)
     return payload;
 }
 
+/* One envelope field as JSON (the attempt as a number), or NULL with why. */
+static json_t *file_field(const obx_message *m, const obx_envelope_field *f, file_refusal *why)
+{
+    if (f->field == OBX_ENVELOPE_ATTEMPT)
+        return json_integer((json_int_t)m->attempt);
+    json_t *s = file_string(f->value, NULL, why);
+    if (!s && why->status == OBX_PERMANENT) {
+        snprintf(why->text, sizeof why->text, "%s is not valid UTF-8", f->name);
+        why->detail = why->text;
+    }
+    return s;
+}
+
 /* Builds the JSON object of one message; NULL with why when it cannot. */
 static json_t *file_to_json(const obx_message *m, file_refusal *why)
 {
-    char created[40];
-    obx_format_time(m->created_at_us, created, sizeof created);
-    *why = (file_refusal){OBX_RETRIABLE, "out of memory"};
+    obx_envelope env;
+    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_ALL);
+    *why = (file_refusal){OBX_RETRIABLE, "out of memory", ""};
 
     json_t *obj = json_object();
     json_t *headers = json_object();
     int base64;
     json_t *payload = file_payload(m, &base64);
-    json_t *fields[] = {
-        file_string(m->event_id, "event_id is not valid UTF-8", why),
-        file_string(m->event_type, "event_type is not valid UTF-8", why),
-        file_string(m->aggregate_type, "aggregate_type is not valid UTF-8", why),
-        file_string(m->aggregate_id, "aggregate_id is not valid UTF-8", why),
-        file_string(m->destination, "destination is not valid UTF-8", why),
-        json_string(created),
-        json_integer((json_int_t)m->attempt),
-    };
-    static const char *const names[] = {"event_id",     "event_type",  "aggregate_type",
-                                        "aggregate_id", "destination", "created_at",
-                                        "attempt"};
     int ok = obj && headers && payload;
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        ok &= json_object_set_new(obj, names[i], fields[i]) == 0; /* steals even on failure */
+    for (size_t i = 0; i < env.count; i++) {
+        const obx_envelope_field *f = &env.field[i];
+        if (f->field == OBX_ENVELOPE_CREATED_AT) /* the line has always read: ids, then where */
+            ok &= json_object_set_new(
+                      obj, "destination",
+                      file_string(m->destination, "destination is not valid UTF-8", why)) == 0;
+        ok &= json_object_set_new(obj, f->name, file_field(m, f, why)) == 0; /* steals, even NULL */
+    }
     for (size_t i = 0; ok && i < m->header_count; i++) {
         json_t *key = file_string(m->headers[i].key, "a header key is not valid UTF-8", why);
         json_t *value = file_string(m->headers[i].value, "a header value is not valid UTF-8", why);
@@ -255,7 +264,7 @@ static obx_status file_publish_batch(obx_instance *inst, const obx_message *msgs
             line = NULL;
         }
         if (obj && !line)
-            why = (file_refusal){OBX_RETRIABLE, "out of memory"};
+            why = (file_refusal){OBX_RETRIABLE, "out of memory", ""};
         /* a message we cannot encode is refused now, with a reason: no completion follows */
         accept[i] = line ? OBX_OK : why.status;
         if (!line && OBX_HOST_HAS(host, refuse))

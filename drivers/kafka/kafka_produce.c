@@ -19,6 +19,7 @@
 
 #include "kafka_int.h"
 #include "obx/driver_util.h"
+#include "obx/envelope.h"
 
 /* What travels with a message as its opaque, freed by its delivery report. */
 typedef struct kafka_msg {
@@ -134,14 +135,11 @@ static void kafka_add_header(rd_kafka_headers_t *hdrs, const char *key, const ch
 
 static rd_kafka_headers_t *kafka_headers(const obx_message *m)
 {
-    char created[48];
-    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(5 + m->header_count);
-    obx_format_time(m->created_at_us, created, sizeof created);
-    kafka_add_header(hdrs, "event_id", m->event_id);
-    kafka_add_header(hdrs, "event_type", m->event_type);
-    kafka_add_header(hdrs, "aggregate_type", m->aggregate_type);
-    kafka_add_header(hdrs, "aggregate_id", m->aggregate_id);
-    kafka_add_header(hdrs, "created_at", created);
+    obx_envelope env;
+    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(env.count + 1 + m->header_count);
+    for (size_t i = 0; i < env.count; i++) /* rd_kafka_header_add copies */
+        kafka_add_header(hdrs, env.field[i].name, env.field[i].value);
     if (m->content_type)
         kafka_add_header(hdrs, "content_type", m->content_type);
     for (size_t i = 0; i < m->header_count; i++)

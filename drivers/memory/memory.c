@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "obx/driver.h"
+#include "obx/envelope.h"
 
 static const obx_option mem_options[] = {
     {"record_file", OBX_OPT_STRING, 0,
@@ -134,24 +135,22 @@ static int mem_json_str(char *buf, size_t size, size_t *pos, const char *s)
 
 static char *mem_record_prefix(const obx_message *m)
 {
-    size_t size = 128 + 6 * (strlen(m->event_id ? m->event_id : "") +
-                             strlen(m->event_type ? m->event_type : "") +
-                             strlen(m->aggregate_type ? m->aggregate_type : "") +
-                             strlen(m->aggregate_id ? m->aggregate_id : "") +
-                             strlen(m->destination ? m->destination : ""));
+    /* the record's ids; the attempt goes at the end (mem_record), as it always has */
+    obx_envelope env;
+    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE,
+                      OBX_ENVELOPE_STANDARD & ~OBX_ENVELOPE_CREATED_AT);
+    const char *dest = m->destination ? m->destination : "";
+    size_t size = 128 + 6 * strlen(dest);
+    for (size_t i = 0; i < env.count; i++)
+        size += 6 * strlen(env.field[i].value);
     char *buf = malloc(size);
     if (!buf)
         return NULL;
     size_t pos = 0;
-    const char *names[] = {"{\"event_id\":", ",\"event_type\":", ",\"aggregate_type\":",
-                           ",\"aggregate_id\":", ",\"destination\":"};
-    const char *values[] = {m->event_id, m->event_type, m->aggregate_type, m->aggregate_id,
-                            m->destination};
-    for (int i = 0; i < 5; i++) {
-        size_t n = strlen(names[i]);
-        memcpy(buf + pos, names[i], n);
-        pos += n;
-        mem_json_str(buf, size, &pos, values[i]); /* sized above: cannot fail */
+    for (size_t i = 0; i <= env.count; i++) {
+        const char *name = i < env.count ? env.field[i].name : "destination";
+        pos += (size_t)snprintf(buf + pos, size - pos, "%s\"%s\":", i ? "," : "{", name);
+        mem_json_str(buf, size, &pos, i < env.count ? env.field[i].value : dest); /* sized above */
     }
     buf[pos] = '\0';
     return buf;

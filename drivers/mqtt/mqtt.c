@@ -1,7 +1,10 @@
 /*
  * MQTT 5 driver: instance life cycle (create, flush, close, destroy).
  * Options are read in mqtt_conf.c, the connection and timeouts are managed
- * in mqtt_conn.c, publishing and acknowledgements are in mqtt_publish.c.
+ * in mqtt_conn.c, publishing and acknowledgements are in mqtt_publish.c,
+ * completions in mqtt_complete.c. Each file's header declares what it
+ * defines; they depend one way: mqtt -> mqtt_conf -> mqtt_conn ->
+ * mqtt_publish -> mqtt_item, mqtt_complete -> mqtt_int.h (the types).
  *
  * Offline buffering is off on purpose: the outbox row is the buffer. While
  * disconnected, publishes are refused UNAVAILABLE and the host retries the
@@ -16,80 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mqtt_int.h"
+#include "mqtt_clock.h"
+#include "mqtt_complete.h"
+#include "mqtt_conf.h"
+#include "mqtt_conn.h"
+#include "mqtt_publish.h"
 
 #define MQTT_FIRST_CONNECT_WAIT_MS 2000
-
-int64_t mqtt_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void mqtt_abstime(int64_t ms_from_now, struct timespec *ts)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms_from_now / 1000;
-    ts->tv_nsec += (ms_from_now % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
-
-void mqtt_doom_later_locked(mqtt_inst *inst, uint64_t agg, uint64_t seq)
-{
-    for (int i = 0; i < inst->window; i++) {
-        mqtt_slot *s = &inst->slots[i];
-        if (s->state != MQTT_SLOT_FREE && s->agg == agg && s->seq > seq)
-            s->doomed = 1;
-    }
-    for (mqtt_item *it = inst->queue_head; it; it = it->next)
-        if (it->agg == agg && it->seq > seq)
-            it->doomed = 1;
-}
-
-/* Only flush waits for completions, and only for the last one: a wake-up per
- * acknowledgement cost a context switch per message (the timer thread, which
- * waits on cond, used to be woken by every one). */
-static void mqtt_signal_idle_locked(mqtt_inst *inst)
-{
-    if (inst->inflight == 0 && inst->queued == 0)
-        pthread_cond_broadcast(&inst->idle);
-}
-
-void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, int code,
-                          const char *detail)
-{
-    /* PUBACKs come in PUBLISH order, so an earlier event of the aggregate
-     * that failed has already marked this one: it must not count as
-     * delivered ahead of that event */
-    if (slot->doomed && status == OBX_OK) {
-        inst->n_out_of_order++;
-        status = OBX_RETRIABLE;
-        code = 0;
-        detail = "acknowledged after an earlier event of its aggregate failed: sent again after it";
-    }
-    if (status != OBX_OK)
-        mqtt_doom_later_locked(inst, slot->agg, slot->seq);
-    inst->host->complete(inst->host->host_ctx, slot->token, status, code, detail);
-    slot->state = MQTT_SLOT_FREE;
-    slot->early[0].used = slot->early[1].used = 0;
-    inst->free_idx[inst->free_n++] = (int)(slot - inst->slots);
-    inst->inflight--;
-    mqtt_signal_idle_locked(inst);
-}
-
-void mqtt_complete_item_locked(mqtt_inst *inst, mqtt_item *it, obx_status status, int code,
-                               const char *detail)
-{
-    if (status != OBX_OK)
-        mqtt_doom_later_locked(inst, it->agg, it->seq);
-    inst->host->complete(inst->host->host_ctx, it->token, status, code, detail);
-    free(it);
-    mqtt_signal_idle_locked(inst);
-}
 
 /* ------------------------------------------------------------ create */
 

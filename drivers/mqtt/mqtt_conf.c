@@ -8,7 +8,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "mqtt_int.h"
+#include "mqtt_clock.h"
+#include "mqtt_conf.h"
+#include "mqtt_conn.h"
 
 /* Only used to make client ids unique within a process. */
 static atomic_uint mqtt_instance_seq;

@@ -10,31 +10,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "mqtt_int.h"
+#include "mqtt_clock.h"
+#include "mqtt_complete.h"
+#include "mqtt_conn.h"
+#include "mqtt_publish.h"
 
 #define MQTT_TIMER_TICK_MS 50
-
-/* Complete every INFLIGHT slot and queued item (mu held). SENDING slots
- * belong to the pump, which finishes them itself when paho returns. */
-int mqtt_fail_all_locked(mqtt_inst *inst, obx_status status, const char *detail)
-{
-    int n = 0;
-    for (int i = 0; i < inst->window; i++) {
-        if (inst->slots[i].state == MQTT_SLOT_INFLIGHT) {
-            mqtt_complete_locked(inst, &inst->slots[i], status, 0, detail);
-            n++;
-        }
-    }
-    while (inst->queue_head) {
-        mqtt_item *it = inst->queue_head;
-        inst->queue_head = it->next;
-        inst->queued--;
-        mqtt_complete_item_locked(inst, it, status, 0, detail);
-        n++;
-    }
-    inst->queue_tail = NULL;
-    return n;
-}
 
 /* The limits the broker's CONNACK sets (mu held). */
 static void mqtt_apply_connack_locked(mqtt_inst *inst, MQTTProperties *props)
@@ -70,11 +51,11 @@ void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp)
         inst->backoff_ms = inst->reconnect_min_ms;
         if (inst->connect_attempts > 1 || inst->ever_connected)
             inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
-                            "connected to %s as %s after %d attempt(s)", inst->url_shown, inst->client_id,
-                            inst->connect_attempts);
+                            "connected to %s as %s after %d attempt(s)", inst->url_shown,
+                            inst->client_id, inst->connect_attempts);
         else
-            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s", inst->url_shown,
-                            inst->client_id);
+            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s",
+                            inst->url_shown, inst->client_id);
         inst->connect_attempts = 0;
         inst->ever_connected = 1;
         pthread_cond_broadcast(&inst->cond);
@@ -99,8 +80,8 @@ void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
         /* first failure and then every 10th: a broker outage should not flood the log */
         if (inst->connect_attempts % 10 == 1)
             inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
-                            "connect to %s failed (attempt %d): %s; retrying in %lld ms", inst->url_shown,
-                            inst->connect_attempts, inst->last_connect_err,
+                            "connect to %s failed (attempt %d): %s; retrying in %lld ms",
+                            inst->url_shown, inst->connect_attempts, inst->last_connect_err,
                             (long long)inst->backoff_ms);
         inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
         inst->backoff_ms *= 2;

@@ -29,7 +29,6 @@
 #include <time.h>
 
 #include "obx/driver.h"
-#include "obx/driver_util.h"
 
 #define MQTT_DETAIL_MAX 160
 
@@ -140,54 +139,5 @@ struct obx_instance {
 };
 
 typedef struct obx_instance mqtt_inst;
-
-/* mqtt.c */
-int64_t mqtt_now_ms(void);
-void mqtt_abstime(int64_t ms_from_now, struct timespec *ts);
-/* Complete a slot (inst->mu held): host->complete, free the slot, signal
- * idle when nothing is left. */
-void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, int code,
-                          const char *detail);
-/* Complete a queued item (inst->mu held, item already unlinked) and free it. */
-void mqtt_complete_item_locked(mqtt_inst *inst, mqtt_item *it, obx_status status, int code,
-                               const char *detail);
-/* After a failure of (agg, seq): later events of agg in flight or queued must not be OK. */
-void mqtt_doom_later_locked(mqtt_inst *inst, uint64_t agg, uint64_t seq);
-
-/* mqtt_conf.c */
-extern const obx_option mqtt_options[];
-extern const obx_option_spec mqtt_option_specs[];
-/* Reads and checks the options into inst; -1 with errstr (never a secret). */
-int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size);
-
-/* mqtt_conn.c: paho callbacks (context = inst) and the timer thread */
-void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp);
-void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp);
-void mqtt_on_connection_lost(void *ctx, char *cause);
-void mqtt_on_disconnected(void *ctx, MQTTProperties *props, enum MQTTReasonCodes reason);
-void *mqtt_timer_main(void *arg);
-/* Completes every INFLIGHT slot and every queued item with status and detail
- * (mu held); returns how many. */
-int mqtt_fail_all_locked(mqtt_inst *inst, obx_status status, const char *detail);
-/* ABI 1.1 probe: connected, or connected within timeout_ms. */
-obx_status mqtt_probe(mqtt_inst *inst, int timeout_ms);
-
-/* mqtt_item.c */
-/* NULL when the message can be published, else why it never can be (the
- * text lives until the thread's next call). */
-const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m);
-/* An owned copy of m with its MQTT properties, or NULL (out of memory). */
-mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m);
-
-/* mqtt_publish.c */
-/* Hands queued messages to paho while the window has room (any thread, mu NOT held). */
-void mqtt_pump(mqtt_inst *inst);
-obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t count,
-                              obx_status *accept);
-/* A reason code >= 0x80 classified: PERMANENT or RETRIABLE. */
-obx_status mqtt_classify_reason(int reason);
-/* NULL when the topic can be published, else why not. */
-const char *mqtt_topic_problem(const char *topic);
-int mqtt_utf8_ok(const unsigned char *s, size_t len);
 
 #endif

@@ -8,9 +8,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "mqtt_int.h"
+#include "mqtt_item.h"
+#include "obx/envelope.h"
 
 #define MQTT_MAX_REMAINING 268435455u /* largest remaining length MQTT can encode */
+/* Mosquitto (TOPIC_HIERARCHY_LIMIT) drops the connection, with every
+ * publish in flight on it, for a topic of more than 200 '/': such an event
+ * is refused alone, before it is sent. */
+#define MQTT_TOPIC_SEPARATORS_MAX 200
+#define MQTT_TOPIC_LEVELS_MAX 201
+#define MQTT_STR2(x) #x
+#define MQTT_STR(x) MQTT_STR2(x)
 
 /* Strict UTF-8 as MQTT requires (no overlongs, surrogates or U+0000), and
  * none of the control characters or non-characters a broker MAY close the
@@ -62,6 +70,12 @@ const char *mqtt_topic_problem(const char *topic)
         return "invalid topic: longer than 65535 bytes";
     if (strchr(topic, '+') || strchr(topic, '#'))
         return "invalid topic: wildcards '+' and '#' are not allowed in a topic name";
+    size_t separators = 0;
+    for (const char *p = strchr(topic, '/'); p; p = strchr(p + 1, '/'))
+        separators++;
+    if (separators > MQTT_TOPIC_SEPARATORS_MAX)
+        return "invalid topic: more than " MQTT_STR(
+            MQTT_TOPIC_LEVELS_MAX) " levels (Mosquitto disconnects a client that publishes one)";
     if (!mqtt_utf8_ok((const unsigned char *)topic, len))
         return "invalid topic: not valid UTF-8, or contains control characters";
     return NULL;
@@ -92,13 +106,13 @@ const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m)
         return tp;
     /* a non-UTF-8 string would make the broker drop the connection for everyone */
     size_t props = 0;
-    const char *fixed[4] = {m->event_id, m->event_type, m->aggregate_type, m->aggregate_id};
-    for (int i = 0; i < 4; i++) {
-        if (fixed[i] && !mqtt_header_ok(fixed[i]))
+    obx_envelope env;
+    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    for (size_t i = 0; i < env.count; i++) {
+        if (!mqtt_header_ok(env.field[i].value))
             return "invalid header: an event field is not valid UTF-8 or has control characters";
-        props += fixed[i] ? 1 + 2 + 16 + 2 + strlen(fixed[i]) : 0;
+        props += 1 + 2 + strlen(env.field[i].name) + 2 + strlen(env.field[i].value);
     }
-    props += 1 + 2 + 10 + 2 + 27; /* created_at */
     for (size_t i = 0; i < m->header_count; i++) {
         const obx_header *h = &m->headers[i];
         if (!h->key || !h->value)
@@ -147,20 +161,12 @@ static void mqtt_user_prop(MQTTProperty *p, char **cur, const char *key, const c
 
 mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m)
 {
-    char created[40];
-    obx_format_time(m->created_at_us, created, sizeof created);
-    const char *fixed[5][2] = {{"event_id", m->event_id},
-                               {"event_type", m->event_type},
-                               {"aggregate_type", m->aggregate_type},
-                               {"aggregate_id", m->aggregate_id},
-                               {"created_at", created}};
+    obx_envelope env;
+    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
     const char *ct = mqtt_content_type(inst, m);
-    size_t nprops = 0, bytes = strlen(m->destination) + 1 + m->payload_len + 1;
-    for (int i = 0; i < 5; i++)
-        if (fixed[i][1]) {
-            nprops++;
-            bytes += strlen(fixed[i][0]) + strlen(fixed[i][1]) + 2;
-        }
+    size_t nprops = env.count, bytes = strlen(m->destination) + 1 + m->payload_len + 1;
+    for (size_t i = 0; i < env.count; i++)
+        bytes += strlen(env.field[i].name) + strlen(env.field[i].value) + 2;
     for (size_t i = 0; i < m->header_count; i++)
         if (m->headers[i].key && m->headers[i].value) {
             nprops++;
@@ -191,9 +197,8 @@ mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m)
 
     MQTTProperty *p = it->props;
     int n = 0;
-    for (int i = 0; i < 5; i++)
-        if (fixed[i][1])
-            mqtt_user_prop(&p[n++], &cur, fixed[i][0], fixed[i][1]);
+    for (size_t i = 0; i < env.count; i++)
+        mqtt_user_prop(&p[n++], &cur, env.field[i].name, env.field[i].value);
     for (size_t i = 0; i < m->header_count; i++)
         if (m->headers[i].key && m->headers[i].value)
             mqtt_user_prop(&p[n++], &cur, m->headers[i].key, m->headers[i].value);

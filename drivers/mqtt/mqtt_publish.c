@@ -11,16 +11,22 @@
 #include <string.h>
 #include <time.h>
 
-#include "mqtt_int.h"
+#include "mqtt_clock.h"
+#include "mqtt_complete.h"
+#include "mqtt_item.h"
+#include "mqtt_publish.h"
+#include "obx/driver_util.h"
 
 /* ------------------------------------------------------------ checks */
 
 obx_status mqtt_classify_reason(int reason)
 {
     switch (reason) {
-    case MQTTREASONCODE_NOT_AUTHORIZED:     /* 0x87: the ACL will not change by retrying */
-    case MQTTREASONCODE_TOPIC_NAME_INVALID: /* 0x90 */
-    case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */ return OBX_PERMANENT;
+    case MQTTREASONCODE_NOT_AUTHORIZED:         /* 0x87: the ACL will not change by retrying */
+    case MQTTREASONCODE_TOPIC_NAME_INVALID:     /* 0x90 */
+    case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */
+    case MQTTREASONCODE_PACKET_TOO_LARGE:       /* 0x95: this message is over the broker's limit */
+        return OBX_PERMANENT;
     default: /* 0x97 quota exceeded, 0x89 server busy, 0x80 unspecified, ... */
         return OBX_RETRIABLE;
     }

@@ -1,9 +1,12 @@
-/* RabbitMQ driver internals (rabbitmq-c 0.11), shared by its files. */
+/* RabbitMQ driver internals (rabbitmq-c 0.11): the instance every file works on.
+ * Each file declares its functions in its own header; they depend one way:
+ * rmq_driver -> rmq_options, rmq_publish -> rmq_conn -> rmq_confirm -> rmq.h. */
 #ifndef OBX_RMQ_H
 #define OBX_RMQ_H
 
 #include <amqp.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "obx/driver.h"
 #include "obx/driver_util.h"
@@ -69,31 +72,19 @@ struct obx_instance {
     obx_held held; /* scratch: aggregates refused in the current batch */
 };
 
-int64_t rmq_now_ms(void);
-
-/* rmq_options.c */
-extern const obx_option rmq_options[];
-extern const obx_option_spec rmq_specs[];
-int rmq_read_options(obx_instance *inst, char *errstr, size_t errstr_size);
-void rmq_free_options(obx_instance *inst);
+/* The monotonic clock, in milliseconds. */
+static inline int64_t rmq_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* The status for "the broker cannot be reached": UNAVAILABLE for a host that
  * knows it (ABI 1.1, recognised by its refuse service), else RETRIABLE. */
-obx_status rmq_unavailable(const obx_instance *inst);
-
-/* rmq_conn.c */
-int rmq_connect(obx_instance *inst);          /* 0 or -1 with inst->last_error */
-int rmq_ensure_connected(obx_instance *inst); /* respects backoff; 0 when connected */
-void rmq_disconnect(obx_instance *inst, const char *why, int graceful);
-/* 1 exists, 0 missing (text in why), -1 connection failed */
-int rmq_exchange_exists(obx_instance *inst, const char *exchange, size_t len, char *why,
-                        size_t why_size);
-void rmq_reply_text(amqp_rpc_reply_t r, const char *what, char *buf, size_t size);
-
-/* rmq_publish.c */
-obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
-                             obx_status *accept);
-int rmq_pump(obx_instance *inst, int timeout_ms); /* completions made, -1 on connection loss */
-void rmq_fail_pending(obx_instance *inst, obx_status status, const char *detail);
+static inline obx_status rmq_unavailable(const obx_instance *inst)
+{
+    return OBX_HOST_HAS(inst->host, refuse) ? OBX_UNAVAILABLE : OBX_RETRIABLE;
+}
 
 #endif

@@ -13,7 +13,8 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "rmq.h"
+#include "rmq_confirm.h"
+#include "rmq_conn.h"
 
 #define RMQ_BACKOFF_FIRST_MS 200
 #define RMQ_BACKOFF_MAX_MS 5000

@@ -13,19 +13,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "rmq.h"
-
-int64_t rmq_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-obx_status rmq_unavailable(const obx_instance *inst)
-{
-    return OBX_HOST_HAS(inst->host, refuse) ? OBX_UNAVAILABLE : OBX_RETRIABLE;
-}
+#include "rmq_confirm.h"
+#include "rmq_conn.h"
+#include "rmq_options.h"
+#include "rmq_publish.h"
 
 static void rmq_destroy(obx_instance *inst);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rmq.h"
+#include "rmq_options.h"
 
 const obx_option rmq_options[] = {
     {"url", OBX_OPT_STRING, OBX_OPT_REQUIRED | OBX_OPT_SECRET,

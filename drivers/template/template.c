@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <obx/driver.h>
+#include <obx/envelope.h>
 
 /*
  * The options your driver accepts. The host rejects unknown names and wrong
@@ -121,6 +122,13 @@ static obx_status tpl_publish_batch(obx_instance *inst, const obx_message *msgs,
                              "payload larger than max_message_bytes");
             continue;
         }
+        /* BROKER: the standard fields as the broker's headers, named as the
+         * relay's other drivers name them (obx/envelope.h) */
+        obx_envelope env;
+        obx_envelope_fill(&env, &msgs[i], OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+        for (size_t f = 0; f < env.count; f++)
+            host->log(host->host_ctx, OBX_LOG_DEBUG, "header %s: %s", env.field[f].name,
+                      env.field[f].value);
         accept[i] = OBX_OK;
         /* the /dev/null broker "acknowledges" immediately */
         host->complete(host->host_ctx, msgs[i].token, OBX_OK, 0, NULL);

@@ -8,8 +8,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "wh.h"
 #include "obx/driver_util.h"
+#include "obx/envelope.h"
+#include "wh.h"
 
 /* Adds "prefix+name: value"; "" sends an empty value ("name;" to curl) and
  * NULL removes a header curl would add. A line break in a value would let row
@@ -97,15 +98,14 @@ obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char
     r->body_len = m->payload_len;
     memcpy(r->data, m->payload ? m->payload : "", m->payload_len);
     obx_status st = wh_url(inst, dest, r->url = r->data + m->payload_len, err, err_size);
-    char created[40];
-    obx_format_time(m->created_at_us, created, sizeof created);
+    obx_envelope env;
+    obx_envelope_fill(&env, m, OBX_ENVELOPE_HTTP, OBX_ENVELOPE_STANDARD);
+    const char *ct = m->content_type ? m->content_type : "application/octet-stream";
+    if (st == OBX_OK)
+        st = wh_header(&r->headers, "", "Content-Type", ct, err, err_size);
+    for (size_t i = 0; i < env.count && st == OBX_OK; i++)
+        st = wh_header(&r->headers, "", env.field[i].name, env.field[i].value, err, err_size);
     const char *fixed[][2] = {
-        {"Content-Type", m->content_type ? m->content_type : "application/octet-stream"},
-        {"X-Event-Id", WH_STR(m->event_id)},
-        {"X-Event-Type", WH_STR(m->event_type)},
-        {"X-Aggregate-Type", WH_STR(m->aggregate_type)},
-        {"X-Aggregate-Id", WH_STR(m->aggregate_id)},
-        {"X-Created-At", created},
         {"X-Outbox-Destination", dest},
         {"Expect", NULL}, /* no 100-continue round trip before bodies over 1 KiB */
     };

@@ -1,7 +1,8 @@
-// include/obx/driver.h (and driver_util.h) must compile alone as C++ (no designated initializers here:
+// include/obx/driver.h (and driver_util.h, envelope.h) must compile alone as C++ (no designated initializers here:
 // OBX_DRIVER_DEF_HEAD is a C99 convenience).
 #include "obx/driver.h"
 #include "obx/driver_util.h"
+#include "obx/envelope.h"
 
 static_assert(sizeof(obx_status) == sizeof(int), "obx_status is an int-sized enum");
 static_assert(offsetof(obx_driver_def, magic) == 0, "magic comes first");
@@ -18,6 +19,13 @@ static obx_driver_def make_def()
 }
 
 static const obx_driver_def hdr_def = make_def();
+
+// The envelope helper used as a driver would, so its inline bodies are compiled as C++.
+size_t hdr_envelope(const obx_message *m)
+{
+    obx_envelope env;
+    return obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+}
 
 extern "C" OBX_DRIVER_EXPORT const obx_driver_def *obx_driver_entry(void)
 {
