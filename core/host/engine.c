@@ -155,7 +155,11 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
     if (polling)
         pthread_create(&poller, NULL, backlog_main, st);
     while (!src->join(run, 50)) {
-        notify_watchdog(now_ms());
+        config_gen *gen = state_take_gen(st);
+        int stalled = counters_stalled(st->metrics, gen->cfg, now_ms());
+        gen_release(gen);
+        if (!stalled) /* a stuck thread lets the service manager's watchdog restart us */
+            notify_watchdog(now_ms());
         if (hangup) {
             hangup = 0;
             reload(st);

@@ -14,7 +14,8 @@
 
 typedef struct source_ops {
     const char *name;
-    int has_slot; /* it streams a replication slot: --reset-slot, the slot gauges */
+    int has_slot;       /* it streams a replication slot: --reset-slot, the slot gauges */
+    const char *thread; /* its threads' name in /healthz and /metrics ("worker" N) */
 
     /* What `run` needs beyond the outbox table (NULL: nothing). Returns 0 or
      * -1 (logged). */

@@ -1,5 +1,6 @@
 #include "counters.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -209,4 +210,26 @@ void counters_observe_statement(relay_metrics *m, const char *stmt, long long el
             histogram_observe(&m->statements[i], elapsed_us);
             return;
         }
+}
+
+void counters_thread_name(const relay_config *cfg, const char *worker, int slot, char *out,
+                          size_t out_size)
+{
+    if (slot < cfg->workers)
+        snprintf(out, out_size, "%s %d", worker, slot);
+    else
+        snprintf(out, out_size, "%s", slot - cfg->workers == BEAT_CLEANUP ? "cleanup" : "backlog");
+}
+
+int counters_stalled(const relay_metrics *m, const relay_config *current, long long now)
+{
+    if (!m)
+        return 0;
+    long long stale_ms = counters_stale_ms(m, current);
+    for (int i = 0; i < m->beat_count; i++) {
+        long long beat = atomic_load(&m->beats[i]);
+        if (beat && now - beat > stale_ms)
+            return 1;
+    }
+    return 0;
 }

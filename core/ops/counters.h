@@ -100,6 +100,14 @@ long long counters_stale_ms(const relay_metrics *m, const relay_config *current)
 /* This thread owns heartbeat slot `slot` (a worker index, or cfg->workers +
  * BEAT_*); counters_beat() then stamps it. */
 void counters_thread_register(relay_metrics *m, int slot);
+/* Has a thread that beats gone without progress past the bound under the
+ * running config (current)? m may be NULL (then never). */
+int counters_stalled(const relay_metrics *m, const relay_config *current, long long now);
+
+/* Heartbeat slot `slot`'s thread as /healthz and /metrics name it: "worker
+ * 3" (worker: the source's name for its threads), "cleanup", "backlog". */
+void counters_thread_name(const relay_config *cfg, const char *worker, int slot, char *out,
+                          size_t out_size);
 void counters_beat(void);
 
 /* A message was handed to output `output` of cfg (in flight until its

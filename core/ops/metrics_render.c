@@ -208,12 +208,8 @@ static void heartbeats(FILE *f, relay_state *st, relay_metrics *m)
         long long beat = atomic_load(&m->beats[i]);
         if (!beat)
             continue;
-        char name[32];
-        if (i < st->cfg->workers)
-            snprintf(name, sizeof name, "worker %d", i);
-        else
-            snprintf(name, sizeof name, "%s",
-                     i - st->cfg->workers == BEAT_CLEANUP ? "cleanup" : "backlog");
+        char name[48];
+        counters_thread_name(st->cfg, source_for(st->cfg)->thread, i, name, sizeof name);
         fprintf(f, "outbox_relay_thread_heartbeat_age_seconds{thread=\"%s\"} %.3f\n", name,
                 (now - beat) / 1000.0);
     }

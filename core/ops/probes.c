@@ -7,6 +7,7 @@
 
 #include "backlog.h"
 #include "counters.h"
+#include "source.h"
 
 /* A backlog poll older than this means the poller itself is stuck. */
 #define POLL_STALE_MS (3 * BACKLOG_POLL_MS + 10000)
@@ -53,12 +54,10 @@ int probe_health(relay_state *st, char **body)
     for (int i = 0; m && i < m->beat_count; i++) {
         long long beat = atomic_load(&m->beats[i]);
         if (beat && now - beat > stale_ms) {
-            if (i < st->cfg->workers)
-                add_reason(reasons, "worker %d: no progress for %lld s", i, (now - beat) / 1000);
-            else
-                add_reason(reasons, "%s thread: no progress for %lld s",
-                           i - st->cfg->workers == BEAT_CLEANUP ? "cleanup" : "backlog",
-                           (now - beat) / 1000);
+            char name[48];
+            counters_thread_name(st->cfg, source_for(st->cfg)->thread, i, name, sizeof name);
+            add_reason(reasons, "%s%s: no progress for %lld s", name,
+                       i < st->cfg->workers ? "" : " thread", (now - beat) / 1000);
         }
     }
     int ok = json_array_size(reasons) == 0;

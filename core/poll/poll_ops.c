@@ -88,6 +88,7 @@ static void finish(void *arg)
 
 const source_ops poll_ops = {
     .name = "poll",
+    .thread = "worker",
     .describe = describe,
     .start = start,
     .join = join,

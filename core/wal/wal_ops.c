@@ -66,6 +66,7 @@ static void finish(void *arg)
 const source_ops wal_ops = {
     .name = "wal",
     .has_slot = 1,
+    .thread = "wal stream",
     .preflight = wal_preflight,
     .install = wal_schema_install,
     .describe = describe,

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "db.h"
 #include "log.h"
 #include "wal_dead.h"
@@ -48,8 +49,10 @@ static int stopping(const wal_source *src)
 
 static void nap(const wal_source *src, long long ms)
 {
-    for (long long slept = 0; slept < ms && !stopping(src); slept += 50)
+    for (long long slept = 0; slept < ms && !stopping(src); slept += 50) {
+        counters_beat(); /* waiting is progress: a standby, a backoff */
         usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
+    }
 }
 
 int wal_preflight(const relay_config *cfg)
@@ -189,6 +192,7 @@ static int stream(wal_source *src)
 {
     for (;;) {
         long long now = now_ms();
+        counters_beat(); /* the stream's heartbeat: /healthz and the watchdog */
         if (stopping(src))
             return 0;
         wal_publisher_tend(&src->pub);
@@ -225,6 +229,7 @@ static void settle_in_flight(wal_source *src)
 {
     long long until = now_ms() + src->cfg->shutdown_timeout_ms;
     while ((src->pub.in_flight > 0 || wal_publisher_burying(&src->pub) > 0) && now_ms() < until) {
+        counters_beat();
         wal_publisher_wait(&src->pub, 20);
         wal_publisher_settle(&src->pub, now_ms() + 3600000); /* no retry now */
     }
@@ -251,6 +256,7 @@ static void drain_target(wal_source *src)
 
 void wal_run(relay_state *st)
 {
+    counters_thread_register(st->metrics, 0); /* the stream is the source's one thread */
     wal_source *src = calloc(1, sizeof *src);
     src->st = st;
     src->cfg = st->cfg;

@@ -59,6 +59,11 @@ expect_eq "route 1 published" "$(value "$A" 'outbox_relay_route_published_total{
 expect_eq "route 2 published" "$(value "$A" 'outbox_relay_route_published_total{route="2",output="mem"}')" 190
 expect_eq "route 1 dead-lettered" "$(value "$A" 'outbox_relay_route_dead_lettered_total{route="1",output="mem"}')" "$DEAD"
 expect_eq "in flight{mem}" "$(value "$A" 'outbox_relay_output_in_flight{output="mem"}')" 0
+# the stream thread beats (a stuck stream turns /healthz and the watchdog red)
+BEAT=$(grep -F 'outbox_relay_thread_heartbeat_age_seconds{thread="wal stream 0"} ' "$A" | awk '{ print $NF }')
+[ -n "$BEAT" ] || fail "no heartbeat of the wal stream thread in /metrics"
+awk -v b="$BEAT" 'BEGIN { exit !(b < 30) }' || fail "the wal stream's heartbeat is $BEAT s old"
+grep -q 'thread="worker' "$A" && fail "/metrics names worker threads in WAL mode"
 check_logs_clean
 drop_wal_slots
 note "$SCRAPES scrapes during the run; $RETRIES retriable failures"
