@@ -53,6 +53,16 @@ static void notice_to_log(void *arg, const char *message)
  * walsender's style, so it is pinned to one the relay parses. */
 #define REPLICATION_PINNED " -c datestyle=ISO -c timezone=UTC -c bytea_output=hex"
 
+/* The walsender gives up on a client silent this long (the relay reports
+ * every status_interval_ms): a hung active relay (SIGSTOP, a wedged host)
+ * frees the slot for a standby in about this time, not the server's
+ * default minute. */
+int db_wal_sender_timeout_ms(const relay_config *cfg)
+{
+    int three = 3 * cfg->wal_status_interval_ms;
+    return three > DB_WAL_SENDER_TIMEOUT_MIN_MS ? three : DB_WAL_SENDER_TIMEOUT_MIN_MS;
+}
+
 static PGconn *connect_as(const relay_config *cfg, const char *application, int replication,
                           char *err, size_t err_size)
 {
@@ -81,11 +91,15 @@ static PGconn *connect_as(const relay_config *cfg, const char *application, int 
         else
             keys[k] = o->keyword, values[k++] = o->val; /* later keys win */
     }
+    char sender_timeout[48] = "";
+    if (replication)
+        snprintf(sender_timeout, sizeof sender_timeout, " -c wal_sender_timeout=%dms",
+                 db_wal_sender_timeout_ms(cfg));
     size_t options_size = strlen(user_options) + sizeof SESSION_DEFAULTS + sizeof SESSION_PINNED +
-                          sizeof REPLICATION_PINNED + 2;
+                          sizeof REPLICATION_PINNED + sizeof sender_timeout + 2;
     char *options = malloc(options_size);
-    snprintf(options, options_size, "%s %s %s%s", SESSION_DEFAULTS, user_options, SESSION_PINNED,
-             replication ? REPLICATION_PINNED : "");
+    snprintf(options, options_size, "%s %s %s%s%s", SESSION_DEFAULTS, user_options, SESSION_PINNED,
+             replication ? REPLICATION_PINNED : "", sender_timeout);
     keys[k] = "options", values[k++] = options;
     if (replication)
         keys[k] = "replication", values[k++] = "database";

@@ -27,4 +27,9 @@ void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size);
 /* True when the connection is gone (as opposed to a failed statement). */
 int db_lost(PGconn *conn);
 
+/* The replication connection's wal_sender_timeout: 3 x
+ * relay.wal.status_interval_ms, at least DB_WAL_SENDER_TIMEOUT_MIN_MS. */
+#define DB_WAL_SENDER_TIMEOUT_MIN_MS 10000
+int db_wal_sender_timeout_ms(const relay_config *cfg);
+
 #endif
