@@ -97,15 +97,18 @@ static int slot_name_ok(const char *s)
  * slot name may hold. */
 static int load_wal(cfg_reader *st, const config_setting_t *w)
 {
-    static const char *const keys[] = {"slot",        "publication",        "max_in_flight",
-                                       "lag_warn_mb", "status_interval_ms", NULL};
+    static const char *const keys[] = {
+        "slot",        "publication",        "max_in_flight",
+        "lag_warn_mb", "status_interval_ms", "accept_logical_messages",
+        NULL};
     relay_config *cfg = st->cfg;
     if (cfg_check_keys(st, w, "relay.wal", keys) < 0 ||
         cfg_get_string(st, w, "slot", &cfg->wal_slot, 0) < 0 ||
         cfg_get_string(st, w, "publication", &cfg->wal_publication, 0) < 0 ||
         cfg_get_int(st, w, "max_in_flight", &cfg->wal_max_in_flight, 1, 1000000) < 0 ||
         cfg_get_int(st, w, "lag_warn_mb", &cfg->wal_lag_warn_mb, 1, 1 << 30) < 0 ||
-        cfg_get_int(st, w, "status_interval_ms", &cfg->wal_status_interval_ms, 10, 60000) < 0)
+        cfg_get_int(st, w, "status_interval_ms", &cfg->wal_status_interval_ms, 10, 60000) < 0 ||
+        cfg_get_bool(st, w, "accept_logical_messages", &cfg->wal_accept_logical_messages) < 0)
         return -1;
     if (cfg->wal_slot && !slot_name_ok(cfg->wal_slot))
         return cfg_fail(st, cfg_member(w, "slot"),

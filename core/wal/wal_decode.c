@@ -1,10 +1,13 @@
 #include "wal_decode.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "log.h"
 
 /* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
 #define PG_EPOCH_OFFSET_US 946684800000000LL
@@ -202,15 +205,40 @@ static wal_row *decode_insert(wal_decoder *d, reader *r, char *err, size_t err_s
     return r->ok ? row_new(values, lens) : NULL;
 }
 
-/* outbox_emit's JSON object as a row (created_at rendered from its microseconds). */
+static atomic_llong ignored_messages;
+
+long long wal_ignored_messages(void)
+{
+    return atomic_load(&ignored_messages);
+}
+
+/* A message with the relay's prefix while they are not accepted: anyone who
+ * can connect can send one, so it is never an event. Logged at the 1st,
+ * 2nd, 4th, 8th... so that a flood cannot flood the log; all are counted. */
+static void ignore_message(uint64_t lsn, size_t n)
+{
+    long long k = atomic_fetch_add(&ignored_messages, 1) + 1;
+    if ((k & (k - 1)) == 0)
+        log_warn("WAL: ignored a logical message with the relay's prefix at %X/%X (%zu bytes; "
+                 "%lld so far): pg_logical_emit_message is open to every role, so such messages "
+                 "are events only with relay.wal.accept_logical_messages = true",
+                 (unsigned)(lsn >> 32), (unsigned)lsn, n, k);
+}
+
+/* A logical message's JSON object (what outbox_emit sent before it inserted)
+ * as a row (created_at rendered from its microseconds). */
 static wal_row *decode_message(wal_decoder *d, reader *r)
 {
-    read_int(r, 8); /* the message's LSN */
+    uint64_t lsn = read_int(r, 8);
     const char *prefix = read_str(r);
     size_t n = (size_t)read_int(r, 4);
     const char *content = take(r, n);
     if (!r->ok || strcmp(prefix, d->prefix) != 0)
         return NULL;
+    if (!d->cfg->wal_accept_logical_messages) {
+        ignore_message(lsn, n);
+        return NULL;
+    }
     json_t *o = json_loadb(content, n, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);

@@ -165,8 +165,13 @@ static void test_decode_message(void **state)
         "{\"event_id\": \"e1\", \"aggregate_type\": \"Order\", \"aggregate_id\": \"a\","
         " \"event_type\": \"t\", \"payload\": \"{\\\"x\\\": 1}\", \"headers\": null,"
         " \"destination\": null, \"created_at_us\": 1796137942500001}";
-    const char *prefixes[] = {"outbox-relay:public.outbox", "someone-else"};
-    for (int i = 0; i < 2; i++) {
+    /* the relay's prefix while messages are not accepted (the default), then
+     * accepted; another prefix: never an event */
+    const char *prefixes[] = {"outbox-relay:public.outbox", "outbox-relay:public.outbox",
+                              "someone-else"};
+    long long ignored = wal_ignored_messages();
+    for (int i = 0; i < 3; i++) {
+        cfg.wal_accept_logical_messages = i > 0;
         buf m = {.n = 0};
         put(&m, 'M', 1);
         put(&m, 1, 1); /* transactional */
@@ -178,8 +183,9 @@ static void test_decode_message(void **state)
         wal_change c;
         char err[256];
         assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
-        if (i == 1) {
+        if (i != 1) {
             assert_int_equal(c.kind, WAL_NONE);
+            assert_int_equal(wal_ignored_messages(), ignored + 1);
             continue;
         }
         assert_int_equal(c.kind, WAL_EVENT);
@@ -188,6 +194,7 @@ static void test_decode_message(void **state)
         assert_int_equal(c.row->created_at_us, 1796137942500001LL);
         free(c.row);
     }
+    cfg.wal_accept_logical_messages = 0;
 }
 
 static wal_row *row_of(const char *agg)
