@@ -170,7 +170,7 @@ void config_load_relay(cfg_reader *st, const config_setting_t *r)
         cfg_get_int(st, r, "max_attempts", &cfg->max_attempts, 1, 1000000) < 0 ||
         cfg_get_enum(st, r, "retention", &retention, retentions) < 0 ||
         cfg_get_int(st, r, "retention_hours", &cfg->retention_hours, 0, 1000000) < 0 ||
-        cfg_get_int(st, r, "max_payload_bytes", &cfg->max_payload_bytes, 1, 1 << 30) < 0 ||
+        cfg_get_int(st, r, "max_payload_bytes", &cfg->max_payload_bytes, 1, (1 << 30) - 1) < 0 ||
         cfg_get_string(st, r, "drivers_dir", &cfg->drivers_dir, 0) < 0 ||
         cfg_resolve_relative(st, cfg_member(r, "drivers_dir"), &cfg->drivers_dir) < 0 ||
         cfg_get_enum(st, r, "source", &source, sources) < 0)

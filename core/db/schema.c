@@ -13,7 +13,8 @@ static const char *const index_suffixes[] = {
     "_event_id", "_pending", "_aggregate_live", "_aggregate_dead", "_published", "_dead", NULL};
 /* suffixes of version 1 objects no longer made: dropped by init-db */
 static const char *const retired_index_suffixes[] = {"_aggregate_pending", NULL};
-static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", NULL};
+static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", "_payload_size",
+                                                NULL};
 /* each trigger calls the function of the same suffix */
 static const char *const trigger_suffixes[] = {"_order", "_notify", NULL};
 
@@ -110,6 +111,14 @@ static const char *const object_steps[] = {
     "CREATE INDEX IF NOT EXISTS {n._published} ON {table} ({c.published_at})"
     " WHERE {c.published_at} IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS {n._dead} ON {table} ({c.dead_at}) WHERE {c.dead_at} IS NOT NULL",
+    /* A jsonb payload's size as text, for the claim's max_payload_bytes check.
+     * Its text form can pass PostgreSQL's 1 GB limit when the stored value
+     * does not (escaped control characters, long numerics): the cast fails
+     * then, and that must not fail the claim, so the size is given as 1 GB
+     * (what the text passed), over any max_payload_bytes. */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._payload_size}(p jsonb) RETURNS bigint"
+    " LANGUAGE plpgsql STABLE AS {$} BEGIN RETURN octet_length(p::text);"
+    " EXCEPTION WHEN OTHERS THEN RETURN 1073741824; END {$}",
     /* as its caller: only a role that may INSERT into the outbox can enqueue,
      * and INSERT is all it needs (the id is drawn here: RETURNING would need
      * SELECT too) */
