@@ -76,7 +76,8 @@ static long long days_from_civil(long long y, int m, int d)
 }
 
 /* Read by hand, once per event: sscanf and timegm cost more than the rest of
- * the decoding together. */
+ * the decoding together. Past what microseconds in a long long hold (year
+ * 294247 on), 0 like any unreadable text: checked, never overflowed. */
 long long wal_parse_timestamp(const char *text)
 {
     const char *p = text;
@@ -92,20 +93,24 @@ long long wal_parse_timestamp(const char *text)
     int sec = *p == ':' ? (p++, digits(&p, 2)) : -1;
     if (year < 0 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour < 0 || min < 0 || sec < 0)
         return 0;
-    long long us = ((days_from_civil(year, mon, day) * 24 + hour) * 60 + min) * 60 + sec;
-    us *= 1000000;
+    long long us, secs = ((days_from_civil(year, mon, day) * 24 + hour) * 60 + min) * 60 + sec;
+    if (__builtin_mul_overflow(secs, 1000000LL, &us))
+        return 0;
     if (*p == '.') {
         long long frac = 0, scale = 100000;
         for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
             frac += (*p - '0') * scale;
-        us += frac;
+        if (__builtin_add_overflow(us, frac, &us))
+            return 0;
     }
     if (*p == '+' || *p == '-') { /* +HH, +HH:MM or +HH:MM:SS */
         int sign = *p++ == '-' ? -1 : 1, part[3] = {0, 0, 0};
         for (int i = 0; i < 3 && (i == 0 || (*p == ':' && p++)); i++)
             if ((part[i] = digits(&p, 2)) < 0)
                 return 0;
-        us -= sign * ((long long)part[0] * 3600 + part[1] * 60 + part[2]) * 1000000;
+        long long offset = sign * ((long long)part[0] * 3600 + part[1] * 60 + part[2]) * 1000000;
+        if (__builtin_sub_overflow(us, offset, &us))
+            return 0;
     }
     return us;
 }
@@ -278,7 +283,9 @@ int wal_decode(wal_decoder *d, const char *data, size_t len, wal_change *out, ch
     switch (type) {
     case 'B': /* final LSN, commit time, xid */
         read_int(&r, 8);
-        out->commit_us = (long long)read_int(&r, 8) + PG_EPOCH_OFFSET_US;
+        /* a time past what a long long holds in Unix microseconds: 0 (unknown) */
+        if (__builtin_add_overflow((int64_t)read_int(&r, 8), PG_EPOCH_OFFSET_US, &out->commit_us))
+            out->commit_us = 0;
         read_int(&r, 4);
         out->kind = WAL_BEGIN;
         break;

@@ -115,6 +115,14 @@ static void test_decode_transaction(void **state)
     assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
     assert_int_equal(c.kind, WAL_BEGIN);
     assert_int_equal(c.commit_us, 946684800000000LL);
+    /* a commit time past a long long of Unix microseconds: 0, no overflow */
+    m.n = 0;
+    put(&m, 'B', 1);
+    put(&m, 0x1000, 8);
+    put(&m, 0x7fffffffffffffffULL, 8);
+    put(&m, 42, 4);
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.commit_us, 0);
 
     m = relation(5, "other"); /* another table: its inserts are not events */
     assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
@@ -281,6 +289,11 @@ static void test_timestamps(void **state)
     assert_int_equal(wal_parse_timestamp("1969-12-31 23:00:00+00"), -3600000000LL);
     assert_int_equal(wal_parse_timestamp("1900-01-01 00:00:00+00:19:32"), -2208989972000000LL);
     assert_int_equal(wal_parse_timestamp("12026-01-01 00:00:00+00"), 317336745600000000LL);
+    /* past a long long of microseconds (PostgreSQL's last year is 294276): 0, no overflow */
+    assert_int_equal(wal_parse_timestamp("294276-12-31 23:59:59.999999+00"), 0);
+    assert_int_equal(wal_parse_timestamp("999999999-12-31 23:59:59.999999-15:59:59"), 0);
+    assert_int_equal(wal_parse_timestamp("294247-01-10 04:00:54.775807+00"), 9223372036854775807LL);
+    assert_int_equal(wal_parse_timestamp("294247-01-10 04:00:54.775807-01"), 0);
 }
 
 int main(void)
