@@ -98,6 +98,8 @@ typedef struct relay_config {
     int wal_max_in_flight;      /* WAL mode: events held unfinished at once */
     int wal_lag_warn_mb;        /* WAL mode: warn when the slot holds more WAL than this */
     int wal_status_interval_ms; /* WAL mode: standby status update at least this often */
+    int wal_accept_logical_messages; /* WAL mode: pg_logical_emit_message with the prefix is an
+                                        event (any role that can connect may send one) */
 
     obx_log_level log_level;
     log_format log_format;

@@ -198,6 +198,17 @@ int cfg_get_int(cfg_reader *st, const config_setting_t *group, const char *name,
     return 1;
 }
 
+int cfg_get_bool(cfg_reader *st, const config_setting_t *group, const char *name, int *dst)
+{
+    const config_setting_t *s = cfg_member(group, name);
+    if (!s)
+        return 0;
+    if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+        return cfg_fail(st, s, "setting \"%s\" must be true or false", name);
+    *dst = config_setting_get_bool(s);
+    return 1;
+}
+
 int cfg_get_double(cfg_reader *st, const config_setting_t *group, const char *name, double *dst,
                    double min, double max)
 {

@@ -44,6 +44,7 @@ int cfg_get_int(cfg_reader *st, const config_setting_t *group, const char *name,
                 long long min, long long max);
 int cfg_get_double(cfg_reader *st, const config_setting_t *group, const char *name, double *dst,
                    double min, double max);
+int cfg_get_bool(cfg_reader *st, const config_setting_t *group, const char *name, int *dst);
 /* A string that must be one of choices (NULL-terminated); *dst = its index. */
 int cfg_get_enum(cfg_reader *st, const config_setting_t *group, const char *name, int *dst,
                  const char *const *choices);

@@ -117,6 +117,10 @@ static const char *const formats[] = {"text", "json", NULL};
         .section = sec, .key = name, .type = SETTING_ENUM, AT(field), .choices = list,             \
         .def = dflt, .reload = rl                                                                  \
     }
+#define BOOL(sec, name, field, dflt, rl)                                                           \
+    {                                                                                              \
+        .section = sec, .key = name, .type = SETTING_BOOL, AT(field), .def = dflt, .reload = rl    \
+    }
 #define STRING(sec, name, field, dflt, rl, ...)                                                    \
     {                                                                                              \
         .section = sec, .key = name, .type = SETTING_STRING, AT(field), .text = dflt,              \
@@ -147,7 +151,7 @@ static const setting_def table[] = {
     INT("relay", "max_attempts", max_attempts, 1, 1000000, 10, LIVE),
     ENUM("relay", "retention", retention, retentions, RETAIN_MARK, FIXED),
     INT("relay", "retention_hours", retention_hours, 0, 1000000, 168, FIXED),
-    INT("relay", "max_payload_bytes", max_payload_bytes, 1, 1 << 30, 1 << 20, LIVE),
+    INT("relay", "max_payload_bytes", max_payload_bytes, 1, (1 << 30) - 1, 1 << 20, LIVE),
     STRING("relay", "drivers_dir", drivers_dir, NULL, LIVE, .check = check_relative_path,
            .derived = "the built-in drivers directory"),
     ENUM("relay", "source", source, sources, SOURCE_POLL, FIXED),
@@ -158,6 +162,9 @@ static const setting_def table[] = {
     INT("relay.wal", "max_in_flight", wal_max_in_flight, 1, 1000000, 10000, FIXED),
     INT("relay.wal", "lag_warn_mb", wal_lag_warn_mb, 1, 1 << 30, 1024, FIXED),
     INT("relay.wal", "status_interval_ms", wal_status_interval_ms, 10, 60000, 1000, FIXED),
+    /* pg_logical_emit_message with the relay's prefix as an event: any role that can connect
+     * may send one, so only where every such role may publish (README, Security) */
+    BOOL("relay.wal", "accept_logical_messages", wal_accept_logical_messages, 0, FIXED),
     INT("relay.backoff", "initial_ms", backoff_initial_ms, 1, 86400000, 500, LIVE),
     INT("relay.backoff", "max_ms", backoff_max_ms, 1, 86400000, 300000, LIVE),
     DOUBLE("relay.backoff", "multiplier", backoff_multiplier, 1.0, 100.0, 2.0, LIVE),

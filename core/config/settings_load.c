@@ -34,7 +34,8 @@ void settings_set_defaults(relay_config *cfg)
         switch (t[i].type) {
         case SETTING_INT: *(int *)slot = (int)t[i].def * scale_of(&t[i]); break;
         case SETTING_DOUBLE: *(double *)slot = t[i].def; break;
-        case SETTING_ENUM: *(int *)slot = (int)t[i].def; break;
+        case SETTING_ENUM:
+        case SETTING_BOOL: *(int *)slot = (int)t[i].def; break;
         case SETTING_STRING: *(char **)slot = t[i].text ? strdup(t[i].text) : NULL; break;
         }
         cfg->from_file[i] = 0;
@@ -93,6 +94,7 @@ static int read_row(cfg_reader *st, const config_setting_t *group, const setting
         return r;
     case SETTING_DOUBLE: return cfg_get_double(st, group, def->key, slot, def->min, def->max);
     case SETTING_ENUM: return cfg_get_enum(st, group, def->key, slot, def->choices);
+    case SETTING_BOOL: return cfg_get_bool(st, group, def->key, slot);
     case SETTING_STRING: return cfg_get_string(st, group, def->key, slot, 0);
     }
     return r;

@@ -41,6 +41,7 @@ static void print_value(FILE *out, const setting_def *def, const void *slot)
     case SETTING_INT: fprintf(out, "%d", *(const int *)slot / scale); break;
     case SETTING_DOUBLE: fprintf(out, "%g", *(const double *)slot); break;
     case SETTING_ENUM: fprintf(out, "\"%s\"", def->choices[*(const int *)slot]); break;
+    case SETTING_BOOL: fputs(*(const int *)slot ? "true" : "false", out); break;
     case SETTING_STRING:
         if (def->secret) {
             print_secret(out, *(char *const *)slot);

@@ -13,7 +13,8 @@ static const char *const index_suffixes[] = {
     "_event_id", "_pending", "_aggregate_live", "_aggregate_dead", "_published", "_dead", NULL};
 /* suffixes of version 1 objects no longer made: dropped by init-db */
 static const char *const retired_index_suffixes[] = {"_aggregate_pending", NULL};
-static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", NULL};
+static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", "_payload_size",
+                                                NULL};
 /* each trigger calls the function of the same suffix */
 static const char *const trigger_suffixes[] = {"_order", "_notify", NULL};
 
@@ -110,22 +111,37 @@ static const char *const object_steps[] = {
     "CREATE INDEX IF NOT EXISTS {n._published} ON {table} ({c.published_at})"
     " WHERE {c.published_at} IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS {n._dead} ON {table} ({c.dead_at}) WHERE {c.dead_at} IS NOT NULL",
+    /* A jsonb payload's size as text, for the claim's max_payload_bytes check.
+     * Its text form can pass PostgreSQL's 1 GB limit when the stored value
+     * does not (escaped control characters, long numerics): the cast fails
+     * then, and that must not fail the claim, so the size is given as 1 GB
+     * (what the text passed), over any max_payload_bytes. */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._payload_size}(p jsonb) RETURNS bigint"
+    " LANGUAGE plpgsql STABLE AS {$} BEGIN RETURN octet_length(p::text);"
+    " EXCEPTION WHEN OTHERS THEN RETURN 1073741824; END {$}",
+    /* as its caller: only a role that may INSERT into the outbox can enqueue,
+     * and INSERT is all it needs (the id is drawn here: RETURNING would need
+     * SELECT too) */
     "CREATE OR REPLACE FUNCTION {schema}.{n._enqueue}("
     " p_aggregate_type text, p_aggregate_id text, p_event_type text,"
     " p_payload {table}.{c.payload}%TYPE,"
     " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL)"
-    " RETURNS uuid LANGUAGE sql AS {$}"
-    " INSERT INTO {table} ({c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload},"
-    " {c.headers}, {c.destination}) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {c.event_id} {$}",
+    " RETURNS uuid LANGUAGE sql SECURITY INVOKER AS {$}"
+    " WITH v AS (SELECT gen_random_uuid() AS id), i AS (INSERT INTO {table} ({c.event_id},"
+    " {c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload}, {c.headers},"
+    " {c.destination}) SELECT v.id, $1, $2, $3, $4, $5, $6 FROM v) SELECT id FROM v {$}",
     /*
      * Per-aggregate commit order: an insert takes a transaction-scoped lock on
      * its aggregate, then draws its id. A second transaction writing the same
      * aggregate waits for the first to end, so its ids are higher AND commit
      * later: a lower id of an aggregate can never still be uncommitted when a
      * higher one is visible. Other aggregates never wait. TG_ARGV[0]: the id
-     * column.
+     * column. As the table's owner, so that INSERT on the outbox is the one
+     * grant a writer needs (not the sequence too); a trigger runs only for an
+     * insert its caller may make.
      */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql AS {$}"
+    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql"
+    " SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {$}"
     " BEGIN PERFORM pg_advisory_xact_lock(TG_RELID::int,"
     " hashtext(NEW.{c.aggregate_type} || '/' || NEW.{c.aggregate_id}));"
     " NEW.{c.id} := nextval(pg_get_serial_sequence("

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "listen_addr.h"
 #include "log.h"
@@ -71,6 +72,17 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
     return answer_with(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
 }
 
+unsigned metrics_connection_limit(void)
+{
+    struct rlimit rl;
+    rlim_t half = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                      ? rl.rlim_cur / 2
+                      : METRICS_MAX_CONNECTIONS;
+    if (half < METRICS_MIN_CONNECTIONS)
+        return METRICS_MIN_CONNECTIONS;
+    return half > METRICS_MAX_CONNECTIONS ? METRICS_MAX_CONNECTIONS : (unsigned)half;
+}
+
 static metrics_server *start(relay_state *st, unsigned flags, const struct sockaddr_in *addr)
 {
     metrics_server *srv = calloc(1, sizeof *srv);
@@ -80,18 +92,21 @@ static metrics_server *start(relay_state *st, unsigned flags, const struct socka
     /* poll, not select: the relay may hold descriptors above FD_SETSIZE; and
      * not epoll: at the connection limit, libmicrohttpd 0.9.75's epoll loop
      * resumes accepting only when a timeout fires, so a backlog left by a
-     * flood of clients drained at about 16 per METRICS_TIMEOUT_S */
+     * flood of clients drained at about one limit's worth per METRICS_TIMEOUT_S */
     flags |= MHD_USE_POLL_INTERNAL_THREAD;
     uint16_t port = addr ? ntohs(addr->sin_port) : 0;
-    srv->daemon =
-        addr ? MHD_start_daemon(flags, port, NULL, NULL, serve, srv, MHD_OPTION_SOCK_ADDR, addr,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
-                                MHD_OPTION_END)
-             : MHD_start_daemon(flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, serve, srv,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
-                                MHD_OPTION_END);
+    unsigned limit = metrics_connection_limit();
+    struct MHD_OptionItem limits[] = {
+        {MHD_OPTION_CONNECTION_LIMIT, limit, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, limit * 3 / 4, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, METRICS_TIMEOUT_S, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, METRICS_CONNECTION_MEMORY, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    srv->daemon = addr ? MHD_start_daemon(flags, port, NULL, NULL, serve, srv, MHD_OPTION_SOCK_ADDR,
+                                          addr, MHD_OPTION_ARRAY, limits, MHD_OPTION_END)
+                       : MHD_start_daemon(flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, serve,
+                                          srv, MHD_OPTION_ARRAY, limits, MHD_OPTION_END);
     if (!srv->daemon) {
         free(srv);
         return NULL;

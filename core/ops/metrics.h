@@ -8,10 +8,20 @@
 
 typedef struct metrics_server metrics_server;
 
-/* Limits that keep idle or slow clients from taking the relay's descriptors:
- * beyond METRICS_MAX_CONNECTIONS the kernel's backlog holds new clients. */
-#define METRICS_MAX_CONNECTIONS 16
+/* Limits that keep idle or slow clients from taking the relay's descriptors
+ * (at most half of them) or starving the probes: so many connections are
+ * served at once that idle and slow clients do not queue /healthz behind them
+ * in the kernel's backlog; beyond the limit the backlog holds new clients.
+ * One address gets at most three quarters of them. Idle connections close
+ * after METRICS_TIMEOUT_S; each one's memory is bounded. */
+#define METRICS_MIN_CONNECTIONS 16
+#define METRICS_MAX_CONNECTIONS 1024
 #define METRICS_TIMEOUT_S 5
+#define METRICS_CONNECTION_MEMORY (16 * 1024)
+
+/* The connection limit for this process: half the descriptor limit, within
+ * METRICS_MIN_CONNECTIONS..METRICS_MAX_CONNECTIONS. */
+unsigned metrics_connection_limit(void);
 
 /* Starts serving the relay's counters on LISTEN. NULL with err on failure. */
 metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size);

@@ -5,6 +5,7 @@
 
 #include "counters.h"
 #include "source.h"
+#include "wal_decode.h"
 
 /* A label value as the text format wants it: \\, \" and \n escaped. */
 static void label(FILE *f, const char *value)
@@ -229,6 +230,10 @@ static void wal_slot(FILE *f, relay_state *st)
     gauge(f, "outbox_relay_wal_streaming",
           "1 while this process streams the slot, 0 while it waits as a standby.",
           (double)atomic_load(&st->wal_streaming));
+    family(f, "outbox_relay_wal_ignored_messages_total", "counter",
+           "Logical messages with the relay's prefix ignored (relay.wal.accept_logical_messages "
+           "is off).");
+    fprintf(f, "outbox_relay_wal_ignored_messages_total %lld\n", wal_ignored_messages());
 }
 
 char *metrics_render(relay_state *st, size_t *len)

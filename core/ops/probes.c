@@ -80,7 +80,9 @@ int probe_ready(relay_state *st, char **body)
         if (!b.polled && !b.failures)
             add_reason(reasons, "database: not checked yet");
         else if (!b.db_ok)
-            add_reason(reasons, "database: %s", b.db_error);
+            /* libpq's message names the server's address: the log has it,
+             * an unauthenticated answer does not */
+            add_reason(reasons, "database: the last check failed (the relay's log says why)");
         else if (now_ms() - b.polled_at_ms > POLL_STALE_MS)
             add_reason(reasons, "database: no successful poll for %lld s",
                        (now_ms() - b.polled_at_ms) / 1000);

@@ -29,7 +29,9 @@
  * size (@SIZE@, filled in per payload type) is read without the value where
  * PostgreSQL can tell: text, json and bytea know their raw length; jsonb is
  * measured as text only when even its stored (maybe compressed) form is not
- * clearly small, and is NULL (small) otherwise.
+ * clearly small, and is NULL (small) otherwise; by init-db's function, which
+ * gives 1 GB when the text form does not fit in PostgreSQL's 1 GB (the cast
+ * fails), so that no row can fail the claim.
  */
 #define CLAIM_COLUMNS                                                                         \
     " t.{c.id} AS c_id, t.{c.event_id} AS c_event, t.{c.aggregate_type} AS c_type,"            \
@@ -152,7 +154,7 @@ static const char no_dead_before[] =
 
 #define SIZE_JSONB                                                                            \
     "(CASE WHEN pg_column_size(t.{c.payload})::bigint * 256 < $2 THEN NULL"                    \
-    " ELSE octet_length(t.{c.payload}::text) END)"
+    " ELSE {schema}.{n._payload_size}(t.{c.payload}) END)"
 #define SIZE_JSON "octet_length(t.{c.payload}::text)"
 #define SIZE_RAW "octet_length(t.{c.payload})"
 

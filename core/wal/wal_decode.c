@@ -1,10 +1,13 @@
 #include "wal_decode.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "log.h"
 
 /* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
 #define PG_EPOCH_OFFSET_US 946684800000000LL
@@ -73,7 +76,8 @@ static long long days_from_civil(long long y, int m, int d)
 }
 
 /* Read by hand, once per event: sscanf and timegm cost more than the rest of
- * the decoding together. */
+ * the decoding together. Past what microseconds in a long long hold (year
+ * 294247 on), 0 like any unreadable text: checked, never overflowed. */
 long long wal_parse_timestamp(const char *text)
 {
     const char *p = text;
@@ -89,20 +93,24 @@ long long wal_parse_timestamp(const char *text)
     int sec = *p == ':' ? (p++, digits(&p, 2)) : -1;
     if (year < 0 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour < 0 || min < 0 || sec < 0)
         return 0;
-    long long us = ((days_from_civil(year, mon, day) * 24 + hour) * 60 + min) * 60 + sec;
-    us *= 1000000;
+    long long us, secs = ((days_from_civil(year, mon, day) * 24 + hour) * 60 + min) * 60 + sec;
+    if (__builtin_mul_overflow(secs, 1000000LL, &us))
+        return 0;
     if (*p == '.') {
         long long frac = 0, scale = 100000;
         for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
             frac += (*p - '0') * scale;
-        us += frac;
+        if (__builtin_add_overflow(us, frac, &us))
+            return 0;
     }
     if (*p == '+' || *p == '-') { /* +HH, +HH:MM or +HH:MM:SS */
         int sign = *p++ == '-' ? -1 : 1, part[3] = {0, 0, 0};
         for (int i = 0; i < 3 && (i == 0 || (*p == ':' && p++)); i++)
             if ((part[i] = digits(&p, 2)) < 0)
                 return 0;
-        us -= sign * ((long long)part[0] * 3600 + part[1] * 60 + part[2]) * 1000000;
+        long long offset = sign * ((long long)part[0] * 3600 + part[1] * 60 + part[2]) * 1000000;
+        if (__builtin_sub_overflow(us, offset, &us))
+            return 0;
     }
     return us;
 }
@@ -202,15 +210,40 @@ static wal_row *decode_insert(wal_decoder *d, reader *r, char *err, size_t err_s
     return r->ok ? row_new(values, lens) : NULL;
 }
 
-/* outbox_emit's JSON object as a row (created_at rendered from its microseconds). */
+static atomic_llong ignored_messages;
+
+long long wal_ignored_messages(void)
+{
+    return atomic_load(&ignored_messages);
+}
+
+/* A message with the relay's prefix while they are not accepted: anyone who
+ * can connect can send one, so it is never an event. Logged at the 1st,
+ * 2nd, 4th, 8th... so that a flood cannot flood the log; all are counted. */
+static void ignore_message(uint64_t lsn, size_t n)
+{
+    long long k = atomic_fetch_add(&ignored_messages, 1) + 1;
+    if ((k & (k - 1)) == 0)
+        log_warn("WAL: ignored a logical message with the relay's prefix at %X/%X (%zu bytes; "
+                 "%lld so far): pg_logical_emit_message is open to every role, so such messages "
+                 "are events only with relay.wal.accept_logical_messages = true",
+                 (unsigned)(lsn >> 32), (unsigned)lsn, n, k);
+}
+
+/* A logical message's JSON object (what outbox_emit sent before it inserted)
+ * as a row (created_at rendered from its microseconds). */
 static wal_row *decode_message(wal_decoder *d, reader *r)
 {
-    read_int(r, 8); /* the message's LSN */
+    uint64_t lsn = read_int(r, 8);
     const char *prefix = read_str(r);
     size_t n = (size_t)read_int(r, 4);
     const char *content = take(r, n);
     if (!r->ok || strcmp(prefix, d->prefix) != 0)
         return NULL;
+    if (!d->cfg->wal_accept_logical_messages) {
+        ignore_message(lsn, n);
+        return NULL;
+    }
     json_t *o = json_loadb(content, n, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
@@ -250,7 +283,9 @@ int wal_decode(wal_decoder *d, const char *data, size_t len, wal_change *out, ch
     switch (type) {
     case 'B': /* final LSN, commit time, xid */
         read_int(&r, 8);
-        out->commit_us = (long long)read_int(&r, 8) + PG_EPOCH_OFFSET_US;
+        /* a time past what a long long holds in Unix microseconds: 0 (unknown) */
+        if (__builtin_add_overflow((int64_t)read_int(&r, 8), PG_EPOCH_OFFSET_US, &out->commit_us))
+            out->commit_us = 0;
         read_int(&r, 4);
         out->kind = WAL_BEGIN;
         break;

@@ -1,5 +1,5 @@
 /* pgoutput (protocol 1) decoded into what the relay needs: transaction
- * bounds, the outbox table's inserts and outbox_emit() messages. */
+ * bounds, the outbox table's inserts and, when accepted, logical messages. */
 #ifndef OBX_WAL_DECODE_H
 #define OBX_WAL_DECODE_H
 
@@ -42,7 +42,7 @@ typedef struct wal_decoder {
     uint32_t relid; /* the outbox table's relation id, once announced */
     int have_relation;
     int column[WF_COUNT]; /* tuple index of each field, -1 when the table lacks it */
-    char prefix[300];     /* outbox_emit's message prefix */
+    char prefix[300];     /* the logical messages' prefix */
 } wal_decoder;
 
 void wal_decoder_init(wal_decoder *d, const relay_config *cfg);
@@ -51,6 +51,10 @@ void wal_decoder_init(wal_decoder *d, const relay_config *cfg);
  * the relay ignores) or -1 with err on a malformed or unusable message. */
 int wal_decode(wal_decoder *d, const char *data, size_t len, wal_change *out, char *err,
                size_t err_size);
+
+/* Logical messages with the relay's prefix ignored since start (not
+ * accepted: relay.wal.accept_logical_messages). */
+long long wal_ignored_messages(void);
 
 /* "2026-12-01 15:12:22.123456+00" (ISO, any offset) as Unix microseconds; 0
  * when it cannot be read. */

@@ -21,18 +21,36 @@ static const char *const wal_steps[] = {
     " now() AS dl_at, '0/0'::pg_lsn AS dl_commit_lsn FROM {table} WITH NO DATA",
     "CREATE UNIQUE INDEX IF NOT EXISTS {n._dead_letter_event}"
     " ON {schema}.{n._dead_letter} ({c.event_id})",
-    /* an event with no row: one transactional logical message, in commit order
-     * with the inserts; prefix outbox-relay:schema.table */
+    /*
+     * outbox_emit: an event with no row left behind. It inserts into the
+     * outbox as its caller (SECURITY INVOKER: only a role that may INSERT
+     * into the outbox can emit), and the trigger below deletes that row again
+     * in the same statement: the insert is in the WAL and decoded like any
+     * other, the table stays empty. A logical message would not do: any role
+     * that can connect may call pg_logical_emit_message, and the decoder
+     * cannot tell who wrote one (relay.wal.accept_logical_messages).
+     */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._emit_drop}() RETURNS trigger LANGUAGE plpgsql"
+    " SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {$} BEGIN"
+    " EXECUTE format('DELETE FROM %I.%I WHERE %I = ($1).%I', TG_TABLE_SCHEMA, TG_TABLE_NAME,"
+    " TG_ARGV[0], TG_ARGV[0]) USING NEW; RETURN NULL; END {$}",
+    /* fires only for outbox_emit's own insert, and deletes only that row,
+     * which its caller was allowed to insert */
+    "DROP TRIGGER IF EXISTS {n._emit_drop} ON {table}",
+    "CREATE TRIGGER {n._emit_drop} AFTER INSERT ON {table} FOR EACH ROW"
+    " WHEN (current_setting('outbox_relay.emitting', true) = 'on')"
+    " EXECUTE FUNCTION {schema}.{n._emit_drop}({lit.c.id})",
     "CREATE OR REPLACE FUNCTION {schema}.{n._emit}("
     " p_aggregate_type text, p_aggregate_id text, p_event_type text,"
     " p_payload {table}.{c.payload}%TYPE,"
     " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL)"
-    " RETURNS uuid LANGUAGE plpgsql AS {$} DECLARE v_id uuid := gen_random_uuid(); BEGIN"
-    " PERFORM pg_logical_emit_message(true, 'outbox-relay:' || {lit.table},"
-    " json_build_object('event_id', v_id, 'aggregate_type', p_aggregate_type,"
-    " 'aggregate_id', p_aggregate_id, 'event_type', p_event_type, 'payload', p_payload::text,"
-    " 'headers', p_headers::text, 'destination', p_destination, 'created_at_us',"
-    " (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)::text);"
+    " RETURNS uuid LANGUAGE plpgsql SECURITY INVOKER AS {$}"
+    " DECLARE v_id uuid := gen_random_uuid(); BEGIN"
+    " PERFORM set_config('outbox_relay.emitting', 'on', true);"
+    " INSERT INTO {table} ({c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type},"
+    " {c.payload}, {c.headers}, {c.destination}) VALUES (v_id, p_aggregate_type,"
+    " p_aggregate_id, p_event_type, p_payload, p_headers, p_destination);"
+    " PERFORM set_config('outbox_relay.emitting', '', true);"
     " RETURN v_id; END {$}",
 };
 

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The metrics socket cannot starve the relay: with the relay under
 # `ulimit -n 1024`, 1,100 connections holding half-sent requests leave it
-# with few descriptors, publishing, and reconnecting to PostgreSQL after its
-# sessions are killed; /metrics answers again once they go. Other methods
+# half its descriptors or more, publishing, and reconnecting to PostgreSQL
+# after its sessions are killed; /metrics answers again once they go. Other methods
 # (HEAD too) get 405, other paths 404; a listen value that cannot be parsed
 # is refused; all interfaces draw a warning.
 . "$(dirname "$0")/../lib.sh"
@@ -68,7 +68,8 @@ for _ in $(seq 600); do
 done
 expect_eq "connections held" "$(cat "$WORK/flood.out")" "connected 1100"
 FDS=$(ls "/proc/$RELAY/fd" | wc -l)
-[ "$FDS" -lt 100 ] || fail "the relay holds $FDS descriptors with the flood on"
+# the socket takes at most half the descriptors (512 of 1,024), one address three quarters of that
+[ "$FDS" -lt 512 ] || fail "the relay holds $FDS descriptors with the flood on"
 
 wait_published() { # wait_published N: up to 60 s
     for _ in $(seq 600); do

@@ -133,6 +133,8 @@ wait_sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS 
 pgm pg-stop >>"$WORK/pg-start.log" 2>&1
 wait_status /readyz 503 60
 get /readyz | tail -1 | grep -q '"database: ' || fail "readyz does not name the database: $(get /readyz)"
+# unauthenticated: libpq's message (host and port) stays in the log
+get /readyz | grep -q "$PGM_PORT" && fail "readyz shows the database's port: $(get /readyz)"
 expect_eq "GET /healthz while PostgreSQL is down" "$(status_of /healthz)" 200
 pgm pg-start >>"$WORK/pg-start.log" 2>&1 || fail "PostgreSQL did not start again"
 wait_status /readyz 200 60

@@ -90,6 +90,11 @@ static void test_every_default_within_its_range(void **state)
                 fail_msg("%s: default %g outside %g..%g", p, t[i].def, t[i].min, t[i].max);
             assert_true(*(const double *)slot == t[i].def);
             break;
+        case SETTING_BOOL:
+            if (t[i].def != 0 && t[i].def != 1)
+                fail_msg("%s: default %g is not a boolean", p, t[i].def);
+            assert_int_equal(*(const int *)slot, (int)t[i].def);
+            break;
         case SETTING_ENUM:
             if (t[i].def < 0 || t[i].def >= (double)choice_count(t[i].choices))
                 fail_msg("%s: default choice %g is not one of its choices", p, t[i].def);
@@ -151,6 +156,11 @@ static void test_out_of_range_refused_at_its_line(void **state)
             expect_refused(text, 4, want);
             snprintf(value, sizeof value, fmt, t[i].min - 1);
             write_row(text, sizeof text, &t[i], value);
+            expect_refused(text, 4, want);
+            tried++;
+        } else if (t[i].type == SETTING_BOOL) {
+            snprintf(want, sizeof want, "setting \"%s\" must be true or false", t[i].key);
+            write_row(text, sizeof text, &t[i], "1");
             expect_refused(text, 4, want);
             tried++;
         } else if (t[i].type == SETTING_ENUM) {

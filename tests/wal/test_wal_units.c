@@ -115,6 +115,14 @@ static void test_decode_transaction(void **state)
     assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
     assert_int_equal(c.kind, WAL_BEGIN);
     assert_int_equal(c.commit_us, 946684800000000LL);
+    /* a commit time past a long long of Unix microseconds: 0, no overflow */
+    m.n = 0;
+    put(&m, 'B', 1);
+    put(&m, 0x1000, 8);
+    put(&m, 0x7fffffffffffffffULL, 8);
+    put(&m, 42, 4);
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.commit_us, 0);
 
     m = relation(5, "other"); /* another table: its inserts are not events */
     assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
@@ -165,8 +173,13 @@ static void test_decode_message(void **state)
         "{\"event_id\": \"e1\", \"aggregate_type\": \"Order\", \"aggregate_id\": \"a\","
         " \"event_type\": \"t\", \"payload\": \"{\\\"x\\\": 1}\", \"headers\": null,"
         " \"destination\": null, \"created_at_us\": 1796137942500001}";
-    const char *prefixes[] = {"outbox-relay:public.outbox", "someone-else"};
-    for (int i = 0; i < 2; i++) {
+    /* the relay's prefix while messages are not accepted (the default), then
+     * accepted; another prefix: never an event */
+    const char *prefixes[] = {"outbox-relay:public.outbox", "outbox-relay:public.outbox",
+                              "someone-else"};
+    long long ignored = wal_ignored_messages();
+    for (int i = 0; i < 3; i++) {
+        cfg.wal_accept_logical_messages = i > 0;
         buf m = {.n = 0};
         put(&m, 'M', 1);
         put(&m, 1, 1); /* transactional */
@@ -178,8 +191,9 @@ static void test_decode_message(void **state)
         wal_change c;
         char err[256];
         assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
-        if (i == 1) {
+        if (i != 1) {
             assert_int_equal(c.kind, WAL_NONE);
+            assert_int_equal(wal_ignored_messages(), ignored + 1);
             continue;
         }
         assert_int_equal(c.kind, WAL_EVENT);
@@ -188,6 +202,7 @@ static void test_decode_message(void **state)
         assert_int_equal(c.row->created_at_us, 1796137942500001LL);
         free(c.row);
     }
+    cfg.wal_accept_logical_messages = 0;
 }
 
 static wal_row *row_of(const char *agg)
@@ -274,6 +289,11 @@ static void test_timestamps(void **state)
     assert_int_equal(wal_parse_timestamp("1969-12-31 23:00:00+00"), -3600000000LL);
     assert_int_equal(wal_parse_timestamp("1900-01-01 00:00:00+00:19:32"), -2208989972000000LL);
     assert_int_equal(wal_parse_timestamp("12026-01-01 00:00:00+00"), 317336745600000000LL);
+    /* past a long long of microseconds (PostgreSQL's last year is 294276): 0, no overflow */
+    assert_int_equal(wal_parse_timestamp("294276-12-31 23:59:59.999999+00"), 0);
+    assert_int_equal(wal_parse_timestamp("999999999-12-31 23:59:59.999999-15:59:59"), 0);
+    assert_int_equal(wal_parse_timestamp("294247-01-10 04:00:54.775807+00"), 9223372036854775807LL);
+    assert_int_equal(wal_parse_timestamp("294247-01-10 04:00:54.775807-01"), 0);
 }
 
 int main(void)
