@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "text.h"
 
@@ -188,11 +189,7 @@ static int a_lane_done(const flights *fs)
 
 void flights_wait(flights *fs, int ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += ms * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    struct timespec until = clock_deadline(ms);
     pthread_mutex_lock(&fs->lock);
     if (!a_lane_done(fs))
         pthread_cond_timedwait(&fs->done, &fs->lock, &until);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cleanup.h"
 #include "poll_admin.h"
 #include "service_notify.h"
@@ -51,11 +52,7 @@ static int join(void *arg, int ms)
 {
     poll_run *run = arg;
     while (run->joined < run->st->cfg->workers) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += ms * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        struct timespec until = clock_deadline(ms);
         if (pthread_timedjoin_np(run->threads[run->joined], NULL, &until) != 0)
             return 0;
         run->joined++;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "db.h"
 #include "log.h"
 #include "wal_dead.h"
@@ -14,11 +15,7 @@
 /* Waits up to ms for a job or the stop. Caller holds the lock. */
 static void wait_locked(wal_dead_writer *dw, int ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += ms * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    struct timespec until = clock_deadline(ms);
     pthread_cond_timedwait(&dw->wake, &dw->lock, &until);
 }
 

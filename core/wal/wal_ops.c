@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "service_notify.h"
 #include "wal_dead.h"
 #include "wal_schema.h"
@@ -42,11 +43,7 @@ static void *start(relay_state *st, const char *payload_type)
 static int join(void *arg, int ms)
 {
     wal_run_state *run = arg;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += ms * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    struct timespec until = clock_deadline(ms);
     return pthread_timedjoin_np(run->streamer, NULL, &until) == 0;
 }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "counters.h"
 #include "text.h"
@@ -260,11 +261,7 @@ void wal_publisher_wait(wal_publisher *p, int ms)
 {
     if (outputs_poll(&p->dl.outs, ms))
         return;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += ms * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
+    struct timespec until = clock_deadline(ms);
     pthread_mutex_lock(&p->lock);
     if (p->inbox_len == 0)
         pthread_cond_timedwait(&p->arrived, &p->lock, &until);
