@@ -167,8 +167,9 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
         if (!atomic_load(&st->stop))
             continue;
         notify_stopping();
-        src->stopping(run, now_ms() >= atomic_load(&st->stop_at_ms) +
-                                           st->cfg->shutdown_timeout_ms + RELEASE_GRACE_MS);
+        if (src->stopping)
+            src->stopping(run, now_ms() >= atomic_load(&st->stop_at_ms) +
+                                               st->cfg->shutdown_timeout_ms + RELEASE_GRACE_MS);
     }
     notify_stopping();
     state_request_stop(st, now_ms());

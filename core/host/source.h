@@ -31,7 +31,7 @@ typedef struct source_ops {
     /* Waits up to ms; 1 once every thread of the run has ended. */
     int (*join)(void *run, int ms);
     /* A stop was requested; past: its deadline has passed (cancel what
-     * still runs). Called between joins. */
+     * still runs). Called between joins; NULL: the source sees the stop itself. */
     void (*stopping)(void *run, int past);
     /* Frees the run once joined. */
     void (*finish)(void *run);

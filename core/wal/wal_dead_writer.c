@@ -132,3 +132,11 @@ dead_job *wal_dead_writer_take(wal_dead_writer *dw)
     pthread_mutex_unlock(&dw->lock);
     return jobs;
 }
+
+long wal_dead_writer_pending(wal_dead_writer *dw)
+{
+    pthread_mutex_lock(&dw->lock);
+    long n = dw->pending;
+    pthread_mutex_unlock(&dw->lock);
+    return n;
+}

@@ -44,6 +44,8 @@ void wal_dead_writer_submit(wal_dead_writer *dw, uint64_t seq, unsigned epoch, w
 /* The jobs written since the last call (their rows freed); the caller frees
  * the list with wal_dead_writer_free_jobs. */
 dead_job *wal_dead_writer_take(wal_dead_writer *dw);
+/* Jobs submitted and not yet taken back. */
+long wal_dead_writer_pending(wal_dead_writer *dw);
 void wal_dead_writer_free_jobs(dead_job *jobs);
 
 #endif

@@ -47,14 +47,6 @@ static int join(void *arg, int ms)
     return pthread_timedjoin_np(run->streamer, NULL, &until) == 0;
 }
 
-/* The stream thread sees the stop itself and settles what is in flight up
- * to the deadline. */
-static void stopping(void *arg, int past)
-{
-    (void)arg;
-    (void)past;
-}
-
 static void finish(void *arg)
 {
     free(arg);
@@ -68,8 +60,7 @@ const source_ops wal_ops = {
     .install = wal_schema_install,
     .describe = describe,
     .start = start,
-    .join = join,
-    .stopping = stopping,
+    .join = join, /* no .stopping: the stream sees the stop and settles up to the deadline itself */
     .finish = finish,
     .status = wal_command_status,
     .requeue = wal_command_requeue,

@@ -278,10 +278,7 @@ void wal_publisher_abort(wal_publisher *p)
 
 long wal_publisher_burying(wal_publisher *p)
 {
-    pthread_mutex_lock(&p->dead.lock);
-    long n = p->dead.pending;
-    pthread_mutex_unlock(&p->dead.lock);
-    return n;
+    return wal_dead_writer_pending(&p->dead);
 }
 
 void wal_publisher_new_epoch(wal_publisher *p)
