@@ -55,7 +55,7 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
     p->accept = calloc(ROUND, sizeof *p->accept);
     p->refused = calloc(ROUND, sizeof *p->refused);
     delivery_init(&p->dl, st, 0, on_complete, p);
-    wal_dead_writer_start(&p->dead, st);
+    wal_side_start(&p->side, st);
     p->may_send = calloc(p->dl.outs.count, sizeof *p->may_send);
     snprintf(p->dl.outs.scope, sizeof p->dl.outs.scope, SCOPE);
     return outputs_ensure(&p->dl.outs, 1) < 0 ? -1 : 0;
@@ -63,7 +63,7 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
 
 void wal_publisher_free(wal_publisher *p)
 {
-    wal_dead_writer_stop(&p->dead);
+    wal_side_stop(&p->side);
     delivery_free(&p->dl);
     arena_free(&p->scratch);
     free(p->inbox);
@@ -87,7 +87,7 @@ static void dead_letter(wal_publisher *p, wal_event *ev, const char *error)
 {
     ev->sends++;              /* a late completion of its last send finds nothing */
     ev->state = EV_IN_FLIGHT; /* neither sent again nor finished meanwhile */
-    wal_dead_writer_submit(&p->dead, ev->seq, p->epoch, ev->row, ev->attempt,
+    wal_side_submit(&p->side, ev->seq, p->epoch, ev->row, ev->attempt,
                            wal_event_commit_lsn(ev), error);
     ev->row = NULL; /* the writer's now */
 }
@@ -95,7 +95,7 @@ static void dead_letter(wal_publisher *p, wal_event *ev, const char *error)
 /* The events whose dead-letter rows were written are finished. */
 static void bury_written(wal_publisher *p)
 {
-    dead_job *jobs = wal_dead_writer_take(&p->dead);
+    dead_job *jobs = wal_side_take(&p->side);
     for (dead_job *j = jobs; j; j = j->next) {
         wal_event *ev = j->epoch == p->epoch ? wal_window_find(p->w, j->seq) : NULL;
         if (!ev || ev->row)
@@ -103,7 +103,7 @@ static void bury_written(wal_publisher *p)
         atomic_fetch_add(&p->st->stats.dead, 1);
         wal_window_finish(p->w, ev);
     }
-    wal_dead_writer_free_jobs(jobs);
+    wal_side_free_jobs(jobs);
 }
 
 /* A verdict on an event that was offered (or could not become a message). */
@@ -278,7 +278,7 @@ void wal_publisher_abort(wal_publisher *p)
 
 long wal_publisher_burying(wal_publisher *p)
 {
-    return wal_dead_writer_pending(&p->dead);
+    return wal_side_pending(&p->side);
 }
 
 void wal_publisher_new_epoch(wal_publisher *p)

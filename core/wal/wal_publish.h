@@ -12,7 +12,7 @@
 #include "message.h"
 #include "delivery.h"
 #include "relay_state.h"
-#include "wal_dead_writer.h"
+#include "wal_side.h"
 #include "wal_window.h"
 
 typedef struct wal_done {
@@ -29,7 +29,7 @@ typedef struct wal_publisher {
     delivery dl; /* publishes and settles; its outputs */
     arena scratch;
     message_source source;
-    wal_dead_writer dead; /* writes dead letters on its own thread and connection */
+    wal_side side; /* dead letters and the slot check, on its own thread and connection */
     unsigned epoch;       /* the window's: bumped when it is cleared (a reconnect) */
     long in_flight;
     int paused; /* the last round found every output paused */

@@ -37,9 +37,7 @@ typedef struct wal_source {
     wal_stream s;
     uint64_t confirmed;    /* every event of every commit up to here is finished */
     uint64_t drain_target; /* --drain: the WAL position at start */
-    PGconn *db;            /* slot checks */
     long long lag_checked_ms;
-    int lag_warned;
 } wal_source;
 
 static int stopping(const wal_source *src)
@@ -67,21 +65,9 @@ int wal_preflight(const relay_config *cfg)
     return rc;
 }
 
-/* A plain session for slot checks, re-made when lost. */
-static PGconn *slot_db(wal_source *src)
-{
-    char err[512];
-    if (src->db && db_lost(src->db)) {
-        PQfinish(src->db);
-        src->db = NULL;
-    }
-    if (!src->db && !(src->db = db_connect(src->cfg, "outbox-relay", err, sizeof err)))
-        log_scoped(OBX_LOG_DEBUG, SCOPE, "slot check: %s", err);
-    return src->db;
-}
-
-/* Slot lag into relay_state, a warning past lag_warn_mb. Returns -1 when
- * the slot is lost (the relay cannot go on), else 0. */
+/* The age of the oldest commit not yet confirmed into relay_state; the
+ * slot's lag in bytes comes from the side thread (wal_side.c). Returns -1
+ * when the side thread found the slot invalidated (the relay cannot go on). */
 static int check_slot(wal_source *src, long long now)
 {
     if (now - src->lag_checked_ms < LAG_CHECK_MS)
@@ -94,29 +80,7 @@ static int check_slot(wal_source *src, long long now)
         lag_ms = ((long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - oldest) / 1000;
     }
     atomic_store(&src->st->wal_lag_ms, lag_ms > 0 ? lag_ms : 0);
-    PGconn *db = slot_db(src);
-    long long bytes = 0;
-    int lost = 0;
-    char err[512];
-    if (!db || wal_slot_lag(db, src->cfg, &bytes, &lost, err, sizeof err) != 0)
-        return 0; /* the stream itself says when the server is gone */
-    if (lost) {
-        log_error("replication slot %s was invalidated (the server removed WAL it still needed: "
-                  "max_slot_wal_keep_size); run `outbox-relay init-db --reset-slot -c %s` "
-                  "(see README, WAL mode)",
-                  src->cfg->wal_slot, src->cfg->path);
-        return -1;
-    }
-    atomic_store(&src->st->wal_lag_bytes, bytes);
-    long long limit = (long long)src->cfg->wal_lag_warn_mb * 1024 * 1024;
-    if (bytes > limit && !src->lag_warned)
-        log_warn("replication slot %s holds %lld MB of WAL (over relay.wal.lag_warn_mb = %d); "
-                 "the server keeps it until the relay confirms",
-                 src->cfg->wal_slot, bytes >> 20, src->cfg->wal_lag_warn_mb);
-    else if (bytes <= limit && src->lag_warned)
-        log_info("replication slot %s is back under relay.wal.lag_warn_mb", src->cfg->wal_slot);
-    src->lag_warned = bytes > limit;
-    return 0;
+    return wal_side_slot_lost(&src->pub.side) ? -1 : 0;
 }
 
 /* Reads what the stream has, while the window has room. Returns the frames
@@ -245,13 +209,17 @@ static void settle_in_flight(wal_source *src)
         wal_stream_status(&src->s, src->confirmed, 0);
 }
 
+/* --drain: where the WAL ends now (once, before streaming). */
 static void drain_target(wal_source *src)
 {
-    PGconn *db = slot_db(src);
+    char err[512];
+    PGconn *db = db_connect(src->cfg, "outbox-relay", err, sizeof err);
     PGresult *res = db ? PQexec(db, "SELECT pg_current_wal_lsn()") : NULL;
     if (PQresultStatus(res) == PGRES_TUPLES_OK)
         src->drain_target = wal_lsn_parse(PQgetvalue(res, 0, 0));
     PQclear(res);
+    if (db)
+        PQfinish(db);
 }
 
 void wal_run(relay_state *st)
@@ -318,7 +286,5 @@ void wal_run(relay_state *st)
 out:
     wal_publisher_free(&src->pub);
     wal_window_free(&src->w);
-    if (src->db)
-        PQfinish(src->db);
     free(src);
 }

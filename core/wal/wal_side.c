@@ -1,9 +1,10 @@
-#include "wal_dead_writer.h"
+#include "wal_side.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "clock.h"
 #include "db.h"
 #include "log.h"
@@ -11,26 +12,66 @@
 
 #define SCOPE "wal"
 #define RETRY_MS 1000
+#define LAG_CHECK_MS 2000
 
 /* Waits up to ms for a job or the stop. Caller holds the lock. */
-static void wait_locked(wal_dead_writer *dw, int ms)
+static void wait_locked(wal_side *dw, int ms)
 {
     struct timespec until = clock_deadline(ms);
     pthread_cond_timedwait(&dw->wake, &dw->lock, &until);
 }
 
-/* Writes one job on *db, connecting first when needed. Returns 0 or -1. */
-static int write_job(wal_dead_writer *dw, PGconn **db, const dead_job *job)
+/* The side thread's session, made or remade when lost; NULL (err says
+ * why) while the database cannot be reached. */
+static PGconn *session(PGconn **db, const relay_config *cfg, char *err, size_t err_size)
 {
-    const relay_config *cfg = dw->st->cfg;
-    char err[512] = "";
     if (*db && db_lost(*db)) {
         PQfinish(*db);
         *db = NULL;
     }
     if (!*db)
-        *db = db_connect(cfg, "outbox-relay", err, sizeof err);
-    if (*db && wal_dead_insert(*db, cfg, job->row, job->attempt, job->error, job->commit_lsn, err,
+        *db = db_connect(cfg, "outbox-relay", err, err_size);
+    return *db;
+}
+
+/* The slot's lag into relay_state, a warning past lag_warn_mb; an
+ * invalidated slot sets slot_lost. */
+static void check_slot(wal_side *dw, PGconn **db)
+{
+    const relay_config *cfg = dw->st->cfg;
+    long long bytes = 0;
+    int lost = 0;
+    char err[512] = "";
+    if (!session(db, cfg, err, sizeof err) ||
+        wal_slot_lag(*db, cfg, &bytes, &lost, err, sizeof err) != 0) {
+        log_scoped(OBX_LOG_DEBUG, SCOPE, "slot check: %s", err); /* the stream says when it is gone */
+        return;
+    }
+    if (lost) {
+        if (!atomic_exchange(&dw->slot_lost, 1))
+            log_error("replication slot %s was invalidated (the server removed WAL it still "
+                      "needed: max_slot_wal_keep_size); run `outbox-relay init-db --reset-slot -c "
+                      "%s` (see README, WAL mode)",
+                      cfg->wal_slot, cfg->path);
+        return;
+    }
+    atomic_store(&dw->st->wal_lag_bytes, bytes);
+    long long limit = (long long)cfg->wal_lag_warn_mb * 1024 * 1024;
+    if (bytes > limit && !dw->lag_warned)
+        log_warn("replication slot %s holds %lld MB of WAL (over relay.wal.lag_warn_mb = %d); "
+                 "the server keeps it until the relay confirms",
+                 cfg->wal_slot, bytes >> 20, cfg->wal_lag_warn_mb);
+    else if (bytes <= limit && dw->lag_warned)
+        log_info("replication slot %s is back under relay.wal.lag_warn_mb", cfg->wal_slot);
+    dw->lag_warned = bytes > limit;
+}
+
+/* Writes one job on *db, connecting first when needed. Returns 0 or -1. */
+static int write_job(wal_side *dw, PGconn **db, const dead_job *job)
+{
+    const relay_config *cfg = dw->st->cfg;
+    char err[512] = "";
+    if (session(db, cfg, err, sizeof err) && wal_dead_insert(*db, cfg, job->row, job->attempt, job->error, job->commit_lsn, err,
                                sizeof err) == 0) {
         const char *id = job->row->v[WF_EVENT_ID];
         log_scoped(OBX_LOG_WARN, SCOPE, "event %s dead-lettered: %s", id ? id : "(no event_id)",
@@ -43,10 +84,17 @@ static int write_job(wal_dead_writer *dw, PGconn **db, const dead_job *job)
 
 static void *writer_main(void *arg)
 {
-    wal_dead_writer *dw = arg;
+    wal_side *dw = arg;
     PGconn *db = NULL;
     pthread_mutex_lock(&dw->lock);
     while (!dw->stop) {
+        if (now_ms() - dw->lag_checked_ms >= LAG_CHECK_MS) {
+            dw->lag_checked_ms = now_ms();
+            pthread_mutex_unlock(&dw->lock);
+            check_slot(dw, &db);
+            pthread_mutex_lock(&dw->lock);
+            continue;
+        }
         dead_job *job = dw->todo;
         if (!job) {
             wait_locked(dw, RETRY_MS);
@@ -73,7 +121,7 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-void wal_dead_writer_start(wal_dead_writer *dw, relay_state *st)
+void wal_side_start(wal_side *dw, relay_state *st)
 {
     memset(dw, 0, sizeof *dw);
     dw->st = st;
@@ -82,7 +130,7 @@ void wal_dead_writer_start(wal_dead_writer *dw, relay_state *st)
     pthread_create(&dw->thread, NULL, writer_main, dw);
 }
 
-void wal_dead_writer_free_jobs(dead_job *jobs)
+void wal_side_free_jobs(dead_job *jobs)
 {
     while (jobs) {
         dead_job *next = jobs->next;
@@ -93,20 +141,20 @@ void wal_dead_writer_free_jobs(dead_job *jobs)
     }
 }
 
-void wal_dead_writer_stop(wal_dead_writer *dw)
+void wal_side_stop(wal_side *dw)
 {
     pthread_mutex_lock(&dw->lock);
     dw->stop = 1;
     pthread_cond_signal(&dw->wake);
     pthread_mutex_unlock(&dw->lock);
     pthread_join(dw->thread, NULL);
-    wal_dead_writer_free_jobs(dw->todo);
-    wal_dead_writer_free_jobs(dw->written);
+    wal_side_free_jobs(dw->todo);
+    wal_side_free_jobs(dw->written);
     pthread_mutex_destroy(&dw->lock);
     pthread_cond_destroy(&dw->wake);
 }
 
-void wal_dead_writer_submit(wal_dead_writer *dw, uint64_t seq, unsigned epoch, wal_row *row,
+void wal_side_submit(wal_side *dw, uint64_t seq, unsigned epoch, wal_row *row,
                             unsigned attempt, uint64_t commit_lsn, const char *error)
 {
     dead_job *job = calloc(1, sizeof *job);
@@ -122,7 +170,7 @@ void wal_dead_writer_submit(wal_dead_writer *dw, uint64_t seq, unsigned epoch, w
     pthread_mutex_unlock(&dw->lock);
 }
 
-dead_job *wal_dead_writer_take(wal_dead_writer *dw)
+dead_job *wal_side_take(wal_side *dw)
 {
     pthread_mutex_lock(&dw->lock);
     dead_job *jobs = dw->written;
@@ -133,7 +181,12 @@ dead_job *wal_dead_writer_take(wal_dead_writer *dw)
     return jobs;
 }
 
-long wal_dead_writer_pending(wal_dead_writer *dw)
+int wal_side_slot_lost(wal_side *dw)
+{
+    return atomic_load(&dw->slot_lost);
+}
+
+long wal_side_pending(wal_side *dw)
 {
     pthread_mutex_lock(&dw->lock);
     long n = dw->pending;

@@ -1,0 +1,59 @@
+/* WAL mode's side thread: the database work the stream thread must never
+ * wait for, on a connection of its own (made and remade there): the
+ * dead-letter rows, and every few seconds the slot's lag (and whether the
+ * server invalidated it). A dead-letter job is retried until its row is
+ * written or the thread stops; what was not written is not confirmed, so
+ * the slot sends it again. */
+#ifndef OBX_WAL_SIDE_H
+#define OBX_WAL_SIDE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "relay_state.h"
+#include "wal_decode.h"
+
+typedef struct dead_job {
+    uint64_t seq;   /* the event's place in the window */
+    unsigned epoch; /* the window's: a job from before a reconnect finishes nothing */
+    wal_row *row;   /* owned by the job until written */
+    unsigned attempt;
+    uint64_t commit_lsn;
+    char *error;
+    struct dead_job *next;
+} dead_job;
+
+typedef struct wal_side {
+    relay_state *st;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    dead_job *todo, *todo_tail; /* in submit order */
+    dead_job *written;          /* for the stream thread (wal_side_take) */
+    long pending;               /* submitted, not yet taken back */
+    int stop;
+    long long lag_checked_ms;
+    int lag_warned;
+    atomic_int slot_lost; /* the server invalidated the slot: the relay cannot go on */
+} wal_side;
+
+void wal_side_start(wal_side *dw, relay_state *st);
+/* Has the slot check found the slot invalidated? (Said in the log there.) */
+int wal_side_slot_lost(wal_side *dw);
+
+/* Stops and joins the thread; jobs not written are dropped (never confirmed). */
+void wal_side_stop(wal_side *dw);
+
+/* Queues the event's dead letter; takes row, copies error. */
+void wal_side_submit(wal_side *dw, uint64_t seq, unsigned epoch, wal_row *row,
+                            unsigned attempt, uint64_t commit_lsn, const char *error);
+
+/* The jobs written since the last call (their rows freed); the caller frees
+ * the list with wal_side_free_jobs. */
+dead_job *wal_side_take(wal_side *dw);
+/* Jobs submitted and not yet taken back. */
+long wal_side_pending(wal_side *dw);
+void wal_side_free_jobs(dead_job *jobs);
+
+#endif
