@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "db.h"
+#include "outcome.h"
 #include "pgarray.h"
 #include "sql.h"
+#include "text.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -17,6 +19,10 @@ static const char insert_sql[] =
     " dl_error, dl_at, dl_commit_lsn) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), $11)"
     " ON CONFLICT ({c.event_id}) DO UPDATE SET dl_attempts = EXCLUDED.dl_attempts,"
     " dl_error = EXCLUDED.dl_error, dl_at = now(), dl_commit_lsn = EXCLUDED.dl_commit_lsn";
+
+static const char insert_raw_sql[] =
+    "INSERT INTO {schema}.{n._dead_letter} (dl_attempts, dl_error, dl_at, dl_commit_lsn, dl_raw)"
+    " VALUES ($1, $2, now(), $3, $4)";
 
 static const char lag_sql[] =
     "SELECT coalesce(pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()"
@@ -30,13 +36,14 @@ static const char dead_sql[] =
     " FROM {schema}.{n._dead_letter}";
 
 /* Back through the outbox table, so the stream relays it again: a row kept
- * for audit under the same event_id is removed first (event_id is unique). */
+ * for audit under the same event_id is removed first (event_id is unique).
+ * A dead letter stored raw has no fields to requeue: it stays. */
 static const char requeue_delete_sql[] =
     "DELETE FROM {table} o USING {schema}.{n._dead_letter} d"
     " WHERE o.{c.event_id} = d.{c.event_id} AND ($1 OR d.{c.event_id} = ANY($2::uuid[]))";
 static const char requeue_insert_sql[] =
-    "WITH d AS (DELETE FROM {schema}.{n._dead_letter} WHERE $1 OR {c.event_id} = ANY($2::uuid[])"
-    "   RETURNING *)"
+    "WITH d AS (DELETE FROM {schema}.{n._dead_letter}"
+    "   WHERE dl_raw IS NULL AND ($1 OR {c.event_id} = ANY($2::uuid[])) RETURNING *)"
     " INSERT INTO {table} ({c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type},"
     " {c.payload}, {c.headers}, {c.destination}, {c.created_at})"
     " SELECT coalesce({c.event_id}, gen_random_uuid()), {c.aggregate_type}, {c.aggregate_id},"
@@ -59,6 +66,46 @@ int wal_dead_insert(PGconn *conn, const relay_config *cfg, const wal_row *row, u
     char *sql = sql_render(cfg, insert_sql);
     PGresult *res = PQexecParams(conn, sql, 11, NULL, params, NULL, NULL, 0);
     free(sql);
+    int rc = 0;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        /* 22: data exception (a bad uuid, jsonb, timestamp...); 23: a constraint */
+        rc = state && (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0) ? -2 : -1;
+        db_error(conn, res, err, err_size);
+    }
+    PQclear(res);
+    return rc;
+}
+
+int wal_dead_insert_raw(PGconn *conn, const relay_config *cfg, const wal_row *row,
+                        unsigned attempts, const char *error, const char *refusal,
+                        uint64_t commit_lsn, char *err, size_t err_size)
+{
+    static const char *const names[WF_COUNT] = {"event_id", "aggregate_type", "aggregate_id",
+                                                "event_type", "payload", "headers",
+                                                "destination", "created_at"};
+    json_t *raw = json_object();
+    for (int f = 0; f < WF_COUNT; f++) {
+        if (!row->v[f])
+            continue;
+        size_t cap = row->len[f] * 3 + 1; /* each invalid byte may become U+FFFD */
+        char *clean = malloc(cap);
+        json_object_set_new(raw, names[f], json_string(text_copy(clean, cap, row->v[f])));
+        free(clean);
+    }
+    char *raw_text = json_dumps(raw, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(raw);
+    char n[16], lsn[32], why[OUTCOME_ERROR_MAX];
+    snprintf(n, sizeof n, "%u", attempts);
+    snprintf(lsn, sizeof lsn, "%X/%X", (unsigned)(commit_lsn >> 32), (unsigned)commit_lsn);
+    char refused[256];
+    snprintf(why, sizeof why, "%s (its fields are in dl_raw: %s)", error,
+             text_copy(refused, sizeof refused, refusal));
+    const char *params[] = {n, why, lsn, raw_text};
+    char *sql = sql_render(cfg, insert_raw_sql);
+    PGresult *res = PQexecParams(conn, sql, 4, NULL, params, NULL, NULL, 0);
+    free(sql);
+    free(raw_text);
     int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
     if (rc < 0)
         db_error(conn, res, err, err_size);

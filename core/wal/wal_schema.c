@@ -19,6 +19,8 @@ static const char *const wal_steps[] = {
     " {c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload},"
     " {c.headers}, {c.destination}, {c.created_at}, 0 AS dl_attempts, ''::text AS dl_error,"
     " now() AS dl_at, '0/0'::pg_lsn AS dl_commit_lsn FROM {table} WITH NO DATA",
+    /* the fields of an event the typed columns refused, as a JSON object (wal_dead.c) */
+    "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS dl_raw text",
     "CREATE UNIQUE INDEX IF NOT EXISTS {n._dead_letter_event}"
     " ON {schema}.{n._dead_letter} ({c.event_id})",
     /*
@@ -246,6 +248,18 @@ int wal_schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t er
     }
     if (wal_slot_state(conn, cfg, status, sizeof status, &pid, err, err_size) != 0)
         return -1;
+    char *sql = sql_render(cfg, "SELECT dl_raw FROM {schema}.{n._dead_letter} LIMIT 0");
+    PGresult *res = PQexec(conn, sql);
+    free(sql);
+    int current = PQresultStatus(res) == PGRES_TUPLES_OK;
+    PQclear(res);
+    if (!current) {
+        snprintf(err, err_size,
+                 "the dead-letter table of %s.%s is missing or from an older version: run "
+                 "`outbox-relay init-db -c %s`",
+                 cfg->schema, cfg->table, cfg->path);
+        return -1;
+    }
     if (strcmp(status, "lost") == 0) {
         snprintf(err, err_size,
                  "replication slot \"%s\" was invalidated (the server removed WAL it still "

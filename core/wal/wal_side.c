@@ -1,5 +1,6 @@
 #include "wal_side.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,8 +72,17 @@ static int write_job(wal_side *dw, PGconn **db, const dead_job *job)
 {
     const relay_config *cfg = dw->st->cfg;
     char err[512] = "";
-    if (session(db, cfg, err, sizeof err) && wal_dead_insert(*db, cfg, job->row, job->attempt, job->error, job->commit_lsn, err,
-                               sizeof err) == 0) {
+    int rc = session(db, cfg, err, sizeof err)
+                 ? wal_dead_insert(*db, cfg, job->row, job->attempt, job->error, job->commit_lsn,
+                                   err, sizeof err)
+                 : -1;
+    if (rc == -2) { /* its fields do not fit the table: stored raw, never stuck */
+        char refusal[512];
+        snprintf(refusal, sizeof refusal, "%s", err);
+        rc = wal_dead_insert_raw(*db, cfg, job->row, job->attempt, job->error, refusal,
+                                 job->commit_lsn, err, sizeof err);
+    }
+    if (rc == 0) {
         const char *id = job->row->v[WF_EVENT_ID];
         log_scoped(OBX_LOG_WARN, SCOPE, "event %s dead-lettered: %s", id ? id : "(no event_id)",
                    job->error);
