@@ -13,8 +13,7 @@ static const char *const index_suffixes[] = {
     "_event_id", "_pending", "_aggregate_live", "_aggregate_dead", "_published", "_dead", NULL};
 /* suffixes of version 1 objects no longer made: dropped by init-db */
 static const char *const retired_index_suffixes[] = {"_aggregate_pending", NULL};
-static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", "_payload_size",
-                                                NULL};
+static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", NULL};
 /* each trigger calls the function of the same suffix */
 static const char *const trigger_suffixes[] = {"_order", "_notify", NULL};
 
@@ -50,8 +49,8 @@ static const char *const table_steps[] = {
     /* a queue table churns: vacuum and analyze it early, before plans go stale;
      * free room on each page keeps a recorded row's new version on its page
      * (no update is HOT: the record changes the partial indexes' predicates) */
-    "ALTER TABLE {table} SET (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.01,"
-    " autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01)",
+    ("ALTER TABLE {table} SET (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.01,"
+     " autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01)"),
 };
 
 /*
@@ -115,8 +114,9 @@ static const char *const object_steps[] = {
      * Its text form can pass PostgreSQL's 1 GB limit when the stored value
      * does not (escaped control characters, long numerics): the cast fails
      * then, and that must not fail the claim, so the size is given as 1 GB
-     * (what the text passed), over any max_payload_bytes. */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._payload_size}(p jsonb) RETURNS bigint"
+     * (what the text passed), over any max_payload_bytes. One per schema, so a
+     * table registered by hand (a partitioned one) has it too. */
+    "CREATE OR REPLACE FUNCTION {schema}." SCHEMA_PAYLOAD_SIZE_FUNCTION "(p jsonb) RETURNS bigint"
     " LANGUAGE plpgsql STABLE AS {$} BEGIN RETURN octet_length(p::text);"
     " EXCEPTION WHEN OTHERS THEN RETURN 1073741824; END {$}",
     /* as its caller: only a role that may INSERT into the outbox can enqueue,
@@ -241,6 +241,7 @@ static int verify_objects(PGconn *conn, const relay_config *cfg, char *why, size
     pgarray_init(&tgfn);
     add_names(&idx, cfg, index_suffixes, 0);
     add_names(&fn, cfg, function_suffixes, 0);
+    pgarray_add(&fn, SCHEMA_PAYLOAD_SIZE_FUNCTION, 1);
     add_names(&tg, cfg, trigger_suffixes, 0);
     add_names(&tgfn, cfg, trigger_suffixes, 0);
     const char *params[] = {cfg->schema,       cfg->table,        pgarray_text(&idx),

@@ -18,4 +18,8 @@ int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_
 /* Checks the installed schema version matches; -1 with err otherwise. */
 int schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
 
+/* A jsonb payload's text size, without failing past 1 GB: one function per
+ * schema, whatever the table (a table registered by hand has it too). */
+#define SCHEMA_PAYLOAD_SIZE_FUNCTION "outbox_relay_payload_size"
+
 #endif

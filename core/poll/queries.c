@@ -6,6 +6,7 @@
 
 #include "db.h"
 #include "outcome.h"
+#include "schema.h"
 #include "sql.h"
 
 /* SQL text reads best as written. */
@@ -154,7 +155,7 @@ static const char no_dead_before[] =
 
 #define SIZE_JSONB                                                                            \
     "(CASE WHEN pg_column_size(t.{c.payload})::bigint * 256 < $2 THEN NULL"                    \
-    " ELSE {schema}.{n._payload_size}(t.{c.payload}) END)"
+    " ELSE {schema}." SCHEMA_PAYLOAD_SIZE_FUNCTION "(t.{c.payload}) END)"
 #define SIZE_JSON "octet_length(t.{c.payload}::text)"
 #define SIZE_RAW "octet_length(t.{c.payload})"
 

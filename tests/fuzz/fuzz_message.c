@@ -1,7 +1,7 @@
 /*
- * Fuzz target: turning a claimed row into a message (payload check, the
- * headers column, routing, destination templates), through message_build on
- * a real libpq result built in memory, then route_render.
+ * Fuzz target: turning an event's fields into a message (payload check, the
+ * headers column, routing, destination templates), through message_build as
+ * both sources call it, then route_render.
  *
  * Input: one byte choosing the payload kind, then NUL-separated fields:
  *   payload, headers, destination, event_type, aggregate_type, aggregate_id, template
@@ -21,10 +21,7 @@
 #include <unistd.h>
 
 #include "message.h"
-#include "queries.h"
 #include "route.h"
-
-#define NCOLS (ROW_ATTEMPTS + 1)
 
 static relay_config *cfg;
 
@@ -127,34 +124,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         field[i] = copy + at;
         at += strlen(copy + at) + 1;
     }
-    PGresult *res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
-    PGresAttDesc attrs[NCOLS];
-    memset(attrs, 0, sizeof attrs);
-    for (int c = 0; c < NCOLS; c++)
-        attrs[c].name = (char *)"c", attrs[c].format = 0, attrs[c].typid = 25;
-    PQsetResultAttrs(res, NCOLS, attrs);
-    const char *col[NCOLS] = {0};
-    col[ROW_ID] = "1";
-    col[ROW_EVENT_ID] = "0b6f1c9e-1d2f-4e55-9c1b-2f6d3a1c8e01";
-    col[ROW_EVENT_TYPE] = field[3];
-    col[ROW_AGGREGATE_TYPE] = field[4];
-    col[ROW_AGGREGATE_ID] = field[5];
-    col[ROW_PAYLOAD] = field[0];
-    col[ROW_HEADERS] = field[1];
-    col[ROW_DESTINATION] = field[2];
-    col[ROW_CREATED_US] = "1700000000000000";
-    col[ROW_ATTEMPTS] = "0";
-    for (int c = 0; c < NCOLS; c++)
-        PQsetvalue(res, 0, c, (char *)col[c], col[c] ? (int)strlen(col[c]) : -1);
+    event_fields f = {
+        .event_id = "0b6f1c9e-1d2f-4e55-9c1b-2f6d3a1c8e01",
+        .event_type = field[3],
+        .aggregate_type = field[4],
+        .aggregate_id = field[5],
+        .payload = field[0],
+        .headers = field[1],
+        .destination = field[2],
+        .payload_len = field[0] ? strlen(field[0]) : 0,
+        .created_at_us = 1700000000000000LL,
+        .attempt = 1,
+    };
 
     arena a = {0};
     obx_message msg;
-    size_t output = 0;
+    const cfg_route *route = NULL;
     char err[512] = "";
     message_source src = {cfg, kind, &a};
-    int ok = message_build(&src, (result_row){res, 0}, &msg, &output, err, sizeof err) == 0;
+    int ok = message_build(&src, &f, &msg, &route, err, sizeof err) == 0;
     if (ok) {
-        if (output >= cfg->output_count || !msg.destination || !*msg.destination)
+        if (!route || route->output_index >= cfg->output_count || !msg.destination ||
+            !*msg.destination)
             abort();
         for (size_t i = 0; i < msg.header_count; i++)
             if (!msg.headers[i].key || !msg.headers[i].value)
@@ -170,7 +161,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (field[1] && headers_reached)
         check_headers(field[1], ok, err, &msg);
     arena_free(&a);
-    PQclear(res);
     free(copy);
     return 0;
 }
