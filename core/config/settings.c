@@ -160,6 +160,7 @@ static const setting_def table[] = {
     STRING("relay.wal", "publication", wal_publication, NULL, FIXED, .check = check_identifier,
            .derived = "relay.wal.slot"),
     INT("relay.wal", "max_in_flight", wal_max_in_flight, 1, 1000000, 10000, FIXED),
+    INT("relay.wal", "max_in_flight_mb", wal_max_in_flight_mb, 1, 1 << 20, 256, FIXED),
     INT("relay.wal", "lag_warn_mb", wal_lag_warn_mb, 1, 1 << 30, 1024, FIXED),
     INT("relay.wal", "status_interval_ms", wal_status_interval_ms, 10, 60000, 1000, FIXED),
     /* pg_logical_emit_message with the relay's prefix as an event: any role that can connect

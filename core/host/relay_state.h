@@ -38,6 +38,7 @@ typedef struct relay_state {
      * unconfirmed commit is, the confirmed LSN, and whether this process
      * streams (1) or waits as a standby (0). */
     atomic_llong wal_lag_bytes, wal_lag_ms, wal_confirmed_lsn;
+    atomic_llong wal_window_bytes, wal_window_peak_bytes; /* rows held unfinished */
     atomic_int wal_streaming;
 } relay_state;
 

@@ -227,6 +227,11 @@ static void wal_slot(FILE *f, relay_state *st)
     gauge(f, "outbox_relay_wal_slot_lag_seconds",
           "Age of the oldest commit received and not yet confirmed.",
           atomic_load(&st->wal_lag_ms) / 1000.0);
+    gauge(f, "outbox_relay_wal_window_bytes",
+          "Bytes of the events read and not yet finished (bounded by relay.wal.max_in_flight_mb).",
+          (double)atomic_load(&st->wal_window_bytes));
+    gauge(f, "outbox_relay_wal_window_peak_bytes", "The most wal_window_bytes has been.",
+          (double)atomic_load(&st->wal_window_peak_bytes));
     gauge(f, "outbox_relay_wal_streaming",
           "1 while this process streams the slot, 0 while it waits as a standby.",
           (double)atomic_load(&st->wal_streaming));

@@ -164,6 +164,7 @@ static wal_row *row_new(const char *const *values, const size_t *lens)
         size += values[f] ? lens[f] + 1 : 0;
     wal_row *row = malloc(size);
     memset(row, 0, sizeof *row); /* the values are copied over the rest */
+    row->size = size;
     char *at = (char *)(row + 1);
     for (int f = 0; f < WF_COUNT; f++) {
         if (!values[f])

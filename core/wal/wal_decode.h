@@ -26,6 +26,7 @@ typedef struct wal_row {
     char *v[WF_COUNT]; /* NULL for SQL NULL */
     size_t len[WF_COUNT];
     long long created_at_us;
+    size_t size; /* the allocation's bytes: the window's byte bound counts them */
 } wal_row;
 
 typedef enum { WAL_NONE, WAL_BEGIN, WAL_COMMIT, WAL_EVENT } wal_change_kind;

@@ -83,13 +83,21 @@ static int check_slot(wal_source *src, long long now)
     return wal_side_slot_lost(&src->pub.side) ? -1 : 0;
 }
 
+/* The window holds max_in_flight events, or their rows max_in_flight_mb:
+ * reading waits for events to finish. */
+static int window_full(const wal_source *src)
+{
+    return src->w.unfinished >= src->cfg->wal_max_in_flight ||
+           src->w.bytes >= (size_t)src->cfg->wal_max_in_flight_mb << 20;
+}
+
 /* Reads what the stream has, while the window has room. Returns the frames
  * read, or -1 when the stream is lost. */
 static int read_frames(wal_source *src, int timeout_ms)
 {
     int frames = 0, napped = 0, since_nap = 0;
     char err[512];
-    while (frames < FRAMES_PER_ROUND && src->w.unfinished < src->cfg->wal_max_in_flight) {
+    while (frames < FRAMES_PER_ROUND && !window_full(src)) {
         const char *data;
         size_t len;
         int rc = wal_stream_read(&src->s, frames ? 0 : timeout_ms, &data, &len, err, sizeof err);
@@ -141,6 +149,8 @@ static int report(wal_source *src, long long now)
     if (wal_window_empty(&src->w) && src->s.server_end > src->confirmed)
         src->confirmed = src->s.server_end;
     atomic_store(&src->st->wal_confirmed_lsn, (long long)src->confirmed);
+    atomic_store(&src->st->wal_window_bytes, (long long)src->w.bytes);
+    atomic_store(&src->st->wal_window_peak_bytes, (long long)src->w.peak_bytes);
     int draining = src->st->drain && wal_window_empty(&src->w);
     long long since = now - src->s.sent_at_ms;
     int due = src->s.reply_requested || since >= src->cfg->wal_status_interval_ms ||
@@ -171,7 +181,7 @@ static int stream(wal_source *src)
                      (unsigned)src->confirmed);
             return 0;
         }
-        if (src->w.unfinished >= src->cfg->wal_max_in_flight) {
+        if (window_full(src)) {
             wal_publisher_wait(&src->pub, 10);
             continue;
         }

@@ -158,6 +158,10 @@ void wal_window_add(wal_window *w, wal_row *row)
     ev->txn->unfinished++;
     ev->txn->end_seq = w->next_seq;
     w->unfinished++;
+    ev->bytes = row->size;
+    w->bytes += ev->bytes;
+    if (w->bytes > w->peak_bytes)
+        w->peak_bytes = w->bytes;
     ring_push(w, ev);
     if (!w->ordered) {
         push_ready(w, ev);
@@ -235,6 +239,8 @@ void wal_window_finish(wal_window *w, wal_event *ev)
     ev->state = EV_DONE;
     ev->txn->unfinished--;
     w->unfinished--;
+    w->bytes -= ev->bytes;
+    ev->bytes = 0;
     if (ev->agg) {
         wal_agg *a = ev->agg;
         wal_event *next = ev->next_same;
@@ -331,6 +337,7 @@ void wal_window_clear(wal_window *w)
     w->ring_len = 0;
     w->ready_head = w->ready_tail = w->waiting = NULL;
     w->unfinished = 0;
+    w->bytes = 0;
 }
 
 void wal_window_free(wal_window *w)

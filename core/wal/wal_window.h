@@ -34,6 +34,7 @@ typedef struct wal_event {
     long long due_ms;  /* EV_WAITING: when to retry */
     long long sent_ms; /* when last offered (monotonic): the publish duration */
     uint32_t sends;    /* how many times offered: stale completions are ignored */
+    size_t bytes;      /* its row's, counted in the window until finished */
     size_t output;
     const cfg_route *route; /* where its last send went (the send's generation) */
 } wal_event;
@@ -49,6 +50,8 @@ typedef struct wal_window {
     wal_event *ready_head, *ready_tail;
     wal_event *waiting;
     long unfinished; /* events not yet finished */
+    size_t bytes;    /* their rows' bytes (relay.wal.max_in_flight_mb) */
+    size_t peak_bytes;
     /* confirmed events and emptied aggregates kept for reuse: no allocation per event */
     wal_event *spare_events;
     wal_agg *spare_aggs;
