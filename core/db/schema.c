@@ -265,9 +265,34 @@ static int verify_objects(PGconn *conn, const relay_config *cfg, char *why, size
     return rc;
 }
 
+/* A partitioned outbox is not installed into: its unique event_id index
+ * would need the partition key, and its storage settings belong to each
+ * partition. Returns -1 with the reason when the table is one. */
+static int refuse_partitioned(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    const char *params[] = {cfg->schema, cfg->table};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT c.relkind = 'p' FROM pg_class c JOIN pg_namespace n"
+                                 " ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
+                                 2, NULL, params, NULL, NULL, 0);
+    int partitioned = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+                      PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    if (!partitioned)
+        return 0;
+    snprintf(why, why_size,
+             "it is a partitioned table, which init-db does not install into (a unique index on "
+             "event_id would need the partition key); relay from a plain table, or create the "
+             "relay's columns, indexes and triggers on it yourself and register it in "
+             "outbox_relay_schema (README, Configuration)");
+    return -1;
+}
+
 int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
     char why[1024];
+    if (refuse_partitioned(conn, cfg, why, sizeof why) < 0)
+        goto fail;
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;
     if (run_steps(conn, cfg, table_steps, sizeof table_steps / sizeof table_steps[0], why,

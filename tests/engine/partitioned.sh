@@ -50,4 +50,16 @@ EOF
     fi
     expect_eq "duplicates" "$(dup_count)" 0
 done
+# init-db does not install into a partitioned table, in either mode: it says why, and changes nothing
+for source in poll wal; do
+    sed "s/table = \"outbox_p\";/table = \"outbox_p\"; /; s/retention = /source = \"$source\"; wal = { slot = \"eng_partitioned\"; }; retention = /" \
+        "$WORK/run.cfg" >"$WORK/init_p.cfg"
+    if "$OBX_BIN" init-db -c "$WORK/init_p.cfg" >"$WORK/init_p.out" 2>&1; then
+        fail "init-db ($source) installed into a partitioned table"
+    fi
+    grep -q "init-db failed for public.outbox_p: it is a partitioned table, which init-db does not install into" \
+        "$WORK/init_p.out" || fail "init-db ($source) on a partitioned table: $(cat "$WORK/init_p.out")"
+done
+expect_eq "replication slots made for the partitioned table" \
+    "$(sql "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'eng_partitioned'")" 0
 echo "ok partitioned: 3,000 rows over two partitions with colliding ctids, both orderings, mark and delete: each published and recorded once"
