@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config_outputs.h"
 #include "config_read.h"
@@ -19,8 +20,24 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
     settings_set_defaults(cfg);
     cfg_reader st = {cfg, err, err_size, 0};
 
+    /* anyone who can write the config chooses the drivers the relay loads */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && (sb.st_mode & S_IWOTH)) {
+        snprintf(err, err_size,
+                 "%s: the config file is writable by every user (mode %03o): whoever can write it "
+                 "chooses the code the relay loads; chmod o-w it",
+                 path, (unsigned)(sb.st_mode & 0777));
+        config_free(cfg);
+        return NULL;
+    }
     config_t lc;
     config_init(&lc);
+    /* @include "x.cfg" is read beside this file, wherever the relay starts */
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", !slash ? 1 : slash == path ? 1 : (int)(slash - path),
+             slash ? path : ".");
+    config_set_include_dir(&lc, dir);
     if (!config_read_file(&lc, path)) {
         if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
             snprintf(err, err_size, "%s: cannot read config file", path);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -387,6 +388,41 @@ static void test_secrets_not_in_errors(void **state)
     assert_null(strstr(err, "hunter2"));
 }
 
+/* A config anyone may write is refused: it chooses the drivers loaded. */
+static void test_world_writable_refused(void **state)
+{
+    (void)state;
+    relay_config *cfg = load_ok(MINIMAL);
+    config_free(cfg);
+    assert_int_equal(chmod(path, 0666), 0);
+    err[0] = '\0';
+    assert_null(config_load(path, err, sizeof err));
+    assert_non_null(strstr(err, "the config file is writable by every user (mode 666)"));
+    assert_int_equal(chmod(path, 0644), 0);
+}
+
+/* @include is read beside the config file, not from the working directory. */
+static void test_include_beside_the_file(void **state)
+{
+    (void)state;
+    char part[600];
+    snprintf(part, sizeof part, "%s/part.cfg", dir);
+    FILE *f = fopen(part, "w");
+    assert_non_null(f);
+    fputs("relay = { workers = 7; };\n", f);
+    fclose(f);
+    char here[1024];
+    assert_non_null(getcwd(here, sizeof here));
+    assert_int_equal(chdir("/"), 0);
+    relay_config *cfg = load(MINIMAL "@include \"part.cfg\"\n");
+    assert_int_equal(chdir(here), 0);
+    unlink(part);
+    if (!cfg)
+        fail_msg("refused: %s", err);
+    assert_int_equal(cfg->workers, 7);
+    config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +436,8 @@ int main(void)
         cmocka_unit_test(test_errors_name_file_and_line),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_secrets_not_in_errors),
+        cmocka_unit_test(test_world_writable_refused),
+        cmocka_unit_test(test_include_beside_the_file),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
