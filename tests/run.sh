@@ -28,11 +28,12 @@ if [ $# -eq 0 ]; then
     cmake --build "$build-valgrind" -j"$(nproc)"
     ctest --test-dir "$build-valgrind" --output-on-failure --timeout 900 -R valgrind
     # ThreadSanitizer (excludes ASan, so its own build): the memory driver
-    # completing from its threads, and the engine with 2 + 2 workers in two
-    # processes; only what these tests need is built. Any report fails the run.
+    # completing from its threads, the engine with 2 + 2 workers in two
+    # processes, and WAL mode's stream, side thread and live reload; only what
+    # these tests need is built. Any report fails the run.
     cmake -S "$root" -B "$build-tsan" -DOBX_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
     cmake --build "$build-tsan" -j"$(nproc)" --target outbox-relay sdk-check-driver obx_driver_memory
     TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
         ctest --test-dir "$build-tsan" --output-on-failure --timeout 900 \
-        -R '^(sdk_conformance_memory_threaded|sdk_conformance_memory_threaded_late|engine_ordering)$'
+        -R '^(sdk_conformance_memory_threaded|sdk_conformance_memory_threaded_late|engine_ordering|wal_dead_letter|wal_reload)$'
 fi
