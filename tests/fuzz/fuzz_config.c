@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -28,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char path[64];
     if (fd < 0) {
         fd = memfd_create("fuzz.cfg", 0);
-        if (fd < 0)
+        if (fd < 0 || fchmod(fd, 0600) != 0) /* a memfd is 0777: the loader refuses those */
             abort();
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     }

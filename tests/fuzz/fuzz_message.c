@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "message.h"
@@ -39,7 +40,8 @@ static void load_config(void)
     int fd = memfd_create("message.cfg", 0);
     char path[64], err[1024];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    if (fd < 0 || write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1))
+    if (fd < 0 || fchmod(fd, 0600) != 0 || /* a memfd is 0777: the loader refuses those */
+        write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1))
         abort();
     if (!(cfg = config_load(path, err, sizeof err))) {
         fprintf(stderr, "fuzz_message config: %s\n", err);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/fuzz/run.sh SECONDS [TARGET...]
-# Builds each fuzz target (config, message, metrics by default) with clang's
+# Builds each fuzz target (config, message, metrics, pgoutput, timestamp,
+# redact by default) with clang's
 # libFuzzer under AddressSanitizer and UndefinedBehaviorSanitizer, then runs
 # each for SECONDS on its seed corpus (tests/fuzz/corpus/TARGET, read only;
 # new inputs go to $FUZZ_OUT/corpus/TARGET). A crash, leak, sanitizer report
@@ -11,7 +12,7 @@ set -euo pipefail
 SECONDS_EACH=${1:?usage: tests/fuzz/run.sh SECONDS [TARGET...]}
 shift
 TARGETS=("${@:-config}")
-[ $# -gt 0 ] || TARGETS=(config message metrics)
+[ $# -gt 0 ] || TARGETS=(config message metrics pgoutput timestamp redact)
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${FUZZ_OUT:-/tmp/obx-fuzz}
 CC=${FUZZ_CC:-clang}
