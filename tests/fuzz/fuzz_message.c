@@ -17,10 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "fuzz_config_text.h"
 #include "message.h"
 #include "route.h"
 
@@ -37,16 +35,7 @@ static void load_config(void)
         "           { aggregate_type = \"X?\"; output = \"b\"; destination = "
         "\"x.${aggregate_id}\"; },\n"
         "           { output = \"b\"; destination = \"all\"; } );\n";
-    int fd = memfd_create("message.cfg", 0);
-    char path[64], err[1024];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    if (fd < 0 || fchmod(fd, 0600) != 0 || /* a memfd is 0777: the loader refuses those */
-        write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1))
-        abort();
-    if (!(cfg = config_load(path, err, sizeof err))) {
-        fprintf(stderr, "fuzz_message config: %s\n", err);
-        abort();
-    }
+    cfg = fuzz_config_text("fuzz_message config", text);
 }
 
 /* jansson refuses valid JSON the scanner takes: numbers beyond 64 bits or a

@@ -11,10 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "fuzz_config_text.h"
 #include "wal_decode.h"
 
 static relay_config *cfg;
@@ -26,16 +24,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         "database = { conninfo = \"dbname=fuzz\"; };\n"
         "relay = { source = \"wal\"; wal = { accept_logical_messages = true; }; };\n"
         "outputs = ( { name = \"a\"; driver = \"memory\"; } );\n";
-    int fd = memfd_create("pgoutput.cfg", 0);
-    char path[64], err[1024];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    if (fd < 0 || fchmod(fd, 0600) != 0 || /* a memfd is 0777: the loader refuses those */
-        write(fd, text, sizeof text - 1) != (ssize_t)(sizeof text - 1))
-        abort();
-    if (!(cfg = config_load(path, err, sizeof err))) {
-        fprintf(stderr, "fuzz_pgoutput config: %s\n", err);
-        abort();
-    }
+    cfg = fuzz_config_text("fuzz_pgoutput config", text);
     return 0;
 }
 
