@@ -231,6 +231,27 @@ static void ignore_message(uint64_t lsn, size_t n)
                  (unsigned)(lsn >> 32), (unsigned)lsn, n, k);
 }
 
+/* An accepted message that is not a JSON object (not JSON, not UTF-8 in a
+ * SQL_ASCII database...): an event that cannot be one, its content kept as
+ * bytea's hex text in the payload, so the dead letter holds every byte. */
+static wal_row *unreadable_message(const char *content, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    char *text = malloc(2 * n + 3);
+    text[0] = '\\', text[1] = 'x';
+    for (size_t k = 0; k < n; k++) {
+        text[2 + 2 * k] = hex[(unsigned char)content[k] >> 4];
+        text[3 + 2 * k] = hex[(unsigned char)content[k] & 15];
+    }
+    text[2 + 2 * n] = '\0';
+    const char *values[WF_COUNT] = {[WF_PAYLOAD] = text};
+    size_t lens[WF_COUNT] = {[WF_PAYLOAD] = 2 * n + 2};
+    wal_row *row = row_new(values, lens);
+    free(text);
+    row->invalid = "the logical message is not a JSON object (its bytes are the payload, as hex)";
+    return row;
+}
+
 /* A logical message's JSON object (what outbox_emit sent before it inserted)
  * as a row (created_at rendered from its microseconds). */
 static wal_row *decode_message(wal_decoder *d, reader *r)
@@ -246,9 +267,9 @@ static wal_row *decode_message(wal_decoder *d, reader *r)
         return NULL;
     }
     json_t *o = json_loadb(content, n, 0, NULL);
-    if (!json_is_object(o)) {
+    if (!json_is_object(o)) { /* never dropped: dead-lettered with its bytes */
         json_decref(o);
-        return NULL;
+        return unreadable_message(content, n);
     }
     static const char *const keys[WF_COUNT] = {
         "event_id", "aggregate_type", "aggregate_id", "event_type",

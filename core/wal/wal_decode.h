@@ -27,6 +27,7 @@ typedef struct wal_row {
     size_t len[WF_COUNT];
     long long created_at_us;
     size_t size; /* the allocation's bytes: the window's byte bound counts them */
+    const char *invalid; /* why it cannot be an event (static text), or NULL */
 } wal_row;
 
 typedef enum { WAL_NONE, WAL_BEGIN, WAL_COMMIT, WAL_EVENT } wal_change_kind;

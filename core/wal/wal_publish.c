@@ -187,7 +187,10 @@ int wal_publisher_send(wal_publisher *p, long long now)
                           ev->row->v[WF_PAYLOAD],      ev->row->v[WF_HEADERS],
                           ev->row->v[WF_DESTINATION],  ev->row->len[WF_PAYLOAD],
                           ev->row->created_at_us,      ev->attempt + 1};
-        if (message_build(&p->source, &f, &p->msgs[count], &ev->route, err, sizeof err) < 0) {
+        if (ev->row->invalid)
+            snprintf(err, sizeof err, "%s", ev->row->invalid);
+        if (ev->row->invalid ||
+            message_build(&p->source, &f, &p->msgs[count], &ev->route, err, sizeof err) < 0) {
             ev->output = 0; /* no route: counted on the first output, as poll mode does */
             ev->attempt++;
             verdict v = {VERDICT_BAD_ROW, OBX_PERMANENT, 0, err};

@@ -200,8 +200,29 @@ static void test_decode_message(void **state)
         assert_string_equal(c.row->v[WF_PAYLOAD], "{\"x\": 1}");
         assert_string_equal(c.row->v[WF_CREATED_AT], "2026-12-01 15:12:22.500001+00");
         assert_int_equal(c.row->created_at_us, 1796137942500001LL);
+        assert_null(c.row->invalid);
         free(c.row);
     }
+    /* accepted, but not a JSON object (here not UTF-8 either): an event that
+     * cannot be one, never dropped, its bytes kept as hex in the payload */
+    cfg.wal_accept_logical_messages = 1;
+    const char bad[] = "no\xff{";
+    buf m = {.n = 0};
+    put(&m, 'M', 1);
+    put(&m, 1, 1);
+    put(&m, 0x2100, 8);
+    put_str(&m, "outbox-relay:public.outbox");
+    put(&m, sizeof bad - 1, 4);
+    memcpy(m.b + m.n, bad, sizeof bad - 1);
+    m.n += sizeof bad - 1;
+    wal_change c;
+    char err[256];
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.kind, WAL_EVENT);
+    assert_non_null(c.row->invalid);
+    assert_string_equal(c.row->v[WF_PAYLOAD], "\\x6e6fff7b");
+    assert_null(c.row->v[WF_EVENT_ID]);
+    free(c.row);
     cfg.wal_accept_logical_messages = 0;
 }
 
