@@ -85,7 +85,8 @@ static size_t wh_flush(obx_instance *inst, int timeout_ms)
     return inst->in_flight;
 }
 
-/* Completes what the receiver already answered, aborts the rest. */
+/* Completes what the receiver already answered (a 2xx whose body is still
+ * coming included), aborts the rest. */
 static void wh_close(obx_instance *inst)
 {
     int still;
@@ -96,8 +97,12 @@ static void wh_close(obx_instance *inst)
     inst->closed = 1;
     for (int64_t i = 0; inst->busy && i < inst->max_in_flight; i++)
         if (inst->busy[i]) {
+            wh_req *r = inst->busy[i];
             curl_multi_remove_handle(inst->multi, inst->easy[i]);
-            wh_finish(inst, inst->busy[i], OBX_RETRIABLE, 0, "aborted");
+            if (r->answered_ms)
+                wh_finish(inst, r, OBX_OK, (int)r->status, NULL);
+            else
+                wh_finish(inst, r, OBX_RETRIABLE, 0, "aborted");
         }
     for (wh_req *r; (r = inst->head);) {
         inst->head = r->next;
@@ -129,6 +134,7 @@ static CURL *wh_easy_new(obx_instance *inst, char *err, size_t err_size)
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)inst->timeout_ms);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, wh_write);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, wh_header_seen);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "outbox-relay-webhook/0.1.0");
     const char *k, *v;
     for (size_t i = 0; e && inst->host->get_property(inst->host->host_ctx, i, &k, &v); i++) {

@@ -15,6 +15,10 @@
 #include <obx/driver.h>
 
 #define WH_HOLD_MAX_MS 30000 /* longest Retry-After held here; keep well under the lease */
+/* How long a 2xx answer's body may take after its headers: long enough for a
+ * normal body to end (the connection is then kept), then the transfer is cut
+ * and the event counts as delivered: the status is the acknowledgement. */
+#define WH_BODY_GRACE_MS 1000
 #define WH_STR(s) ((s) ? (s) : "")
 
 /* One accepted message, from publish_batch to its completion: one allocation. */
@@ -22,8 +26,10 @@ typedef struct wh_req {
     struct wh_req *next; /* in the queue */
     uint64_t token;
     struct curl_slist *headers;
-    size_t slot; /* its easy handle while running */
-    int held;    /* already held once for a Retry-After */
+    size_t slot;         /* its easy handle while running */
+    int held;            /* already held once for a Retry-After */
+    long status;         /* of the last status line seen */
+    int64_t answered_ms; /* monotonic ms a whole 2xx header block arrived; 0 before */
     size_t body_len, resp_len;
     char resp[160]; /* start of the response body, for the detail */
     char errbuf[CURL_ERROR_SIZE];
@@ -54,6 +60,7 @@ void wh_req_free(wh_req *r);
 /* wh_transfer.c */
 int64_t wh_now_ms(void);
 size_t wh_write(char *data, size_t size, size_t n, void *userdata); /* CURLOPT_WRITEFUNCTION */
+size_t wh_header_seen(char *data, size_t size, size_t n, void *userdata); /* HEADERFUNCTION */
 void wh_finish(obx_instance *inst, wh_req *r, obx_status st, int code, const char *detail);
 int wh_reap(obx_instance *inst);
 /* One round: start what may start, move bytes, complete what finished;

@@ -12,18 +12,22 @@
 #include "obx/envelope.h"
 #include "wh.h"
 
-/* Adds "prefix+name: value"; "" sends an empty value ("name;" to curl) and
- * NULL removes a header curl would add. A line break in a value would let row
- * data forge headers: such a message can never be sent. */
+/* Adds "prefix+name: value"; NULL removes a header curl would add. curl drops
+ * "name: " whose value is empty or blank, so such a value goes as "name;",
+ * which curl sends as "name:": an empty value, which is what a blank one is
+ * to HTTP (a field value excludes leading and trailing whitespace). A line
+ * break in a value would let row data forge headers: such a message can
+ * never be sent. */
 static obx_status wh_header(struct curl_slist **list, const char *prefix, const char *name,
                             const char *value, char *err, size_t err_size)
 {
     char line[4096];
+    int blank = value && !value[strspn(value, " \t\v\f")];
     int n = snprintf(line, sizeof line,
-                     !value   ? "%s%s:%s"
-                     : *value ? "%s%s: %s"
-                              : "%s%s;%s",
-                     prefix, name, value ? value : "");
+                     !value  ? "%s%s:%s"
+                     : blank ? "%s%s;%s"
+                             : "%s%s: %s",
+                     prefix, name, blank || !value ? "" : value);
     if (n < 0 || (size_t)n >= sizeof line || (value && strpbrk(value, "\r\n")))
         return snprintf(err, err_size, "header %s%.64s: a line break in the value, or too long",
                         prefix, name),

@@ -1,5 +1,6 @@
 /* Running requests on libcurl's multi interface and judging the answers. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,6 +20,25 @@ size_t wh_write(char *data, size_t size, size_t n, void *userdata)
     memcpy(r->resp + r->resp_len, data, len);
     r->resp_len += len;
     return size * n;
+}
+
+/* Notes each status line, and when a whole header block of a 2xx answer has
+ * arrived (a 1xx block before it decides nothing): from then on the answer is
+ * known whatever becomes of the body. */
+size_t wh_header_seen(char *data, size_t size, size_t n, void *userdata)
+{
+    wh_req *r = userdata;
+    size_t len = size * n;
+    if (len > 5 && memcmp(data, "HTTP/", 5) == 0) {
+        char line[32];
+        snprintf(line, sizeof line, "%.*s", (int)(len < 31 ? len : 31), data);
+        const char *sp = strchr(line, ' ');
+        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+    } else if ((len == 2 && data[0] == '\r') || (len == 1 && data[0] == '\n')) {
+        if (r->status >= 200 && r->status < 300 && !r->answered_ms)
+            r->answered_ms = wh_now_ms();
+    }
+    return len;
 }
 
 void wh_finish(obx_instance *inst, wh_req *r, obx_status st, int code, const char *detail)
@@ -41,12 +61,17 @@ static void wh_start(obx_instance *inst)
         CURL *e = inst->easy[r->slot];
         r->resp_len = 0;
         r->errbuf[0] = '\0';
+        r->status = 0;
+        r->answered_ms = 0;
         curl_easy_setopt(e, CURLOPT_URL, r->url);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, (char *)r->data);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
         curl_easy_setopt(e, CURLOPT_PRIVATE, r);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+        /* a proxy's "200 Connection established" is no answer to the POST */
+        curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
         CURLMcode mc = curl_multi_add_handle(inst->multi, e);
         if (mc != CURLM_OK) {
@@ -94,6 +119,10 @@ static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
     char detail[320];
     long code = 0;
     curl_off_t after = 0;
+    if (cc != CURLE_OK && r->answered_ms) { /* a 2xx, then the body failed or timed out */
+        wh_finish(inst, r, OBX_OK, (int)r->status, NULL);
+        return;
+    }
     if (cc != CURLE_OK) {
         snprintf(detail, sizeof detail, "curl %d: %s", (int)cc,
                  *r->errbuf ? r->errbuf : curl_easy_strerror(cc));
@@ -140,20 +169,52 @@ int wh_reap(obx_instance *inst)
     return done;
 }
 
+/* Completes OK every 2xx whose body has taken WH_BODY_GRACE_MS, cutting its
+ * transfer (and connection). Returns how many; *next_ms is the time until the
+ * next one is due, or -1. */
+static int wh_cut_bodies(obx_instance *inst, int64_t *next_ms)
+{
+    int done = 0;
+    *next_ms = -1;
+    for (size_t i = 0; i < (size_t)inst->max_in_flight; i++) {
+        wh_req *r = inst->busy[i];
+        if (!r || !r->answered_ms)
+            continue;
+        int64_t left = r->answered_ms + WH_BODY_GRACE_MS - wh_now_ms();
+        if (left > 0) {
+            if (*next_ms < 0 || left < *next_ms)
+                *next_ms = left;
+            continue;
+        }
+        curl_multi_remove_handle(inst->multi, inst->easy[i]);
+        inst->busy[i] = NULL;
+        inst->running--;
+        wh_finish(inst, r, OBX_OK, (int)r->status, NULL);
+        done++;
+    }
+    return done;
+}
+
 void wh_poll(obx_instance *inst, int timeout_ms)
 {
     int still;
+    int64_t cut;
     if (inst->closed)
         return;
     wh_start(inst);
     curl_multi_perform(inst->multi, &still);
-    if (!wh_reap(inst) && timeout_ms > 0) {
+    int done = wh_reap(inst);
+    done += wh_cut_bodies(inst, &cut);
+    if (!done && timeout_ms > 0) {
         int64_t pause = inst->paused_until - wh_now_ms();
         if (!inst->running && inst->head && pause < timeout_ms) /* wake when the pause ends */
             timeout_ms = pause > 0 ? (int)pause : 1;
+        if (cut >= 0 && cut < timeout_ms) /* wake when a slow 2xx body is due to be cut */
+            timeout_ms = cut > 0 ? (int)cut : 1;
         curl_multi_poll(inst->multi, NULL, 0, timeout_ms, NULL);
         curl_multi_perform(inst->multi, &still);
         wh_reap(inst);
+        wh_cut_bodies(inst, &cut);
     }
     wh_start(inst);
 }

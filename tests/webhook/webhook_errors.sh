@@ -1,9 +1,11 @@
 #!/bin/bash
 # A receiver slower than timeout_ms gets the event again (a timeout is
 # retriable and counts an attempt), and it is published once answered in
-# time. A receiver nobody listens on is OBX_UNAVAILABLE, not an attempt:
-# wh_status checks the driver's side of that, webhook_unreachable the
-# engine's.
+# time. A receiver that answers 200 and then never finishes the body has the
+# event: each such event is requested once and published, none dead (the
+# driver cuts the body WH_BODY_GRACE_MS after the headers). A receiver nobody
+# listens on is OBX_UNAVAILABLE, not an attempt: wh_status checks the
+# driver's side of that, webhook_unreachable the engine's.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/wh_lib.sh"
 
@@ -22,10 +24,18 @@ CFG
 }
 relay_cfg "$WH_URL"
 "$OBX_BIN" init-db -c "$WH_DIR/relay.cfg" >/dev/null || fail "init-db"
-sql "SELECT count(outbox_enqueue('Order', 'slow-' || g, CASE WHEN g <= 3 THEN 'order.fail.slow' ELSE 'order.created' END,
+sql "SELECT count(outbox_enqueue('Order', 'slow-' || g, CASE WHEN g <= 3 THEN 'order.fail.slow' WHEN g <= 8 THEN 'order.stall.body' ELSE 'order.created' END,
          '{}')) FROM generate_series(1, 20) g" >/dev/null
+t0=$(date +%s%N)
 "$OBX_BIN" run -c "$WH_DIR/relay.cfg" --drain >"$WH_DIR/relay-slow.log" 2>&1 || fail "relay run (slow)"
+t1=$(date +%s%N)
 wh_stop
+expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
+expect_eq "stalled-body events requested" \
+    "$(awk -F'\t' '$5 == "order.stall.body" && $3 == 200 { n[$4]++ } END { print length(n) }' "$WH_REC")" 5
+expect_eq "requests per stalled-body event" \
+    "$(awk -F'\t' '$5 == "order.stall.body" { n[$4]++ } END { for (e in n) print n[e] }' "$WH_REC" | sort -u)" 1
+note "20 events (3 slow, 5 with a stalled body) drained in $(((t1 - t0) / 1000000)) ms"
 expect_eq "slow: published" "$(sql "SELECT count(*) FROM outbox WHERE aggregate_id LIKE 'slow-%' AND published_at IS NOT NULL")" 20
 expect_eq "slow: requests per slow event" \
     "$(awk -F'\t' '$5 == "order.fail.slow" { n[$4]++ } END { for (e in n) print n[e] }' "$WH_REC" | sort -u)" 2

@@ -6,16 +6,21 @@
  *  - a destination "..", "." or with such a segment is refused PERMANENT
  *    with its reason through host->refuse on a 1.1 host, and on a 1.0 host
  *    (no refuse) accepted and completed PERMANENT with the same reason;
- *  - the option specs match the options (same length, defaults in range).
+ *  - the option specs match the options (same length, defaults in range);
+ *  - a 200 whose body never ends completes OK with code 200 (not a timeout),
+ *    and header values that are empty, only spaces or only blanks are sent
+ *    as empty headers ("X-Header-k:"), not dropped.
  *   wh_status DRIVERS_DIR
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loader.h"
@@ -167,6 +172,93 @@ static void run(const loaded_driver *drv, uint32_t host_size)
     }
 }
 
+/* The stalling receiver: one connection; keeps the request's bytes, answers
+ * 200 with one chunk of a body that never ends, then holds the connection
+ * until the client hangs up. */
+static int stall_fd;
+static char request[16384];
+static size_t request_len;
+
+static void *stall_serve(void *arg)
+{
+    (void)arg;
+    int c = accept(stall_fd, NULL, NULL);
+    ssize_t n;
+    while (c >= 0 && request_len < sizeof request - 1 &&
+           (n = read(c, request + request_len, sizeof request - 1 - request_len)) > 0) {
+        request_len += (size_t)n;
+        request[request_len] = '\0';
+        char *end = strstr(request, "\r\n\r\n");
+        if (end && (size_t)(end + 4 - request) + 2 <= request_len) /* the 2-byte body is in */
+            break;
+    }
+    static const char answer[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n.\r\n";
+    char buf[256];
+    if (c >= 0 && write(c, answer, sizeof answer - 1) == (ssize_t)(sizeof answer - 1))
+        while (read(c, buf, sizeof buf) > 0) /* never the last chunk */
+            ;
+    if (c >= 0)
+        close(c);
+    return NULL;
+}
+
+static void stalled_answer(const loaded_driver *drv)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    stall_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (stall_fd < 0 || bind(stall_fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        listen(stall_fd, 4) != 0 || getsockname(stall_fd, (struct sockaddr *)&a, &len) != 0)
+        exit(2);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/hooks", ntohs(a.sin_port));
+    pthread_t t;
+    if (pthread_create(&t, NULL, stall_serve, NULL) != 0)
+        exit(2);
+    obx_host host = {sizeof host, NULL,     h_log,      h_string,   h_int,
+                     h_bool,      h_double, h_property, h_complete, h_refuse};
+    char err[256] = "";
+    obx_instance *inst = drv->def.create(&host, err, sizeof err);
+    CHECK(inst, "create: %s", err);
+    if (!inst)
+        exit(1);
+    const obx_header hdr[] = {
+        {"empty", ""}, {"spaces", "   "}, {"blanks", " \t "}, {"kept", "a b"}};
+    obx_message m = {.token = 200,
+                     .event_id = "0b6f1c9e-1d2f-4e55-9c1b-2f6d3a1c8e02",
+                     .event_type = "t",
+                     .aggregate_type = "A",
+                     .aggregate_id = "1",
+                     .destination = "orders",
+                     .payload = "{}",
+                     .payload_len = 2,
+                     .content_type = "application/json",
+                     .headers = hdr,
+                     .header_count = sizeof hdr / sizeof hdr[0],
+                     .attempt = 1};
+    obx_status accept;
+    struct timespec t0, t1;
+    nseen = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK(drv->def.publish_batch(inst, &m, 1, &accept) == OBX_OK, "publish_batch");
+    size_t left = drv->def.flush(inst, 10000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    drv->def.close(inst);
+    drv->def.destroy(inst);
+    pthread_join(t, NULL);
+    close(stall_fd);
+    CHECK(left == 0 && nseen == 1, "flush left %zu in flight, %d outcomes", left, nseen);
+    printf("200 with a body that never ends: status %d code %d (%s) after %lld ms\n",
+           seen[0].status, seen[0].code, seen[0].detail,
+           (long long)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+    CHECK(nseen == 1 && seen[0].status == OBX_OK && seen[0].code == 200,
+          "stalled body: wanted OK with 200");
+    static const char *const want[] = {"\r\nX-Header-empty:\r\n", "\r\nX-Header-spaces:\r\n",
+                                       "\r\nX-Header-blanks:\r\n", "\r\nX-Header-kept: a b\r\n"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        CHECK(strstr(request, want[i]), "header line %.*s not in the request",
+              (int)strlen(want[i]) - 4, want[i] + 2);
+}
+
 int main(int argc, char **argv)
 {
     char err[1024];
@@ -186,6 +278,7 @@ int main(int argc, char **argv)
     snprintf(url, sizeof url, "http://127.0.0.1:%d/hooks", closed_port());
     run(drv, sizeof(obx_host));
     run(drv, (uint32_t)offsetof(obx_host, refuse));
+    stalled_answer(drv);
     loader_close(drv);
     printf("%s wh_status\n", failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;

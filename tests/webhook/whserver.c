@@ -11,6 +11,8 @@
  *   *fail.500*  500 to the first two requests of an event id, then 200
  *   *fail.429*  429 with Retry-After: 1 to the first request, then 200
  *   *fail.slow* 200 after 8 s to the first request, then 200 at once
+ *   *stall.body* 200 at once, then a body (chunked) that never ends: a byte
+ *               every 500 ms until the client hangs up
  *   otherwise   200
  * With -s, the X-Signature header must be sha256=<hex HMAC-SHA256 of the
  * body> keyed with the variable's value, else 401. Every request is one
@@ -97,6 +99,17 @@ static const char *field(struct MHD_Connection *c, const char *name, char *out, 
     return out;
 }
 
+/* The body of a *stall.body* answer: one byte at once (the headers go with
+ * it), then one every 500 ms, never the end. */
+static ssize_t trickle(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)cls, (void)max;
+    if (pos)
+        usleep(500 * 1000);
+    buf[0] = '.';
+    return 1;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **state)
@@ -129,6 +142,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     pthread_mutex_unlock(&lock);
     int sig_ok = secret && signature_ok(c, b);
     unsigned status = 200;
+    int stall = 0;
     const char *text = "ok\n", *retry_after = NULL;
     if (strcmp(method, "POST") != 0) {
         status = 405, text = "POST only\n";
@@ -147,6 +161,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         status = 429, text = "slow down\n", retry_after = "1";
     } else if (strstr(f[1], "fail.slow") && nth == 1) {
         usleep(8000 * 1000); /* past the client's timeout (3 s in the test): it has hung up */
+    } else if (strstr(f[1], "stall.body")) {
+        stall = 1;
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -162,7 +178,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     fflush(records);
     pthread_mutex_unlock(&lock);
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+        stall ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, trickle, NULL, NULL)
+              : MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
     if (retry_after)
         MHD_add_response_header(r, "Retry-After", retry_after);
     enum MHD_Result rc = MHD_queue_response(c, status, r);
