@@ -220,8 +220,9 @@ static int rmq_reserve_headers(obx_instance *inst, size_t count)
 /* With one channel (the broker's channel_max is 1) a failed exchange check
  * closes the publishing channel, so a check waits until nothing is
  * unconfirmed (bounded by connect_timeout_ms); then the channel can be
- * opened again at once, losing nothing. 0, or -1 with inst->last_error. */
-static int rmq_settle_for_check(obx_instance *inst, const char *exchange, size_t len)
+ * opened again at once, losing nothing. 0, or -1 with why. */
+static int rmq_settle_for_check(obx_instance *inst, const char *exchange, size_t len, char *why,
+                                size_t why_size)
 {
     if (inst->check_channel != RMQ_CHANNEL || inst->pending == 0 ||
         !rmq_exchange_unchecked(inst, exchange, len))
@@ -233,10 +234,12 @@ static int rmq_settle_for_check(obx_instance *inst, const char *exchange, size_t
             break;
         rmq_pump(inst, (int)left);
     }
-    if (inst->conn && inst->pending > 0)
-        snprintf(inst->last_error, sizeof(inst->last_error),
-                 "the broker confirmed %zu messages not within %d ms; an exchange check on the "
-                 "only channel (channel_max 1) waits for them",
+    if (!inst->conn)
+        snprintf(why, why_size, "not connected: %s", inst->last_error);
+    else if (inst->pending > 0)
+        snprintf(why, why_size,
+                 "%zu messages not confirmed within %d ms; an exchange check on the only "
+                 "channel (the broker's channel_max is 1) waits for them",
                  inst->pending, inst->connect_timeout_ms);
     return inst->conn && inst->pending == 0 ? 0 : -1;
 }
@@ -269,8 +272,7 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
     rmq_properties(inst, m, &env, &p);
     if (!rmq_properties_fit(inst, &p, why, why_size))
         return OBX_PERMANENT;
-    if (rmq_settle_for_check(inst, dest, exchange.len) != 0) {
-        snprintf(why, why_size, "not connected: %s", inst->last_error);
+    if (rmq_settle_for_check(inst, dest, exchange.len, why, why_size) != 0) {
         *down = 1;
         return rmq_unavailable(inst);
     }
