@@ -15,7 +15,7 @@ Q=$(rmq_queue bigheaders)
 "$RCONSUME" "$AMQP_URL" declare "$Q"
 
 harness url="$AMQP_URL" -- publish 1001 7 "$Q" --big-header 500 200000 --big-header 700 100000 \
-    --deadline 60 >"$WORK/out" 2>"$WORK/err" \
+    --deadline 30 >"$WORK/out" 2>"$WORK/err" \
     || { cat "$WORK/out"; tail -5 "$WORK/err"; echo "reconnects: $(grep -c reconnecting "$WORK/err")";
          "$RCONSUME" "$AMQP_URL" purge "$Q"; fail "harness failed"; }
 cat "$WORK/out"

@@ -24,7 +24,7 @@ X=obx_chanmax_x
 "$RCONSUME" "$PRIV_URL" declare "$Q" "$X" "orders.#"
 
 harness url="$PRIV_URL" -- publish 1002 7 "$X/orders.created" --bad-dest 300 obx_no_such_exchange/x \
-    --big-header 600 10000 --deadline 60 >"$WORK/out" 2>"$WORK/err" \
+    --big-header 600 10000 --deadline 30 >"$WORK/out" 2>"$WORK/err" \
     || { cat "$WORK/out"; tail -5 "$WORK/err"; echo "reconnects: $(grep -c reconnecting "$WORK/err")";
          fail "harness failed"; }
 cat "$WORK/out"

@@ -19,7 +19,7 @@ sql "SELECT outbox_enqueue('Order', 'agg-3', 'order.created', '{\"n\": 900001}',
 sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 10), 'order.created',
          jsonb_build_object('n', g), jsonb_build_object('seq', g::text))) FROM generate_series(501, 1000) g" >/dev/null
 
-timeout 120 "$OBX_BIN" run -c "$WORK/relay.cfg" --drain 2>"$WORK/relay.log" \
+timeout 60 "$OBX_BIN" run -c "$WORK/relay.cfg" --drain 2>"$WORK/relay.log" \
     || { tail -5 "$WORK/relay.log" >&2; echo "reconnects: $(grep -c reconnecting "$WORK/relay.log")";
          "$RCONSUME" "$AMQP_URL" purge "$Q"; fail "relay run --drain"; }
 expect_eq "published rows" "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")" 1000
