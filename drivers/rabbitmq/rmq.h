@@ -13,6 +13,7 @@
 
 #define RMQ_CHANNEL 1       /* publishing channel, in confirm mode */
 #define RMQ_CHECK_CHANNEL 2 /* passive exchange checks: a failure closes only this one */
+/* (with a broker's channel_max of 1 the checks share RMQ_CHANNEL) */
 
 /* One unconfirmed publish, found by delivery tag. */
 typedef struct rmq_entry {
@@ -49,6 +50,7 @@ struct obx_instance {
 
     /* connection */
     amqp_connection_state_t conn; /* NULL while disconnected */
+    amqp_channel_t check_channel; /* RMQ_CHECK_CHANNEL, or RMQ_CHANNEL with channel_max 1 */
     int check_channel_open;
     int blocked;
     char blocked_reason[96];

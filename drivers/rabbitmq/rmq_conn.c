@@ -120,6 +120,20 @@ static amqp_socket_t *rmq_socket(obx_instance *inst, amqp_connection_state_t con
     return sock;
 }
 
+/* Opens the publishing channel in confirm mode; its delivery tags start at 1. */
+static int rmq_open_publishing(obx_instance *inst, amqp_connection_state_t conn)
+{
+    amqp_channel_open(conn, RMQ_CHANNEL);
+    if (rmq_rpc_ok(inst, conn, "channel.open") != 0)
+        return -1;
+    amqp_confirm_select(conn, RMQ_CHANNEL);
+    if (rmq_rpc_ok(inst, conn, "confirm.select") != 0)
+        return -1;
+    inst->base_tag = inst->next_tag = 1;
+    inst->head = 0;
+    return 0;
+}
+
 int rmq_connect(obx_instance *inst)
 {
     char where[160];
@@ -155,18 +169,12 @@ int rmq_connect(obx_instance *inst)
         goto fail;
     }
     logged_in = 1;
-    amqp_channel_open(conn, RMQ_CHANNEL);
-    if (rmq_rpc_ok(inst, conn, "channel.open") != 0)
-        goto fail;
-    amqp_confirm_select(conn, RMQ_CHANNEL);
-    if (rmq_rpc_ok(inst, conn, "confirm.select") != 0)
-        goto fail;
-    if (rmq_declare(inst, conn) != 0)
+    if (rmq_open_publishing(inst, conn) != 0 || rmq_declare(inst, conn) != 0)
         goto fail;
 
     inst->conn = conn;
-    inst->base_tag = inst->next_tag = 1; /* tags restart on a new channel */
-    inst->head = 0;
+    /* channel_max 0 is "no limit"; 1 leaves no second channel for checks */
+    inst->check_channel = amqp_get_channel_max(conn) == 1 ? RMQ_CHANNEL : RMQ_CHECK_CHANNEL;
     inst->backoff_ms = 0;
     inst->blocked = 0;
     inst->check_channel_open = 0;
@@ -227,12 +235,34 @@ void rmq_disconnect(obx_instance *inst, const char *why, int graceful)
     rmq_forget_exchanges(inst);
 }
 
-static rmq_exchange *rmq_find_exchange(obx_instance *inst, const char *name, size_t len)
+static rmq_exchange *rmq_lookup_exchange(obx_instance *inst, const char *name, size_t len)
 {
     for (size_t i = 0; i < inst->exchange_count; i++)
         if (strlen(inst->exchanges[i].name) == len &&
             memcmp(inst->exchanges[i].name, name, len) == 0)
             return &inst->exchanges[i];
+    return NULL;
+}
+
+/* Is the cached answer for this exchange missing or due again? */
+static int rmq_check_due(const rmq_exchange *x, int64_t now)
+{
+    return x->missing < 0 || (x->missing == 1 && now - x->checked_ms >= RMQ_MISSING_RECHECK_MS);
+}
+
+int rmq_exchange_unchecked(obx_instance *inst, const char *name, size_t len)
+{
+    if (len == 0 || !inst->check_exchanges)
+        return 0;
+    rmq_exchange *x = rmq_lookup_exchange(inst, name, len);
+    return !x || rmq_check_due(x, rmq_now_ms());
+}
+
+static rmq_exchange *rmq_find_exchange(obx_instance *inst, const char *name, size_t len)
+{
+    rmq_exchange *known = rmq_lookup_exchange(inst, name, len);
+    if (known)
+        return known;
     if (inst->exchange_count >= RMQ_EXCHANGE_CACHE_MAX)
         rmq_forget_exchanges(inst); /* templated exchange names must not grow it forever */
     rmq_exchange *grown = realloc(inst->exchanges, (inst->exchange_count + 1) * sizeof(*grown));
@@ -262,13 +292,16 @@ int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *
     if (!x)
         return 1; /* out of memory: let the broker decide */
     int64_t now = rmq_now_ms();
-    if (x->missing == 0 || (x->missing == 1 && now - x->checked_ms < RMQ_MISSING_RECHECK_MS)) {
+    if (!rmq_check_due(x, now)) {
         if (x->missing)
             snprintf(why, why_size, "NOT_FOUND - no exchange '%s' in vhost '%s'", x->name,
                      inst->vhost);
         return !x->missing;
     }
-    if (!inst->check_channel_open) {
+    int shared = inst->check_channel == RMQ_CHANNEL;
+    if (shared && inst->pending > 0)
+        return 1; /* the caller could not settle them: let the broker decide */
+    if (!shared && !inst->check_channel_open) {
         amqp_channel_open(inst->conn, RMQ_CHECK_CHANNEL);
         if (rmq_rpc_ok(inst, inst->conn, "channel.open") != 0) {
             rmq_disconnect(inst, inst->last_error, 0);
@@ -277,7 +310,7 @@ int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *
         inst->check_channel_open = 1;
     }
     amqp_bytes_t xname = {len, (void *)name};
-    amqp_exchange_declare(inst->conn, RMQ_CHECK_CHANNEL, xname, rmq_bytes("direct"), 1, 0, 0, 0,
+    amqp_exchange_declare(inst->conn, inst->check_channel, xname, rmq_bytes("direct"), 1, 0, 0, 0,
                           amqp_empty_table);
     amqp_rpc_reply_t r = amqp_get_rpc_reply(inst->conn);
     x->checked_ms = now;
@@ -290,9 +323,14 @@ int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *
         snprintf(why, why_size, "%.*s", (int)m->reply_text.len, (const char *)m->reply_text.bytes);
         amqp_channel_close_ok_t ok = {0};
         inst->check_channel_open = 0;
-        if (amqp_send_method(inst->conn, RMQ_CHECK_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) <
+        if (amqp_send_method(inst->conn, inst->check_channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) <
             0) {
             rmq_disconnect(inst, "connection lost", 0);
+            return -1;
+        }
+        /* the only channel: nothing was unconfirmed on it, open it again */
+        if (shared && rmq_open_publishing(inst, inst->conn) != 0) {
+            rmq_disconnect(inst, inst->last_error, 0);
             return -1;
         }
         x->missing = 1;

@@ -13,6 +13,8 @@ void rmq_disconnect(obx_instance *inst, const char *why, int graceful);
 /* 1 exists, 0 missing (text in why), -1 connection failed */
 int rmq_exchange_exists(obx_instance *inst, const char *exchange, size_t len, char *why,
                         size_t why_size);
+/* Would a publish to this exchange check it on the broker first (not cached)? */
+int rmq_exchange_unchecked(obx_instance *inst, const char *exchange, size_t len);
 void rmq_reply_text(amqp_rpc_reply_t r, const char *what, char *buf, size_t size);
 
 #endif

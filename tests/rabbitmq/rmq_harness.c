@@ -3,9 +3,11 @@
  * The RabbitMQ tests use it for what does not need the database:
  *
  *   rmq_harness DRIVER.so [-o key=value]... publish N AGGREGATES DEST [--bad-dest K DEST2]...
- *       [--long-type K] [--long-header K] [--deadline S] [--pause-at K FILE]
+ *       [--long-type K] [--long-header K] [--big-header K BYTES] [--deadline S]
+ *       [--pause-at K FILE]
  *     --long-type / --long-header give event K a 300-character event type /
- *     header key (over AMQP's 255-byte short-string limit).
+ *     header key (over AMQP's 255-byte short-string limit); --big-header
+ *     gives it a header "big" of BYTES characters.
  *     With --pause-at, once K events went out it creates FILE and, until
  *     FILE.go exists, leaves each batch in flight 500 ms before reading its
  *     acknowledgements: a fault lands on messages in flight however slow the
@@ -69,9 +71,10 @@ static double now_s(void)
 
 enum { PLAIN = 0, LONG_TYPE = 1, LONG_HEADER = 2 };
 
-/* Message i: the factory's, to DEST, with a 300-character event type or header key for SHAPE. */
+/* Message i: the factory's, to DEST, with a 300-character event type or header key for SHAPE,
+ * and a header "big" = BIG unless NULL. */
 static void fill(obx_message *m, msg_text *text, size_t i, size_t aggs, const char *dest,
-                 int attempt, int shape)
+                 int attempt, int shape, const char *big)
 {
     static char longname[301];
     char agg_prefix[32];
@@ -90,6 +93,8 @@ static void fill(obx_message *m, msg_text *text, size_t i, size_t aggs, const ch
         m->event_type = longname;
     if (shape == LONG_HEADER)
         text->headers[m->header_count++] = (obx_header){longname, "v"};
+    if (big)
+        text->headers[m->header_count++] = (obx_header){"big", big};
 }
 
 /* The tiny engine's view of one event. */
@@ -107,6 +112,8 @@ static int cmd_publish(int argc, char **argv)
     const char *dest = argv[2], *bad_dest[8];
     size_t bad_k[8], nbad = 0, long_k[8], nlong = 0;
     int long_shape[8];
+    size_t big_k[8], nbig = 0;
+    char *big_text[8];
     double deadline = 300;
     size_t pause_at = 0;
     const char *pause_file = NULL;
@@ -119,6 +126,14 @@ static int cmd_publish(int argc, char **argv)
                    i + 1 < argc && nlong < 8) {
             long_shape[nlong] = strcmp(argv[i], "--long-type") == 0 ? LONG_TYPE : LONG_HEADER;
             long_k[nlong++] = strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--big-header") == 0 && i + 2 < argc && nbig < 8) {
+            big_k[nbig] = strtoul(argv[++i], NULL, 10);
+            size_t bytes = strtoul(argv[++i], NULL, 10);
+            big_text[nbig] = malloc(bytes + 1);
+            if (!big_text[nbig])
+                return 2;
+            memset(big_text[nbig], 'h', bytes);
+            big_text[nbig++][bytes] = '\0';
         } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
             deadline = atof(argv[++i]);
         } else if (strcmp(argv[i], "--pause-at") == 0 && i + 2 < argc) {
@@ -182,7 +197,11 @@ static int cmd_publish(int argc, char **argv)
             for (size_t j = 0; j < nlong; j++)
                 if (idx[k] == long_k[j])
                     shape = long_shape[j];
-            fill(&msgs[k], &texts[k], idx[k], aggs, d, e->attempts, shape);
+            const char *big = NULL;
+            for (size_t j = 0; j < nbig; j++)
+                if (idx[k] == big_k[j])
+                    big = big_text[j];
+            fill(&msgs[k], &texts[k], idx[k], aggs, d, e->attempts, shape, big);
         }
         obx_status rc = fh_publish(fh, inst, msgs, cnt, accept);
         if (slow) /* the batch stays in flight (acknowledgements unread) for a while */
@@ -262,6 +281,8 @@ static int cmd_publish(int argc, char **argv)
     free(idx);
     free(retry);
     free(evs);
+    for (size_t j = 0; j < nbig; j++)
+        free(big_text[j]);
     fh_free(fh);
     printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld refused=%ld unavailable=%ld held=%ld "
            "protocol_errors=%ld seconds=%.2f\n",
