@@ -92,13 +92,13 @@ typedef struct relay_config {
     int max_payload_bytes;
     char *drivers_dir; /* NULL: loader_default_dir() */
 
-    relay_source source;        /* "poll" (claims) or "wal" (logical replication) */
-    char *wal_slot;             /* WAL mode: the logical replication slot */
-    char *wal_publication;      /* WAL mode: the publication of the outbox table */
-    int wal_max_in_flight;      /* WAL mode: events held unfinished at once */
-    int wal_max_in_flight_mb;   /* WAL mode: and their rows' bytes, in MiB */
-    int wal_lag_warn_mb;        /* WAL mode: warn when the slot holds more WAL than this */
-    int wal_status_interval_ms; /* WAL mode: standby status update at least this often */
+    relay_source source;             /* "poll" (claims) or "wal" (logical replication) */
+    char *wal_slot;                  /* WAL mode: the logical replication slot */
+    char *wal_publication;           /* WAL mode: the publication of the outbox table */
+    int wal_max_in_flight;           /* WAL mode: events held unfinished at once */
+    int wal_max_in_flight_mb;        /* WAL mode: and their rows' bytes, in MiB */
+    int wal_lag_warn_mb;             /* WAL mode: warn when the slot holds more WAL than this */
+    int wal_status_interval_ms;      /* WAL mode: standby status update at least this often */
     int wal_accept_logical_messages; /* WAL mode: pg_logical_emit_message with the prefix is an
                                         event (any role that can connect may send one) */
 

@@ -35,7 +35,10 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
     /* @include "x.cfg" is read beside this file, wherever the relay starts */
     char dir[4096];
     const char *slash = strrchr(path, '/');
-    snprintf(dir, sizeof dir, "%.*s", !slash ? 1 : slash == path ? 1 : (int)(slash - path),
+    snprintf(dir, sizeof dir, "%.*s",
+             !slash          ? 1
+             : slash == path ? 1
+                             : (int)(slash - path),
              slash ? path : ".");
     config_set_include_dir(&lc, dir);
     if (!config_read_file(&lc, path)) {

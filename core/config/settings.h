@@ -12,7 +12,13 @@
 #include "config.h"
 #include "config_read.h"
 
-typedef enum { SETTING_INT, SETTING_DOUBLE, SETTING_STRING, SETTING_ENUM, SETTING_BOOL } setting_type;
+typedef enum {
+    SETTING_INT,
+    SETTING_DOUBLE,
+    SETTING_STRING,
+    SETTING_ENUM,
+    SETTING_BOOL
+} setting_type;
 typedef enum { SETTING_LIVE, SETTING_FIXED } setting_reload;
 
 typedef struct setting_def setting_def;

@@ -46,7 +46,7 @@ void ledger_publish_begin(ledger *rec, const obx_message *msgs, size_t count)
 }
 
 size_t ledger_publish_end(ledger *rec, const obx_message *msgs, size_t count,
-                            const obx_status *accept)
+                          const obx_status *accept)
 {
     size_t accepted = 0;
     pthread_mutex_lock(&rec->lock);
@@ -56,9 +56,9 @@ size_t ledger_publish_end(ledger *rec, const obx_message *msgs, size_t count,
         if ((unsigned)a > OBX_STATUS_MAX) {
             rec->bad_status++;
             ledger_problem(rec,
-                             "accept[%zu] = %d is not an obx_status (publish_batch must write "
-                             "every accept entry)",
-                             i, (int)a);
+                           "accept[%zu] = %d is not an obx_status (publish_batch must write "
+                           "every accept entry)",
+                           i, (int)a);
             a = OBX_RETRIABLE;
         }
         accepted += a == OBX_OK;
@@ -73,9 +73,9 @@ size_t ledger_publish_end(ledger *rec, const obx_message *msgs, size_t count,
             if (s->completions > 0) {
                 rec->refused_completed++;
                 ledger_problem(rec,
-                                 "message %zu was refused at publish (accept %d) but got a "
-                                 "completion",
-                                 i, (int)a);
+                               "message %zu was refused at publish (accept %d) but got a "
+                               "completion",
+                               i, (int)a);
             }
         } else if (s->refusals) {
             rec->bad_refuse++;
@@ -95,13 +95,12 @@ long ledger_complete(ledger *rec, uint64_t token, obx_status status, const char 
     if (rec->closed) {
         rec->after_close++;
         ledger_problem(rec, "token %#llx completed after close had returned",
-                         (unsigned long long)token);
+                       (unsigned long long)token);
     }
     if ((unsigned)status > OBX_STATUS_MAX) {
         rec->bad_status++;
-        ledger_problem(rec,
-                         "completion status %d is not an obx_status (OBX_OK .. OBX_UNAVAILABLE)",
-                         (int)status);
+        ledger_problem(rec, "completion status %d is not an obx_status (OBX_OK .. OBX_UNAVAILABLE)",
+                       (int)status);
     } else {
         rec->status_count[status]++;
         if (rec->in_close)
@@ -111,9 +110,9 @@ long ledger_complete(ledger *rec, uint64_t token, obx_status status, const char 
     if ((uint32_t)(token >> 32) != rec->tag) {
         rec->foreign++;
         ledger_problem(rec,
-                         "completion for token %#llx, which this instance was never given "
-                         "(it belongs to another instance: shared state between instances?)",
-                         (unsigned long long)token);
+                       "completion for token %#llx, which this instance was never given "
+                       "(it belongs to another instance: shared state between instances?)",
+                       (unsigned long long)token);
     } else if (!s || !s->published) {
         rec->unknown++;
         ledger_problem(rec, "completion for unknown token %#llx", (unsigned long long)token);
@@ -125,13 +124,13 @@ long ledger_complete(ledger *rec, uint64_t token, obx_status status, const char 
         if (s->completions >= 2) {
             rec->dup++;
             ledger_problem(rec, "token %#llx completed twice (second status %d, detail \"%s\")",
-                             (unsigned long long)token, (int)status, detail ? detail : "");
+                           (unsigned long long)token, (int)status, detail ? detail : "");
         }
         if (s->accept_known && s->accept != OBX_OK) {
             rec->refused_completed++;
             ledger_problem(rec,
-                             "token %#llx was refused at publish (accept status %d) but completed",
-                             (unsigned long long)token, s->accept);
+                           "token %#llx was refused at publish (accept status %d) but completed",
+                           (unsigned long long)token, s->accept);
         }
     }
     pthread_mutex_unlock(&rec->lock);
@@ -146,16 +145,15 @@ void ledger_refuse(ledger *rec, uint64_t token, const char *detail)
     if (!rec->in_publish || !pthread_equal(rec->publisher, pthread_self())) {
         rec->bad_refuse++;
         ledger_problem(rec, "refuse for token %#llx was called outside publish_batch",
-                         (unsigned long long)token);
+                       (unsigned long long)token);
     } else if (!s || !s->published || s->accept_known) { /* not of the running batch */
         rec->bad_refuse++;
         ledger_problem(rec, "refuse for token %#llx, which is not in the batch being published",
-                         (unsigned long long)token);
+                       (unsigned long long)token);
     } else if (s->refusals < 255 && ++s->refusals >= 2) {
         rec->bad_refuse++;
         ledger_problem(rec, "refuse called twice for token %#llx (second detail \"%.*s\")",
-                         (unsigned long long)token, (int)(len > 80 ? 80 : len),
-                         detail ? detail : "");
+                       (unsigned long long)token, (int)(len > 80 ? 80 : len), detail ? detail : "");
     }
     pthread_mutex_unlock(&rec->lock);
 }

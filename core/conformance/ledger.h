@@ -62,7 +62,7 @@ void ledger_problem(ledger *rec, const char *fmt, ...) __attribute__((format(pri
  * refusals made meanwhile. end returns how many were accepted. */
 void ledger_publish_begin(ledger *rec, const obx_message *msgs, size_t count);
 size_t ledger_publish_end(ledger *rec, const obx_message *msgs, size_t count,
-                            const obx_status *accept);
+                          const obx_status *accept);
 
 /* A completion or a refusal as the driver made it. complete returns the
  * token's slot, or -1 when the token is not one of this ledger's. */

@@ -271,10 +271,11 @@ static int verify_objects(PGconn *conn, const relay_config *cfg, char *why, size
 static int refuse_partitioned(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
 {
     const char *params[] = {cfg->schema, cfg->table};
-    PGresult *res = PQexecParams(conn,
-                                 "SELECT c.relkind = 'p' FROM pg_class c JOIN pg_namespace n"
-                                 " ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
-                                 2, NULL, params, NULL, NULL, 0);
+    PGresult *res =
+        PQexecParams(conn,
+                     "SELECT c.relkind = 'p' FROM pg_class c JOIN pg_namespace n"
+                     " ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
+                     2, NULL, params, NULL, NULL, 0);
     int partitioned = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
                       PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);

@@ -47,8 +47,8 @@ void sql_channel_name(const relay_config *cfg, char *out, size_t cap);
  * its xmax being that transaction's id, or an older relay's lease column
  * says so. Takes no lock. Sessions of other roles are seen only with
  * pg_read_all_stats. */
-#define SQL_HELD(o)                                                                            \
-    "(coalesce(" o "{c.lease_until} >= now(), false) OR " o "xmax::text IN ("                \
+#define SQL_HELD(o)                                                                                \
+    "(coalesce(" o "{c.lease_until} >= now(), false) OR " o "xmax::text IN ("                      \
     "SELECT backend_xid::text FROM pg_stat_activity WHERE backend_xid IS NOT NULL))"
 
 #endif

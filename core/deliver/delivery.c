@@ -117,8 +117,8 @@ void delivery_settle(delivery *d, const settle_item *items, size_t count, decisi
         double r = (double)rand_r(&d->rand_state) / ((double)RAND_MAX + 1.0);
         outcome_decide(&d->policy, &it->v, it->attempt, it->after_failure,
                        pause > 100 ? pause : 100, r, &out[i]);
-        counters_observe_completion(d->st->metrics, d->cfg, it->output, it->route,
-                                    it->offered, it->created_at_us, it->since_ms,
-                                    out[i].outcome, it->v.kind == VERDICT_REFUSED);
+        counters_observe_completion(d->st->metrics, d->cfg, it->output, it->route, it->offered,
+                                    it->created_at_us, it->since_ms, out[i].outcome,
+                                    it->v.kind == VERDICT_REFUSED);
     }
 }

@@ -100,8 +100,8 @@ static slot *find_awaiting(flights *fs, uint64_t key, uint32_t check, flight **i
     return &f->slots[index];
 }
 
-void flight_on_complete(void *arg, uint64_t key, uint32_t check, obx_status status,
-                        int native_code, const char *detail)
+void flight_on_complete(void *arg, uint64_t key, uint32_t check, obx_status status, int native_code,
+                        const char *detail)
 {
     flights *fs = arg;
     flight *f;

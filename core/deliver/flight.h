@@ -100,7 +100,7 @@ void flights_abort(flights *fs, int release);
 
 /* The delivery core's intake (arg: the flights): a completion, from any
  * thread, for the slot its key names, when its check is the batch's. */
-void flight_on_complete(void *arg, uint64_t key, uint32_t check, obx_status status,
-                        int native_code, const char *detail);
+void flight_on_complete(void *arg, uint64_t key, uint32_t check, obx_status status, int native_code,
+                        const char *detail);
 
 #endif

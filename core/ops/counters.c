@@ -14,10 +14,10 @@ const long long counters_bucket_us[STATS_BUCKETS] = {
     1000000, 2500000, 5000000, 10000000, 30000000, 60000000, 300000000, 1800000000, 3600000000LL};
 
 const char *const counters_statement_names[STMT_COUNT] = {[STMT_CLAIM] = "claim",
-                                                       [STMT_RECORD] = "record",
-                                                       [STMT_MARK] = "mark",
-                                                       [STMT_RENEW] = "renew",
-                                                       [STMT_PENDING] = "pending"};
+                                                          [STMT_RECORD] = "record",
+                                                          [STMT_MARK] = "mark",
+                                                          [STMT_RENEW] = "renew",
+                                                          [STMT_PENDING] = "pending"};
 
 /* The longest a healthy thread goes without a beat: a claim and a record
  * statement, each bounded by statement_timeout (the lease, at least 10 s,
@@ -193,8 +193,8 @@ void counters_observe_completion(relay_metrics *m, const relay_config *cfg, size
         atomic_fetch_sub_explicit(&o->in_flight, 1, memory_order_relaxed);
     if (!route)
         return;
-    count_outcome(&counters_route(m, (size_t)(route - cfg->routes) + 1, route->output)->n,
-                  outcome, refused);
+    count_outcome(&counters_route(m, (size_t)(route - cfg->routes) + 1, route->output)->n, outcome,
+                  refused);
     if (outcome != OUTCOME_PUBLISHED)
         return;
     histogram_observe(&o->publish, counters_now_us() - sent_ms * 1000);

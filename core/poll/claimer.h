@@ -12,7 +12,7 @@
 
 typedef struct claimer {
     int ordered, batch_size, min_heads, heads;
-    int calm; /* full claims to take before fewer heads are tried again */
+    int calm;                    /* full claims to take before fewer heads are tried again */
     char *after_type, *after_id; /* the last aggregate claimed; NULL: from the first */
     /* unordered: the last id of this claimer's previous full claim (0: none,
      * from the first row), the highest any claimer sharing `furthest` took,

@@ -92,8 +92,8 @@ static void publish(lane *l)
             snprintf(err, sizeof err, "payload of %lld bytes exceeds max_payload_bytes (%d)",
                      r->payload_bytes, cfg->max_payload_bytes);
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
-        } else if (batch_message(&l->b, i, &l->source, &l->msgs[i], &s->route, err,
-                                 sizeof err) < 0) {
+        } else if (batch_message(&l->b, i, &l->source, &l->msgs[i], &s->route, err, sizeof err) <
+                   0) {
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
         } else {
             l->msgs[i].token = flight_token(l->flight, i);
@@ -140,7 +140,8 @@ void lane_decide(lane *l)
     int failed = 0;
     for (int i = 0; i < l->b.count; i++)
         failed |= !(l->published[i] = slots[i].state == SLOT_DONE && slots[i].status == OBX_OK);
-    if (sh->cfg->ordering == ORDERING_AGGREGATE && failed) /* nothing is behind a failure without one */
+    if (sh->cfg->ordering == ORDERING_AGGREGATE &&
+        failed) /* nothing is behind a failure without one */
         batch_after_failure(&l->b, l->published, l->after_failure);
     else
         memset(l->after_failure, 0, l->b.count * sizeof *l->after_failure);

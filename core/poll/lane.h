@@ -20,9 +20,9 @@ typedef struct lane_shared {
     relay_state *st;
     const relay_config *cfg; /* the worker's generation's */
     delivery *dl;            /* publishes and settles; its outputs are the worker's */
-    int run_length;  /* events of one aggregate per claim: 1 unless all keep order */
-    claimer claimer; /* where the next ordered claim, on either lane, walks from */
-    const char *scope; /* "worker N" */
+    int run_length;          /* events of one aggregate per claim: 1 unless all keep order */
+    claimer claimer;         /* where the next ordered claim, on either lane, walks from */
+    const char *scope;       /* "worker N" */
 } lane_shared;
 
 typedef struct lane {

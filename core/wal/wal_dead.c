@@ -81,8 +81,8 @@ int wal_dead_insert_raw(PGconn *conn, const relay_config *cfg, const wal_row *ro
                         unsigned attempts, const char *error, const char *refusal,
                         uint64_t commit_lsn, char *err, size_t err_size)
 {
-    static const char *const names[WF_COUNT] = {"event_id", "aggregate_type", "aggregate_id",
-                                                "event_type", "payload", "headers",
+    static const char *const names[WF_COUNT] = {"event_id",    "aggregate_type", "aggregate_id",
+                                                "event_type",  "payload",        "headers",
                                                 "destination", "created_at"};
     json_t *raw = json_object();
     for (int f = 0; f < WF_COUNT; f++) {

@@ -26,7 +26,7 @@ typedef struct wal_row {
     char *v[WF_COUNT]; /* NULL for SQL NULL */
     size_t len[WF_COUNT];
     long long created_at_us;
-    size_t size; /* the allocation's bytes: the window's byte bound counts them */
+    size_t size;         /* the allocation's bytes: the window's byte bound counts them */
     const char *invalid; /* why it cannot be an event (static text), or NULL */
 } wal_row;
 

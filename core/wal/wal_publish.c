@@ -18,8 +18,8 @@
 
 /* The delivery core's intake: kept for the relay's thread, which owns the
  * window. */
-static void on_complete(void *arg, uint64_t key, uint32_t check, obx_status status,
-                        int native_code, const char *detail)
+static void on_complete(void *arg, uint64_t key, uint32_t check, obx_status status, int native_code,
+                        const char *detail)
 {
     wal_publisher *p = arg;
     pthread_mutex_lock(&p->lock);
@@ -80,15 +80,15 @@ void wal_publisher_free(wal_publisher *p)
     pthread_cond_destroy(&p->arrived);
 }
 
-/* The dead-letter row is written by the writer's thread; the event stays
+/* The dead-letter row is written by the side thread (wal_side.c); the event stays
  * unfinished (its aggregate waits behind it, the slot is not confirmed past
  * it) until the row is in (bury_written). */
 static void dead_letter(wal_publisher *p, wal_event *ev, const char *error)
 {
     ev->sends++;              /* a late completion of its last send finds nothing */
     ev->state = EV_IN_FLIGHT; /* neither sent again nor finished meanwhile */
-    wal_side_submit(&p->side, ev->seq, p->epoch, ev->row, ev->attempt,
-                           wal_event_commit_lsn(ev), error);
+    wal_side_submit(&p->side, ev->seq, p->epoch, ev->row, ev->attempt, wal_event_commit_lsn(ev),
+                    error);
     ev->row = NULL; /* the writer's now */
 }
 

@@ -29,8 +29,8 @@ typedef struct wal_publisher {
     delivery dl; /* publishes and settles; its outputs */
     arena scratch;
     message_source source;
-    wal_side side; /* dead letters and the slot check, on its own thread and connection */
-    unsigned epoch;       /* the window's: bumped when it is cleared (a reconnect) */
+    wal_side side;  /* dead letters and the slot check, on its own thread and connection */
+    unsigned epoch; /* the window's: bumped when it is cleared (a reconnect) */
     long in_flight;
     int paused; /* the last round found every output paused */
 

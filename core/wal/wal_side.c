@@ -45,7 +45,8 @@ static void check_slot(wal_side *dw, PGconn **db)
     char err[512] = "";
     if (!session(db, cfg, err, sizeof err) ||
         wal_slot_lag(*db, cfg, &bytes, &lost, err, sizeof err) != 0) {
-        log_scoped(OBX_LOG_DEBUG, SCOPE, "slot check: %s", err); /* the stream says when it is gone */
+        log_scoped(OBX_LOG_DEBUG, SCOPE, "slot check: %s",
+                   err); /* the stream says when it is gone */
         return;
     }
     if (lost) {
@@ -164,8 +165,8 @@ void wal_side_stop(wal_side *dw)
     pthread_cond_destroy(&dw->wake);
 }
 
-void wal_side_submit(wal_side *dw, uint64_t seq, unsigned epoch, wal_row *row,
-                            unsigned attempt, uint64_t commit_lsn, const char *error)
+void wal_side_submit(wal_side *dw, uint64_t seq, unsigned epoch, wal_row *row, unsigned attempt,
+                     uint64_t commit_lsn, const char *error)
 {
     dead_job *job = calloc(1, sizeof *job);
     *job = (dead_job){seq, epoch, row, attempt, commit_lsn, strdup(error), NULL};

@@ -46,8 +46,8 @@ int wal_side_slot_lost(wal_side *dw);
 void wal_side_stop(wal_side *dw);
 
 /* Queues the event's dead letter; takes row, copies error. */
-void wal_side_submit(wal_side *dw, uint64_t seq, unsigned epoch, wal_row *row,
-                            unsigned attempt, uint64_t commit_lsn, const char *error);
+void wal_side_submit(wal_side *dw, uint64_t seq, unsigned epoch, wal_row *row, unsigned attempt,
+                     uint64_t commit_lsn, const char *error);
 
 /* The jobs written since the last call (their rows freed); the caller frees
  * the list with wal_side_free_jobs. */

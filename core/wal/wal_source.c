@@ -186,8 +186,8 @@ static int stream(wal_source *src)
             continue;
         }
         int timeout = src->pub.in_flight > 0 || sent ? 2 : 50;
-        long long wait = src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs)
-                                         : wal_window_wait_ms(&src->w, now);
+        long long wait =
+            src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs) : wal_window_wait_ms(&src->w, now);
         if (src->pub.paused && wait <= 0)
             wait = timeout; /* events due wait for the output, not for a clock */
         if (wait >= 0 && wait < timeout)
