@@ -26,6 +26,21 @@ fresh_db() {
 # sql QUERY: run in the test database, unaligned output.
 sql() { psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "$1"; }
 
+# relay_oldest_xact_ms: the age in ms of the oldest open transaction of the
+# relay's sessions in the test database (0: none), from pg_stat_activity.
+relay_oldest_xact_ms() {
+    sql "SELECT coalesce(max(floor(extract(epoch FROM clock_timestamp() - xact_start) * 1000)), 0)::bigint
+         FROM pg_stat_activity WHERE datname = current_database()
+         AND application_name LIKE 'outbox-relay%' AND xact_start IS NOT NULL"
+}
+
+# vacuum_dead TABLE: VACUUM (VERBOSE) TABLE; prints "REMOVED NOT_YET_REMOVABLE"
+# (dead rows an open transaction still holds back are the second).
+vacuum_dead() {
+    psql -qAt -d "$TEST_DB" -c "SET client_min_messages = info" -c "VACUUM (VERBOSE) $1" 2>&1 |
+        sed -n 's/.*tuples: \([0-9]*\) removed, [0-9]* remain, \([0-9]*\) are dead but not yet removable.*/\1 \2/p'
+}
+
 # enqueue_bulk N AGGREGATES [EVENT_TYPE]: N events in one transaction over AGGREGATES aggregates.
 enqueue_bulk() {
     sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $2), '${3:-order.created}',

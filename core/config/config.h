@@ -80,6 +80,7 @@ typedef struct relay_config {
     int lease_ms;
     int poll_interval_ms;
     int shutdown_timeout_ms;
+    int max_transaction_ms; /* a batch awaiting acknowledgements longer is given back */
     ordering_mode ordering;
     dead_policy on_dead;
     int max_attempts;

@@ -146,6 +146,9 @@ static const setting_def table[] = {
      .max = 86400, .def = 30, .scale = 1000, .reload = FIXED},
     INT("relay", "poll_interval_ms", poll_interval_ms, 1, 3600000, 1000, LIVE),
     INT("relay", "shutdown_timeout_ms", shutdown_timeout_ms, 0, 3600000, 10000, FIXED),
+    /* how long a claim's transaction may wait for acknowledgements: it holds the
+     * database's xmin horizon (every table's dead rows) while it is open */
+    INT("relay", "max_transaction_ms", max_transaction_ms, 100, 3600000, 5000, LIVE),
     ENUM("relay", "ordering", ordering, orderings, ORDERING_AGGREGATE, FIXED),
     ENUM("relay", "on_dead", on_dead, policies, DEAD_SKIP, FIXED),
     INT("relay", "max_attempts", max_attempts, 1, 1000000, 10, LIVE),

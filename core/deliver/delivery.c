@@ -74,6 +74,7 @@ size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs, size_t
     d->publishing = msgs;
     d->publishing_count = count;
     d->refusal = refusal;
+    atomic_fetch_add(&oi->host->owed, (long)count); /* completions may come before it returns */
     obx_status rc = oi->host->driver->def.publish_batch(oi->inst, msgs, count, accept);
     d->publishing_count = 0;
     if (rc == OBX_FATAL)
@@ -84,6 +85,7 @@ size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs, size_t
             accepted++;
             continue;
         }
+        atomic_fetch_sub(&oi->host->owed, 1); /* refused: no completion comes */
         if (rc == OBX_FATAL)
             accept[k] = OBX_FATAL;
         if (!refusal[k][0])

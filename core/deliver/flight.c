@@ -20,6 +20,7 @@ void flights_init(flights *fs, int capacity, delivery *dl, const char *scope)
     fs->scope = scope;
     pthread_mutex_init(&fs->lock, NULL);
     pthread_cond_init(&fs->done, NULL);
+    atomic_init(&fs->late, 0);
     for (unsigned k = 0; k < FLIGHT_LANES; k++) {
         flight *f = &fs->lane[k];
         f->set = fs;
@@ -119,10 +120,12 @@ void flight_on_complete(void *arg, uint64_t key, uint32_t check, obx_status stat
             pthread_cond_signal(&fs->done);
     }
     pthread_mutex_unlock(&fs->lock);
-    if (!s)
-        log_scoped(OBX_LOG_WARN, fs->scope,
-                   "driver completed an unknown or finished message (token %llx): ignored",
-                   (unsigned long long)delivery_token(key, check));
+    if (s || atomic_fetch_sub(&fs->late, 1) > 0)
+        return; /* or one given back, completed late */
+    atomic_fetch_add(&fs->late, 1);
+    log_scoped(OBX_LOG_WARN, fs->scope,
+               "driver completed an unknown or finished message (token %llx): ignored",
+               (unsigned long long)delivery_token(key, check));
 }
 
 void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send)
@@ -160,6 +163,24 @@ void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send
         f->awaiting--;
     }
     pthread_mutex_unlock(&fs->lock);
+}
+
+int flight_give_back(flight *f, const char *reason)
+{
+    flights *fs = f->set;
+    int n = 0;
+    pthread_mutex_lock(&fs->lock);
+    for (int i = 0; f->active && i < f->count; i++)
+        if (f->slots[i].state == SLOT_AWAITING) {
+            flight_settle(&f->slots[i], SLOT_DONE, OBX_UNAVAILABLE, reason);
+            f->scratch_index[n++] = i;
+        }
+    f->awaiting = 0;
+    atomic_fetch_add(&fs->late, n);
+    pthread_mutex_unlock(&fs->lock);
+    for (int k = 0; k < n; k++)
+        outputs_stall(&fs->dl->outs, f->slots[f->scratch_index[k]].output);
+    return n;
 }
 
 int flight_left(flight *f)

@@ -59,6 +59,7 @@ struct flights {
     const char *scope; /* for the log */
     pthread_mutex_t lock;
     pthread_cond_t done; /* a lane's first or last completion, or a FATAL one */
+    atomic_long late;    /* given-back messages whose completion may still come */
     flight lane[FLIGHT_LANES];
 };
 
@@ -92,6 +93,12 @@ int flight_answered(flight *f);
 /* Waits up to ms, or until an active lane has no completion left due (or,
  * woken by it, its first completion). */
 void flights_wait(flights *fs, int ms);
+
+/* Gives back f's messages still awaiting a completion: each settles as its
+ * output's outage (UNAVAILABLE: no attempt counted, the output paused) with
+ * reason, and its output's instance is stalled (outputs_stall). A late
+ * completion of one is then ignored quietly. Returns how many. */
+int flight_give_back(flight *f, const char *reason);
 
 /* Closes every instance (completing what they owe, for every lane, as
  * aborted); with release, messages that were still in flight are released

@@ -41,6 +41,7 @@ void outputs_close(outputs *o, size_t i)
     }
     free(oi->host);
     oi->host = NULL;
+    oi->stalled_since_ms = 0;
     gen_release(oi->born);
     oi->born = NULL;
 }
@@ -58,10 +59,40 @@ void outputs_close_broken(outputs *o)
             outputs_close(o, i);
 }
 
-void outputs_mark_all_broken(outputs *o)
+void outputs_stall(outputs *o, size_t i)
 {
-    for (size_t i = 0; i < o->count; i++)
-        atomic_store(&o->out[i].broken, 1);
+    if (!o->out[i].stalled_since_ms)
+        o->out[i].stalled_since_ms = now_ms();
+}
+
+/* Is output i's instance stalled still? It no longer is once it owes nothing. */
+static int still_stalled(outputs *o, size_t i)
+{
+    output_instance *oi = &o->out[i];
+    if (!oi->stalled_since_ms)
+        return 0;
+    long owed = oi->host ? atomic_load(&oi->host->owed) : 0;
+    if (owed > 0)
+        return 1;
+    oi->stalled_since_ms = 0;
+    log_scoped(OBX_LOG_INFO, o->scope, "output %s: its driver answered every message it held",
+               o->gen->cfg->outputs[i].name);
+    return 0;
+}
+
+/* A stalled instance that still owes after 5 leases is re-created: closing
+ * completes what it holds (late: ignored) and a new one owes nothing. */
+static void recreate_if_stuck(outputs *o, size_t i)
+{
+    output_instance *oi = &o->out[i];
+    long long stuck_after = 5LL * o->gen->cfg->lease_ms;
+    if (!still_stalled(o, i) || now_ms() - oi->stalled_since_ms <= stuck_after)
+        return;
+    log_scoped(OBX_LOG_ERROR, o->scope,
+               "output %s: driver still holds %ld messages %lld ms after they were given back: "
+               "re-creating it",
+               o->gen->cfg->outputs[i].name, atomic_load(&oi->host->owed), stuck_after);
+    atomic_store(&oi->broken, 1);
 }
 
 int outputs_ensure(outputs *o, int first)
@@ -70,6 +101,7 @@ int outputs_ensure(outputs *o, int first)
     int all_up = 1;
     for (size_t i = 0; i < o->count; i++) {
         output_instance *oi = &o->out[i];
+        recreate_if_stuck(o, i);
         if (atomic_load(&oi->broken)) {
             outputs_close(o, i);
             atomic_store(&oi->broken, 0);
@@ -120,6 +152,8 @@ int outputs_any_usable(outputs *o)
     for (size_t i = 0; i < o->count; i++) {
         output_health *h = &o->gen->health[i];
         output_instance *oi = &o->out[i];
+        if (still_stalled(o, i))
+            continue; /* neither usable nor probed: it has not answered what it holds */
         if (!health_is_down(h)) {
             usable = 1;
             continue;
@@ -145,7 +179,7 @@ int outputs_any_usable(outputs *o)
 int outputs_may_send(outputs *o, size_t i)
 {
     output_health *h = &o->gen->health[i];
-    if (!o->out[i].inst || atomic_load(&o->out[i].broken))
+    if (!o->out[i].inst || atomic_load(&o->out[i].broken) || still_stalled(o, i))
         return 0;
     if (!health_is_down(h))
         return 1;

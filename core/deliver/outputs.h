@@ -18,6 +18,7 @@ typedef struct output_instance {
     long long retry_at; /* when to try create again */
     int backoff_ms;
     int failed; /* closed after a failure: the next create is a re-creation */
+    long long stalled_since_ms; /* batches given back while it held them (0: not stalled) */
 } output_instance;
 
 typedef struct outputs {
@@ -61,9 +62,14 @@ int outputs_may_send(outputs *o, size_t i);
 void outputs_close(outputs *o, size_t i);
 void outputs_close_all(outputs *o);
 
+/* Output i's instance held messages past relay.max_transaction_ms: their
+ * batch was given back. It gets no more until it has completed (or refused)
+ * everything it holds, so a reconnect or a broker that wakes up sends each
+ * given-back message at most once more; after 5 leases it is re-created. */
+void outputs_stall(outputs *o, size_t i);
+
 /* Closes instances marked broken; they owe completions only close gives. */
 void outputs_close_broken(outputs *o);
-void outputs_mark_all_broken(outputs *o);
 
 /* Serves drivers that poll, each for its share of timeout_ms. Returns 0 when
  * none polls (the caller waits on its own). */

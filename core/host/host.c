@@ -76,6 +76,7 @@ static void complete(void *arg, uint64_t token, obx_status status, int native_co
                      const char *detail)
 {
     host_ctx *ctx = arg;
+    atomic_fetch_sub(&ctx->owed, 1);
     ctx->on_complete(ctx->on_complete_arg, token, status, native_code, detail);
 }
 
@@ -90,6 +91,7 @@ void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *out
                host_complete_fn on_complete, void *arg)
 {
     memset(ctx, 0, sizeof *ctx);
+    atomic_init(&ctx->owed, 0);
     ctx->output = output;
     ctx->driver = driver;
     ctx->on_complete = on_complete;

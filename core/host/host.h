@@ -2,6 +2,8 @@
 #ifndef OBX_HOST_H
 #define OBX_HOST_H
 
+#include <stdatomic.h>
+
 #include "config.h"
 #include "loader.h"
 
@@ -20,6 +22,7 @@ typedef struct host_ctx {
     host_complete_fn on_complete;
     host_refuse_fn on_refuse; /* NULL: refusal reasons are dropped; set after host_init */
     void *on_complete_arg;    /* the first argument of on_complete and on_refuse */
+    atomic_long owed;         /* messages handed to publish_batch, not yet completed or refused */
     char scope[128];          /* log prefix: "output NAME (driver)" */
 } host_ctx;
 

@@ -35,6 +35,7 @@ relay_metrics *counters_new(const relay_config *cfg)
     m->cfg = cfg;
     m->beat_count = cfg->workers + BEAT_EXTRA;
     m->beats = calloc((size_t)m->beat_count, sizeof *m->beats);
+    m->open_since = calloc((size_t)m->beat_count, sizeof *m->open_since);
     m->stale_ms = stale_bound_ms(cfg);
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->add_lock, NULL);
@@ -58,6 +59,7 @@ void counters_free(relay_metrics *m)
         free(r);
     }
     free(m->beats);
+    free(m->open_since);
     free(m);
 }
 
@@ -119,12 +121,31 @@ route_stats *counters_route(relay_metrics *m, size_t position, const char *outpu
     return r;
 }
 
-static _Thread_local atomic_llong *my_beat;
+static _Thread_local atomic_llong *my_beat, *my_open_since;
 
 void counters_thread_register(relay_metrics *m, int slot)
 {
-    my_beat = m && slot >= 0 && slot < m->beat_count ? &m->beats[slot] : NULL;
+    int mine = m && slot >= 0 && slot < m->beat_count;
+    my_beat = mine ? &m->beats[slot] : NULL;
+    my_open_since = mine ? &m->open_since[slot] : NULL;
     counters_beat();
+}
+
+void counters_transaction_since(long long since_ms)
+{
+    if (my_open_since)
+        atomic_store_explicit(my_open_since, since_ms, memory_order_relaxed);
+}
+
+long long counters_oldest_transaction_ms(const relay_metrics *m, long long now)
+{
+    long long oldest = 0;
+    for (int i = 0; m && i < m->beat_count; i++) {
+        long long since = atomic_load_explicit(&m->open_since[i], memory_order_relaxed);
+        if (since && now - since > oldest)
+            oldest = now - since;
+    }
+    return oldest;
 }
 
 void counters_beat(void)

@@ -79,6 +79,7 @@ typedef struct relay_metrics {
     int beat_count;       /* cfg->workers + BEAT_EXTRA */
     atomic_llong *beats;  /* monotonic ms of the last progress; 0: not started */
     long long stale_ms;   /* a beat older than this means the thread is stuck (at start) */
+    atomic_llong *open_since; /* per beat slot: when its oldest open transaction began; 0: none */
     pthread_mutex_t lock; /* guards backlog */
     backlog_snapshot backlog;
 } relay_metrics;
@@ -109,6 +110,11 @@ int counters_stalled(const relay_metrics *m, const relay_config *current, long l
 void counters_thread_name(const relay_config *cfg, const char *worker, int slot, char *out,
                           size_t out_size);
 void counters_beat(void);
+/* This thread's oldest open relay transaction began at since_ms (monotonic;
+ * 0: it has none), for /metrics. */
+void counters_transaction_since(long long since_ms);
+/* The age of the oldest open relay transaction of any thread, 0 when none. */
+long long counters_oldest_transaction_ms(const relay_metrics *m, long long now);
 
 /* A message was handed to output `output` of cfg (in flight until its
  * outcome is observed). */

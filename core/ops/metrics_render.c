@@ -214,6 +214,10 @@ static void heartbeats(FILE *f, relay_state *st, relay_metrics *m)
         fprintf(f, "outbox_relay_thread_heartbeat_age_seconds{thread=\"%s\"} %.3f\n", name,
                 (now - beat) / 1000.0);
     }
+    gauge(f, "outbox_relay_oldest_transaction_age_seconds",
+          "Age of the oldest open claim transaction (it holds the database's xmin horizon; "
+          "bounded by relay.max_transaction_ms while acknowledgements are awaited).",
+          counters_oldest_transaction_ms(m, now) / 1000.0);
 }
 
 /* WAL mode: how much the slot holds back, and whether this process streams. */

@@ -159,13 +159,37 @@ static lane *beside_lane(worker *w)
     return l && l->db.conn && !stopping(w) && !generation_pending(w) ? l : NULL;
 }
 
+/* Gives back the batches that have awaited acknowledgements past
+ * relay.max_transaction_ms: what was acknowledged is recorded, the rest goes
+ * back with no attempt counted (the output's outage, not the events'), and
+ * the transaction ends. A hung or throttling broker holds no transaction,
+ * and so no xmin horizon, for longer than the bound. */
+static void give_back_old(worker *w, long long now)
+{
+    const int bound = w->sh.cfg->max_transaction_ms;
+    char reason[96];
+    snprintf(reason, sizeof reason, "no acknowledgement within %d ms (relay.max_transaction_ms)",
+             bound);
+    for (int k = 0; k < FLIGHT_LANES; k++) {
+        lane *l = &w->lanes[k];
+        if (!l->busy || now - l->claimed_at <= bound)
+            continue;
+        int n = flight_give_back(l->flight, reason);
+        if (n > 0)
+            log_scoped(OBX_LOG_WARN, w->scope,
+                       "%d of %d messages unacknowledged after %d ms: the batch is recorded and "
+                       "they go back with no attempt counted; their output waits until its "
+                       "driver has answered them",
+                       n, l->b.count, bound);
+    }
+}
+
 /* Waits until a busy lane has every completion, renewing the busy lanes'
- * leases; returns early when a claim beside is worth it. A stop's
- * deadline, or a driver stuck for 5 leases, ends every lane's wait. */
+ * leases; returns early when a claim beside is worth it. A stop's deadline
+ * ends every lane's wait; relay.max_transaction_ms a lane's. */
 static void await_lanes(worker *w)
 {
     const relay_config *cfg = w->sh.cfg;
-    const long long stuck_after = 5LL * cfg->lease_ms;
     for (;;) {
         counters_beat(); /* stats: liveness */
         int left = 0, done = 0;
@@ -188,13 +212,9 @@ static void await_lanes(worker *w)
             w->answering = 0;
             return;
         }
-        if (now - busy_lane(w, 0)->claimed_at > stuck_after) {
-            log_scoped(OBX_LOG_ERROR, w->scope,
-                       "driver gave no completion for %d messages in %lld ms: re-creating it", left,
-                       stuck_after);
-            flights_abort(&w->flights, 0);
+        if (now - busy_lane(w, 0)->claimed_at > cfg->max_transaction_ms) {
+            give_back_old(w, now);
             w->answering = 0;
-            outputs_mark_all_broken(&w->dl.outs);
             return;
         }
         outputs_close_broken(&w->dl.outs); /* a broken instance owes what only close gives */
@@ -284,6 +304,8 @@ void *worker_main(void *arg)
     while (!stopping(w) || busy_lane(w, 0)) {
         counters_beat(); /* stats: liveness */
         int rc = one_step(w);
+        lane *oldest = busy_lane(w, 0);
+        counters_transaction_since(oldest ? oldest->claimed_at : 0); /* stats */
         if (rc < 0) {
             nap(w, 100);
         } else if (rc == 1) {

@@ -52,6 +52,8 @@ static const obx_option mem_options[] = {
      "while this file exists the output is unavailable: messages are refused as such"},
     {"refuse_event_type", OBX_OPT_STRING, 0,
      "refuse events of this event_type at publish as retriable, with a reason"},
+    {"hang_file", OBX_OPT_STRING, 0,
+     "while this file exists the \"broker\" hangs: messages are accepted, none is completed"},
     {NULL, 0, 0, NULL},
 };
 
@@ -74,6 +76,7 @@ struct obx_instance {
     const char *retriable_event_type;
     const char *unavailable_file;
     const char *refuse_event_type;
+    const char *hang_file;
     int64_t fatal_after;
     int64_t delay_ms;
     int threaded;
@@ -208,10 +211,16 @@ static void mem_finish(obx_instance *inst, mem_pending *p, obx_status status, co
     p->record = NULL;
 }
 
-/* Takes the oldest pending message if it is due by now_us (any if now_us < 0). */
+static int mem_hung(const obx_instance *inst)
+{
+    return inst->hang_file && access(inst->hang_file, F_OK) == 0;
+}
+
+/* Takes the oldest pending message if it is due by now_us (any if now_us < 0:
+ * closing, when even a hung "broker" gives back what it holds). */
 static int mem_take_due(obx_instance *inst, int64_t now_us, mem_pending *out)
 {
-    if (inst->count == 0)
+    if (inst->count == 0 || (now_us >= 0 && mem_hung(inst)))
         return 0;
     mem_pending *p = &inst->ring[inst->head];
     if (now_us >= 0 && p->due_us > now_us)
@@ -260,6 +269,8 @@ static void *mem_thread(void *arg)
             continue;
         }
         int64_t due = inst->ring[inst->head].due_us;
+        if (mem_hung(inst)) /* look again shortly */
+            due = mem_now_us(CLOCK_MONOTONIC) + 20000;
         if (due > mem_now_us(CLOCK_MONOTONIC)) {
             struct timespec ts;
             mem_abs_deadline(&ts, due);
@@ -309,6 +320,7 @@ static obx_instance *mem_create(const obx_host *host, char *errstr, size_t errst
     host->get_string(ctx, "retriable_event_type", &inst->retriable_event_type);
     host->get_string(ctx, "unavailable_file", &inst->unavailable_file);
     host->get_string(ctx, "refuse_event_type", &inst->refuse_event_type);
+    host->get_string(ctx, "hang_file", &inst->hang_file);
     host->get_int(ctx, "fatal_after", &inst->fatal_after);
     host->get_int(ctx, "delay_ms", &inst->delay_ms);
     host->get_bool(ctx, "threaded", &inst->threaded);

@@ -23,7 +23,8 @@ ENG_TEST=pipeline
 
 # --- 1
 fresh_db eng_pipeline
-write_cfg "$WORK/held.cfg" "workers = 1; batch_size = 50; lease_seconds = 60; shutdown_timeout_ms = 1000;" \
+write_cfg "$WORK/held.cfg" "workers = 1; batch_size = 50; lease_seconds = 60; shutdown_timeout_ms = 1000;
+    max_transaction_ms = 60000;" \
     "delay_ms = 5000; refuse_event_type = \"order.refused\";"
 write_cfg "$WORK/fast.cfg" "workers = 2; batch_size = 50;" ""
 init_db "$WORK/held.cfg"

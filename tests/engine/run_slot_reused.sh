@@ -24,7 +24,7 @@ ENG_TEST=run_slot_reused
 
 fresh_db eng_run_slot_reused
 write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 50; retention = \"delete\";
-    ordering = \"aggregate\"; lease_seconds = 3;" "delay_ms = 10000;"
+    ordering = \"aggregate\"; lease_seconds = 3; max_transaction_ms = 60000;" "delay_ms = 10000;"
 init_db "$WORK/relay.cfg"
 sql "CREATE TABLE go (k text)"
 

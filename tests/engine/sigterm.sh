@@ -16,8 +16,10 @@ ENG_TEST=sigterm
 
 fresh_db eng_sigterm
 write_cfg "$WORK/slow.cfg" "workers = 2; batch_size = 1000; shutdown_timeout_ms = 10000;" "delay_ms = 2000;"
-write_cfg "$WORK/stuck.cfg" "workers = 2; batch_size = 1000; shutdown_timeout_ms = 1000;" "delay_ms = 30000;"
-write_cfg "$WORK/twice.cfg" "workers = 2; batch_size = 1000; lease_seconds = 2; shutdown_timeout_ms = 20000;" \
+write_cfg "$WORK/stuck.cfg" "workers = 2; batch_size = 1000; shutdown_timeout_ms = 1000;
+    max_transaction_ms = 60000;" "delay_ms = 30000;"
+write_cfg "$WORK/twice.cfg" "workers = 2; batch_size = 1000; lease_seconds = 2; shutdown_timeout_ms = 20000;
+    max_transaction_ms = 60000;" \
     "delay_ms = 30000;"
 write_cfg "$WORK/fast.cfg" "workers = 2; batch_size = 1000;" ""
 init_db "$WORK/fast.cfg"

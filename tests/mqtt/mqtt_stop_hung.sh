@@ -13,7 +13,7 @@ N=150
 mq_private stophung 52890
 fresh_db mqtt_stop_hung
 CFG=$PMQ_DIR/relay.cfg
-mq_relay_cfg "$CFG" "$PMQ_URL" obx/stophung "shutdown_timeout_ms = 2000;"
+mq_relay_cfg "$CFG" "$PMQ_URL" obx/stophung "shutdown_timeout_ms = 2000; max_transaction_ms = 60000;"
 "$OBX_BIN" init-db -c "$CFG" >/dev/null || fail "init-db"
 BROKER=$(cat "$PMQ_DIR/mosquitto/mosquitto.pid")
 

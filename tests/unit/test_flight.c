@@ -192,6 +192,35 @@ static void test_publish_settles_slots(void **state)
     assert_int_equal(flight_left(fl), 0);
 }
 
+/* A batch given back at relay.max_transaction_ms: what is still awaited
+ * settles as the output's outage, the instance gets no more messages until
+ * it has completed what it holds, and those late completions change nothing. */
+static void test_give_back(void **state)
+{
+    fixture *f = *state;
+    flight *fl = start(f, 0, 3, OUT_LATE, "late.a");
+    atomic_long *owed = &f->d.outs.out[OUT_LATE].host->owed;
+    complete(f, flight_token(fl, 0), OBX_OK);
+    assert_int_equal(atomic_load(owed), 2);
+
+    assert_int_equal(flight_give_back(fl, "no acknowledgement"), 2);
+    assert_states(fl, "ddd");
+    assert_int_equal(fl->slots[0].status, OBX_OK);
+    assert_int_equal(fl->slots[2].status, OBX_UNAVAILABLE);
+    assert_string_equal(fl->slots[2].detail, "no acknowledgement");
+    assert_int_equal(flight_verdict(&fl->slots[2]).kind, VERDICT_COMPLETED);
+    assert_int_equal(flight_left(fl), 0);
+    assert_false(outputs_may_send(&f->d.outs, OUT_LATE)); /* it still holds two */
+    assert_true(outputs_may_send(&f->d.outs, OUT_PLAIN));
+
+    complete(f, flight_token(fl, 1), OBX_OK); /* late */
+    assert_int_equal(fl->slots[1].status, OBX_UNAVAILABLE);
+    assert_false(outputs_may_send(&f->d.outs, OUT_LATE));
+    complete(f, flight_token(fl, 2), OBX_RETRIABLE);
+    assert_int_equal(atomic_load(&f->fs.late), 0);
+    assert_true(outputs_may_send(&f->d.outs, OUT_LATE)); /* it answered all it held */
+}
+
 int main(int argc, char **argv)
 {
     relay_fixture_driver(argc > 1 ? argv[1] : NULL);
@@ -201,6 +230,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_lanes_route_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fatal_marks_broken, setup, teardown),
         cmocka_unit_test_setup_teardown(test_publish_settles_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_give_back, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
