@@ -26,6 +26,13 @@ fresh_db() {
 # sql QUERY: run in the test database, unaligned output.
 sql() { psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "$1"; }
 
+# ---- a broker that hangs: the relay must not hold a transaction past its bound ----
+# bystander_make: a table of 1,000 rows beside the outbox (autovacuum off).
+bystander_make() {
+    sql "CREATE TABLE bystander (n int) WITH (autovacuum_enabled = off);
+         INSERT INTO bystander SELECT generate_series(1, 1000)" >/dev/null
+}
+
 # relay_oldest_xact_ms: the age in ms of the oldest open transaction of the
 # relay's sessions in the test database (0: none), from pg_stat_activity.
 relay_oldest_xact_ms() {
@@ -34,11 +41,59 @@ relay_oldest_xact_ms() {
          AND application_name LIKE 'outbox-relay%' AND xact_start IS NOT NULL"
 }
 
-# vacuum_dead TABLE: VACUUM (VERBOSE) TABLE; prints "REMOVED NOT_YET_REMOVABLE"
-# (dead rows an open transaction still holds back are the second).
-vacuum_dead() {
-    psql -qAt -d "$TEST_DB" -c "SET client_min_messages = info" -c "VACUUM (VERBOSE) $1" 2>&1 |
-        sed -n 's/.*tuples: \([0-9]*\) removed, [0-9]* remain, \([0-9]*\) are dead but not yet removable.*/\1 \2/p'
+# hang_watch SECONDS: while a broker hangs, samples relay_oldest_xact_ms every
+# 0.2 s into MAX_XACT_MS; meanwhile, as soon as a claim's transaction holds
+# the outbox (its FOR UPDATE lock: pg_locks is read live), deletes every row
+# of the bystander, then VACUUMs it at the end: BYSTANDER_VAC is "REMOVED
+# NOT_YET_REMOVABLE" (dead rows an open transaction still holds back are
+# the second). Fails when no claim was seen in flight.
+hang_watch() {
+    local end=$((SECONDS + $1)) age deleter
+    sql "DO \$\$ BEGIN
+           FOR i IN 1..6000 LOOP
+             IF EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'outbox'::regclass
+                        AND mode = 'RowShareLock' AND pid <> pg_backend_pid()) THEN
+               DELETE FROM bystander; RETURN;
+             END IF;
+             PERFORM pg_sleep(0.01);
+           END LOOP;
+           RAISE 'no claim in flight';
+         END \$\$" >/dev/null &
+    deleter=$!
+    MAX_XACT_MS=0
+    while [ $SECONDS -lt $end ]; do
+        age=$(relay_oldest_xact_ms)
+        if [ "$age" -gt "$MAX_XACT_MS" ]; then MAX_XACT_MS=$age; fi
+        sleep 0.2
+    done
+    wait "$deleter" || fail "no claim was in flight while the broker hung"
+    BYSTANDER_VAC=$(psql -qAt -d "$TEST_DB" -c "SET client_min_messages = info" -c "VACUUM (VERBOSE) bystander" 2>&1 |
+        sed -n 's/.*tuples: \([0-9]*\) removed, [0-9]* remain, \([0-9]*\) are dead but not yet removable.*/\1 \2/p')
+}
+
+# check_hang_bounded BOUND_MS: after hang_watch, no relay transaction was
+# older than BOUND_MS (with 5 s for a busy machine) and the bystander's dead
+# rows were all removable.
+check_hang_bounded() {
+    note "oldest relay transaction while the broker hung: $MAX_XACT_MS ms (bound $1 ms)"
+    [ "$MAX_XACT_MS" -lt $(($1 + 5000)) ] ||
+        fail "a relay transaction stayed open $MAX_XACT_MS ms while the broker hung (bound $1 ms)"
+    expect_eq "bystander VACUUM during the hang: removed, dead but not yet removable" "$BYSTANDER_VAC" "1000 0"
+}
+
+# produce_paced N AGGREGATES: in the background (PRODUCER), N events, 10 every
+# 100 ms, over AGGREGATES aggregates: payload {"n": n}, headers {"seq": "n"},
+# n growing in commit order.
+produce_paced() {
+    (
+        for ((g = 0; g < $1; g += 10)); do
+            sql "SELECT count(outbox_enqueue('Order', 'agg-' || (n % $2), 'order.created',
+                     jsonb_build_object('n', n), jsonb_build_object('seq', n::text)))
+                 FROM generate_series($g + 1, least($g + 10, $1)) n" >/dev/null
+            sleep 0.1
+        done
+    ) &
+    PRODUCER=$!
 }
 
 # enqueue_bulk N AGGREGATES [EVENT_TYPE]: N events in one transaction over AGGREGATES aggregates.
