@@ -1,0 +1,119 @@
+# Helpers for the connection churn and failover tests (tests/engine/churn.sh,
+# failover.sh, max_connections.sh, tests/wal/churn.sh, tests/wal/failover.sh):
+# a RabbitMQ output into a queue of the test's own on the shared broker, a
+# producer writing events while the relay runs, a killer of the relay's own
+# backends, and the broker-side count (rconsume reads the queue back after the
+# run and writes every delivery's event id, compared with the table in SQL).
+# Source after elib.sh (or wlib.sh).
+RCONSUME=${RCONSUME:?RCONSUME must name the rconsume helper}
+CHURN_Q=obx_churn_${ENG_TEST}_$$
+CHURN_X=obx_churn_x
+
+# churn_cfg FILE [RELAY_SETTINGS]: the relay on ${TEST_DSN}, one rabbitmq
+# output (exchange, queue and binding declared by the driver).
+churn_cfg() {
+    cat >"$1" <<CFG
+database = { conninfo = "\${TEST_DSN}"; };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; workers = 2; batch_size = 200; poll_interval_ms = 200;
+          lease_seconds = 5; max_attempts = 1000; ${2:-}
+          backoff = { initial_ms = 100; max_ms = 1000; multiplier = 2.0; jitter = 0.2; }; };
+outputs = ( { name = "rabbit"; driver = "rabbitmq";
+              options = { url = "$AMQP_URL"; declare_exchange = "$CHURN_X"; declare_queue = "$CHURN_Q";
+                          bind_routing_key = "churn.$CHURN_Q.#"; }; } );
+routes = ( { event_type = "*"; aggregate_type = "*"; output = "rabbit";
+             destination = "$CHURN_X/churn.$CHURN_Q.\${event_type}"; } );
+CFG
+}
+churn_queue_cleanup() { "$RCONSUME" "$AMQP_URL" delete "$CHURN_Q" >/dev/null 2>&1 || true; }
+
+# producer_start DSN AGGREGATES BATCH PAUSE: writes events in transactions of
+# BATCH every PAUSE seconds until $WORK/stop_producer exists. The payload's n
+# grows with every batch tried (a failed batch's n are never used again), so
+# each aggregate's n grow in id order: the consumer's order check. Its
+# sessions are named obx_producer (never killed). Counts in $WORK/producer.*.
+producer_start() {
+    local dsn=$1 aggs=$2 batch=$3 pause=$4
+    rm -f "$WORK/stop_producer"
+    (
+        k=0 ok=0 failed=0
+        while [ ! -e "$WORK/stop_producer" ]; do
+            if PGAPPNAME=obx_producer psql -qAt -v ON_ERROR_STOP=1 "$dsn" -c \
+                "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $aggs), 'order.created',
+                    jsonb_build_object('n', g, 'pad', repeat('x', 100)))) FROM generate_series($((k * batch + 1)), $(((k + 1) * batch))) g" \
+                >/dev/null 2>>"$WORK/producer.err"; then
+                ok=$((ok + 1))
+            else
+                failed=$((failed + 1))
+            fi
+            k=$((k + 1))
+            echo "$ok $failed" >"$WORK/producer.count"
+            sleep "$pause"
+        done
+    ) &
+    PRODUCER_PID=$!
+    ENG_PIDS+=("$PRODUCER_PID")
+}
+# producer_stop: waits for the producer's last batch; sets PRODUCED_OK (batches
+# committed) and PRODUCED_FAILED (batches whose commit was refused or unknown).
+producer_stop() {
+    touch "$WORK/stop_producer"
+    wait "$PRODUCER_PID" || true
+    read -r PRODUCED_OK PRODUCED_FAILED <"$WORK/producer.count"
+}
+
+# kill_loop SECONDS: every 1-5 s, terminates the relay's backends: all of
+# them, one at random, or one inside a transaction (looked for up to 2 s),
+# or with WAL_KILLS=1 the walsender instead. Sets KILL_ROUNDS, KILLED
+# (backends ended), KILLED_IN_TXN (of those, in a transaction at the time),
+# KILLED_WALSENDER.
+kill_loop() {
+    local until=$((SECONDS + $1)) what r try
+    RANDOM=$$
+    KILL_ROUNDS=0 KILLED=0 KILLED_IN_TXN=0 KILLED_WALSENDER=0
+    local backends="FROM pg_stat_activity WHERE datname = '$TEST_DB' AND application_name LIKE 'outbox-relay%'
+                    AND pid <> pg_backend_pid()"
+    while [ "$SECONDS" -lt "$until" ]; do
+        sleep "$((1 + RANDOM % 4)).$((RANDOM % 10))"
+        case $((RANDOM % 3)) in
+        0) what="$backends" ;;
+        1) what="$backends ORDER BY random() LIMIT 1" ;;
+        *) if [ "${WAL_KILLS:-0}" = 1 ]; then
+               what="$backends AND backend_type = 'walsender'"
+           else
+               what="$backends AND xact_start IS NOT NULL AND backend_type <> 'walsender' ORDER BY random() LIMIT 1"
+           fi ;;
+        esac
+        for ((try = 0; try < 40; try++)); do
+            r=$(sql "WITH v AS (SELECT pid, xact_start IS NOT NULL AND backend_type <> 'walsender' AS in_txn,
+                                       backend_type = 'walsender' AS ws $what)
+                     SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)), count(*) FILTER (WHERE in_txn),
+                            count(*) FILTER (WHERE ws) FROM v" | tr '|' ' ') || r="0 0 0"
+            [ "${r%% *}" = 0 ] || break
+            sleep 0.05
+        done
+        set -- $r
+        KILL_ROUNDS=$((KILL_ROUNDS + 1))
+        KILLED=$((KILLED + $1)) KILLED_IN_TXN=$((KILLED_IN_TXN + $2)) KILLED_WALSENDER=$((KILLED_WALSENDER + $3))
+        kill -0 "$RELAY_PID" 2>/dev/null || fail "the relay exited during the kills (log: $(tail -3 "$WORK/relay.log"))"
+    done
+}
+
+# broker_check EXPECTED: reads the queue back (rconsume: every message's
+# properties, per-aggregate order of first deliveries, duplicates), then
+# compares the event ids received with the table outbox: none missing, none
+# unknown. Sets BROKER_LINE (rconsume's summary) and BROKER_DUPS.
+broker_check() {
+    local want=$1
+    BROKER_LINE=$("$RCONSUME" "$AMQP_URL" read "$CHURN_Q" "$want" 20000 --ids "$WORK/received.ids") ||
+        fail "broker-side check failed: $BROKER_LINE"
+    sql "DROP TABLE IF EXISTS received; CREATE TABLE received (line bigserial, event_id uuid NOT NULL)"
+    psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "\\copy received(event_id) FROM '$WORK/received.ids'" >/dev/null
+    expect_eq "events in the table never received by the broker's consumer" \
+        "$(sql "SELECT count(*) FROM outbox o WHERE NOT EXISTS (SELECT 1 FROM received r WHERE r.event_id = o.event_id)")" 0
+    expect_eq "events received that are not in the table" \
+        "$(sql "SELECT count(*) FROM received r WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = r.event_id)")" 0
+    BROKER_DUPS=$(sql "SELECT count(*) - count(DISTINCT event_id) FROM received")
+    local order
+    order=$(sed -n 's/.*order_violations=\([0-9]*\).*/\1/p' <<<"$BROKER_LINE")
+    expect_eq "order violations seen by the consumer" "$order" 0
+}
