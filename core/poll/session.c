@@ -107,7 +107,8 @@ int session_connect(session *s, long long deadline, int honour_stop)
         }
         counters_beat(); /* stats: liveness while the database is away */
         s->conn = db_connect(s->st->cfg, "outbox-relay", err, sizeof err);
-        if (s->conn && setup(s, honour_stop ? SESSION_CLAIM : SESSION_OTHER, err, sizeof err) == 0) {
+        if (s->conn &&
+            setup(s, honour_stop ? SESSION_CLAIM : SESSION_OTHER, err, sizeof err) == 0) {
             s->backoff_ms = 0;
             s->retry_at = 0;
             return 0;

@@ -15,8 +15,8 @@ typedef struct session {
     const char *payload_type;
     PGconn *conn;       /* NULL while disconnected */
     int in_transaction; /* a claim's transaction is open (its locks are the lease) */
-    int backoff_ms;      /* the wait after the next failed connect (0: none failed yet) */
-    long long retry_at;  /* no connect before this (ms, monotonic) */
+    int backoff_ms;     /* the wait after the next failed connect (0: none failed yet) */
+    long long retry_at; /* no connect before this (ms, monotonic) */
 
     pthread_mutex_t lock; /* guards cancel and running (read by the engine's thread) */
     PGcancel *cancel;
