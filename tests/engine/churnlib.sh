@@ -30,10 +30,12 @@ churn_queue_cleanup() { "$RCONSUME" "$AMQP_URL" delete "$CHURN_Q" >/dev/null 2>&
 # BATCH every PAUSE seconds until $WORK/stop_producer exists. The payload's n
 # grows with every batch tried (a failed batch's n are never used again), so
 # each aggregate's n grow in id order: the consumer's order check. Its
-# sessions are named obx_producer (never killed). Counts in $WORK/producer.*.
+# sessions are named obx_producer (never killed). Counts in $WORK/producer.*;
+# the batches committed in $WORK/producer.ok (their k: n from k*BATCH+1).
 producer_start() {
     local dsn=$1 aggs=$2 batch=$3 pause=$4
     rm -f "$WORK/stop_producer"
+    : >"$WORK/producer.ok"
     (
         k=0 ok=0 failed=0
         while [ ! -e "$WORK/stop_producer" ]; do
@@ -42,6 +44,7 @@ producer_start() {
                     jsonb_build_object('n', g, 'pad', repeat('x', 100)))) FROM generate_series($((k * batch + 1)), $(((k + 1) * batch))) g" \
                 >/dev/null 2>>"$WORK/producer.err"; then
                 ok=$((ok + 1))
+                echo "$k" >>"$WORK/producer.ok"
             else
                 failed=$((failed + 1))
             fi
