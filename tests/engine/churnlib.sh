@@ -26,18 +26,19 @@ CFG
 }
 churn_queue_cleanup() { "$RCONSUME" "$AMQP_URL" delete "$CHURN_Q" >/dev/null 2>&1 || true; }
 
-# producer_start DSN AGGREGATES BATCH PAUSE: writes events in transactions of
-# BATCH every PAUSE seconds until $WORK/stop_producer exists. The payload's n
+# producer_start DSN AGGREGATES BATCH PAUSE [FIRST_K]: writes events in
+# transactions of BATCH every PAUSE seconds until $WORK/stop_producer exists
+# (FIRST_K: go on after a stopped producer, from PRODUCED_K). The payload's n
 # grows with every batch tried (a failed batch's n are never used again), so
 # each aggregate's n grow in id order: the consumer's order check. Its
 # sessions are named obx_producer (never killed). Counts in $WORK/producer.*;
 # the batches committed in $WORK/producer.ok (their k: n from k*BATCH+1).
 producer_start() {
-    local dsn=$1 aggs=$2 batch=$3 pause=$4
+    local dsn=$1 aggs=$2 batch=$3 pause=$4 first=${5:-0}
     rm -f "$WORK/stop_producer"
-    : >"$WORK/producer.ok"
+    [ "$first" -gt 0 ] || : >"$WORK/producer.ok"
     (
-        k=0 ok=0 failed=0
+        k=$first ok=0 failed=0
         while [ ! -e "$WORK/stop_producer" ]; do
             if PGAPPNAME=obx_producer psql -qAt -v ON_ERROR_STOP=1 "$dsn" -c \
                 "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $aggs), 'order.created',
@@ -49,7 +50,7 @@ producer_start() {
                 failed=$((failed + 1))
             fi
             k=$((k + 1))
-            echo "$ok $failed" >"$WORK/producer.count"
+            echo "$ok $failed $k" >"$WORK/producer.count"
             sleep "$pause"
         done
     ) &
@@ -57,11 +58,12 @@ producer_start() {
     ENG_PIDS+=("$PRODUCER_PID")
 }
 # producer_stop: waits for the producer's last batch; sets PRODUCED_OK (batches
-# committed) and PRODUCED_FAILED (batches whose commit was refused or unknown).
+# committed), PRODUCED_FAILED (batches whose commit was refused or unknown)
+# and PRODUCED_K (the next batch's k).
 producer_stop() {
     touch "$WORK/stop_producer"
     wait "$PRODUCER_PID" || true
-    read -r PRODUCED_OK PRODUCED_FAILED <"$WORK/producer.count"
+    read -r PRODUCED_OK PRODUCED_FAILED PRODUCED_K <"$WORK/producer.count"
 }
 
 # kill_loop SECONDS: every 1-5 s, terminates the relay's backends: all of
@@ -101,22 +103,41 @@ kill_loop() {
     done
 }
 
-# broker_check EXPECTED: reads the queue back (rconsume: every message's
-# properties, per-aggregate order of first deliveries, duplicates), then
-# compares the event ids received with the table outbox: none missing, none
-# unknown. Sets BROKER_LINE (rconsume's summary) and BROKER_DUPS.
-broker_check() {
-    local want=$1
-    BROKER_LINE=$("$RCONSUME" "$AMQP_URL" read "$CHURN_Q" "$want" 20000 --ids "$WORK/received.ids") ||
-        fail "broker-side check failed: $BROKER_LINE"
+# broker_read FILE [EXPECTED]: reads the queue (rconsume checks every
+# message's properties and the order of first deliveries per aggregate);
+# every delivery's event id into FILE. Without EXPECTED, reads until the
+# queue has been quiet for 3 s (the relay stopped before). Sets BROKER_LINE.
+broker_read() {
+    local rc=0 want=${2:-999999999} idle=20000
+    [ -n "${2:-}" ] || idle=3000
+    BROKER_LINE=$("$RCONSUME" "$AMQP_URL" read "$CHURN_Q" "$want" "$idle" --ids "$1") || rc=$?
+    if [ -n "${2:-}" ] && [ "$rc" -ne 0 ]; then fail "broker-side check failed: $BROKER_LINE"; fi
+    expect_eq "consumer: messages with a wrong property ($BROKER_LINE)" "$(sed -n 's/.* bad=\([0-9]*\).*/\1/p' <<<"$BROKER_LINE")" 0
+    expect_eq "consumer: order violations ($BROKER_LINE)" "$(sed -n 's/.*order_violations=\([0-9]*\).*/\1/p' <<<"$BROKER_LINE")" 0
+}
+
+# broker_compare FILE...: the deliveries of FILEs, in that order, against
+# table outbox: none missing, none unknown, and per aggregate the first
+# deliveries in id order (the payload's n). Sets BROKER_DUPS.
+broker_compare() {
+    local f
     sql "DROP TABLE IF EXISTS received; CREATE TABLE received (line bigserial, event_id uuid NOT NULL)"
-    psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "\\copy received(event_id) FROM '$WORK/received.ids'" >/dev/null
+    for f in "$@"; do
+        psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "\\copy received(event_id) FROM '$f'" >/dev/null
+    done
     expect_eq "events in the table never received by the broker's consumer" \
         "$(sql "SELECT count(*) FROM outbox o WHERE NOT EXISTS (SELECT 1 FROM received r WHERE r.event_id = o.event_id)")" 0
     expect_eq "events received that are not in the table" \
         "$(sql "SELECT count(*) FROM received r WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = r.event_id)")" 0
+    expect_eq "events first received after a later event of their aggregate" \
+        "$(sql "SELECT count(*) FROM (SELECT o.id, lag(o.id) OVER (PARTITION BY o.aggregate_id ORDER BY f.line) AS prev
+                FROM (SELECT event_id, min(line) AS line FROM received GROUP BY event_id) f JOIN outbox o USING (event_id)) x
+                WHERE prev > id")" 0
     BROKER_DUPS=$(sql "SELECT count(*) - count(DISTINCT event_id) FROM received")
-    local order
-    order=$(sed -n 's/.*order_violations=\([0-9]*\).*/\1/p' <<<"$BROKER_LINE")
-    expect_eq "order violations seen by the consumer" "$order" 0
+}
+
+# broker_check EXPECTED: broker_read of EXPECTED events, then broker_compare.
+broker_check() {
+    broker_read "$WORK/received.ids" "$1"
+    broker_compare "$WORK/received.ids"
 }
