@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for the connection churn and failover tests (tests/engine/churn.sh,
 # failover.sh, max_connections.sh, tests/wal/churn.sh, tests/wal/failover.sh):
 # a RabbitMQ output into a queue of the test's own on the shared broker, a
@@ -72,7 +73,7 @@ producer_stop() {
 # (backends ended), KILLED_IN_TXN (of those, in a transaction at the time),
 # KILLED_WALSENDER.
 kill_loop() {
-    local until=$((SECONDS + $1)) what r try
+    local until=$((SECONDS + $1)) what r try ended in_txn walsenders
     RANDOM=$$
     KILL_ROUNDS=0 KILLED=0 KILLED_IN_TXN=0 KILLED_WALSENDER=0
     local backends="FROM pg_stat_activity WHERE datname = '$TEST_DB' AND application_name LIKE 'outbox-relay%'
@@ -96,9 +97,9 @@ kill_loop() {
             [ "${r%% *}" = 0 ] || break
             sleep 0.05
         done
-        set -- $r
+        read -r ended in_txn walsenders <<<"$r"
         KILL_ROUNDS=$((KILL_ROUNDS + 1))
-        KILLED=$((KILLED + $1)) KILLED_IN_TXN=$((KILLED_IN_TXN + $2)) KILLED_WALSENDER=$((KILLED_WALSENDER + $3))
+        KILLED=$((KILLED + ended)) KILLED_IN_TXN=$((KILLED_IN_TXN + in_txn)) KILLED_WALSENDER=$((KILLED_WALSENDER + walsenders))
         kill -0 "$RELAY_PID" 2>/dev/null || fail "the relay exited during the kills (log: $(tail -3 "$WORK/relay.log"))"
     done
 }

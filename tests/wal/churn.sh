@@ -2,9 +2,8 @@
 # Connection churn, WAL mode: a producer writes events (batches of 20 over
 # 300 aggregates, rows that stay) while one relay streams them from its slot
 # to RabbitMQ, and its backends are terminated every 1-5 s for
-# WAL_CHURN_SECONDS (60; poll mode's engine_churn runs the full 120 s): all of
-# them (the walsender and the relay's other sessions), one at random, or the
-# walsender. Only the relay's own sessions of the test database are killed.
+# WAL_CHURN_SECONDS (120): all of them (the walsender and the relay's other
+# sessions), one at random, or the walsender. Only the relay's own sessions of the test database are killed.
 # The same relay process must survive and catch up (the slot confirmed past
 # the last commit); then, counted on the broker's side (the queue read back):
 # every committed event received, nothing unknown, each aggregate's events
@@ -18,7 +17,7 @@ eng_extra_cleanup() {
     [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB" || true
 }
 
-SECS=${WAL_CHURN_SECONDS:-60}
+SECS=${WAL_CHURN_SECONDS:-120}
 fresh_wal_db wal_churn
 churn_cfg "$WORK/relay.cfg" "source = \"wal\"; wal = { slot = \"$TEST_DB\"; };"
 init_db "$WORK/relay.cfg"
