@@ -94,20 +94,31 @@ int session_connect(session *s, long long deadline, int honour_stop)
         log_scoped(OBX_LOG_WARN, s->scope, "database connection lost; reconnecting");
         session_disconnect(s);
     }
-    int backoff = 100;
     char err[1024];
-    while (now_ms() < deadline && !(honour_stop && stopping(s))) {
+    for (;;) {
+        long long now = now_ms();
+        if ((honour_stop && stopping(s)) || now >= deadline)
+            return -1;
+        if (now < s->retry_at) { /* backing off: sleep toward it, not past the deadline */
+            long long until = s->retry_at < deadline ? s->retry_at : deadline;
+            counters_beat(); /* stats: liveness while the database is away */
+            usleep(1000 * (until - now < 50 ? until - now : 50));
+            continue;
+        }
         counters_beat(); /* stats: liveness while the database is away */
         s->conn = db_connect(s->st->cfg, "outbox-relay", err, sizeof err);
-        if (s->conn && setup(s, honour_stop ? SESSION_CLAIM : SESSION_OTHER, err, sizeof err) == 0)
+        if (s->conn &&
+            setup(s, honour_stop ? SESSION_CLAIM : SESSION_OTHER, err, sizeof err) == 0) {
+            s->backoff_ms = 0;
+            s->retry_at = 0;
             return 0;
+        }
         session_disconnect(s);
+        int backoff = s->backoff_ms ? s->backoff_ms : 100;
         log_scoped(OBX_LOG_WARN, s->scope, "%s; retrying in %d ms", err, backoff);
-        for (int slept = 0; slept < backoff && !(honour_stop && stopping(s)); slept += 50)
-            usleep(50 * 1000);
-        backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+        s->retry_at = now_ms() + backoff;
+        s->backoff_ms = backoff * 2 > 5000 ? 5000 : backoff * 2;
     }
-    return -1;
 }
 
 static void set_running(session *s, int kind)

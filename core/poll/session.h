@@ -15,6 +15,8 @@ typedef struct session {
     const char *payload_type;
     PGconn *conn;       /* NULL while disconnected */
     int in_transaction; /* a claim's transaction is open (its locks are the lease) */
+    int backoff_ms;     /* the wait after the next failed connect (0: none failed yet) */
+    long long retry_at; /* no connect before this (ms, monotonic) */
 
     pthread_mutex_t lock; /* guards cancel and running (read by the engine's thread) */
     PGcancel *cancel;
@@ -35,7 +37,9 @@ void session_free(session *s);
 /* Connects, prepares and listens; retries with backoff until the deadline
  * (ms, monotonic) passes, or, with honour_stop, a stop is requested (whose
  * cancel of claims then also cancels the prepares, which may wait for a
- * table lock). */
+ * table lock). The backoff outlives the call: a caller that tries once per
+ * loop (a deadline of now) makes an attempt, and logs it, only when the
+ * backoff since the last failed one has passed. */
 int session_connect(session *s, long long deadline, int honour_stop);
 void session_disconnect(session *s);
 

@@ -24,7 +24,7 @@ eng_cleanup() {
     for p in "${ENG_PIDS[@]}"; do
         kill -9 "$p" 2>/dev/null || true
     done
-    if [ "$rc" -eq 0 ]; then
+    if [ "$rc" -eq 0 ] && [ -z "${KEEP_WORK:-}" ]; then
         rm -rf "$WORK"
     else
         echo "--- work dir kept: $WORK" >&2

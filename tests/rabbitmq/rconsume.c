@@ -4,7 +4,9 @@
  *
  *   rconsume URL declare QUEUE [EXCHANGE ROUTING_KEY]   durable queue (+ topic exchange, binding)
  *   rconsume URL purge QUEUE
+ *   rconsume URL delete QUEUE
  *   rconsume URL read QUEUE EXPECTED IDLE_MS [--header-n KEY PREFIX] [--content-type CT]
+ *                     [--ids FILE]
  *
  * read consumes until EXPECTED distinct event ids arrived (then lingers a
  * little to count late duplicates) or nothing came for IDLE_MS. It checks on
@@ -12,8 +14,10 @@
  * headers.event_type, a timestamp, the content type, the headers
  * aggregate_type/aggregate_id/event_id/event_type/created_at, optionally
  * headers[KEY] == PREFIX<n>; and per aggregate that first deliveries come in
- * increasing n (the payload's "n"). Prints one summary line; exits 0 only
- * when unique == EXPECTED and no check failed.
+ * increasing n (the payload's "n"). --ids writes every delivery's event id,
+ * one a line in arrival order, so a test can compare the set with its table.
+ * Prints one summary line; exits 0 only when unique == EXPECTED and no check
+ * failed.
  */
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -102,7 +106,7 @@ static long payload_n(amqp_bytes_t body)
 }
 
 static int do_read(amqp_connection_state_t conn, const char *queue, long expected, int idle_ms,
-                   const char *hkey, const char *hprefix, const char *ctype)
+                   const char *hkey, const char *hprefix, const char *ctype, FILE *ids)
 {
     amqp_basic_qos(conn, 1, 0, 2000, 0);
     die_reply(amqp_get_rpc_reply(conn), "basic.qos");
@@ -171,6 +175,8 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
         if (n < 0)
             bad("payload has no \"n\"", n);
 
+        if (ids)
+            fprintf(ids, "%.*s\n", (int)eid->value.bytes.len, (const char *)eid->value.bytes.bytes);
         delivery_add(seen, eid->value.bytes.bytes, eid->value.bytes.len, agg->value.bytes.bytes,
                      agg->value.bytes.len, n);
         amqp_destroy_envelope(&env);
@@ -208,20 +214,31 @@ int main(int argc, char **argv)
     } else if (strcmp(cmd, "purge") == 0) {
         amqp_queue_purge(conn, 1, amqp_cstring_bytes(queue));
         die_reply(amqp_get_rpc_reply(conn), "queue.purge");
+    } else if (strcmp(cmd, "delete") == 0) {
+        amqp_queue_delete(conn, 1, amqp_cstring_bytes(queue), 0, 0);
+        die_reply(amqp_get_rpc_reply(conn), "queue.delete");
     } else if (strcmp(cmd, "read") == 0 && argc >= 6) {
         const char *hkey = NULL, *hprefix = NULL, *ctype = NULL;
+        FILE *ids = NULL;
         for (int i = 6; i < argc; i++) {
             if (strcmp(argv[i], "--header-n") == 0 && i + 2 < argc) {
                 hkey = argv[++i];
                 hprefix = argv[++i];
             } else if (strcmp(argv[i], "--content-type") == 0 && i + 1 < argc) {
                 ctype = argv[++i];
+            } else if (strcmp(argv[i], "--ids") == 0 && i + 1 < argc) {
+                if (!(ids = fopen(argv[++i], "w"))) {
+                    perror(argv[i]);
+                    return 2;
+                }
             } else {
                 fprintf(stderr, "rconsume: unknown argument %s\n", argv[i]);
                 return 2;
             }
         }
-        rc = do_read(conn, queue, atol(argv[4]), atoi(argv[5]), hkey, hprefix, ctype);
+        rc = do_read(conn, queue, atol(argv[4]), atoi(argv[5]), hkey, hprefix, ctype, ids);
+        if (ids && fclose(ids) != 0)
+            rc = 2;
     } else {
         fprintf(stderr, "rconsume: unknown command %s\n", cmd);
         return 2;
