@@ -1,0 +1,51 @@
+#!/bin/bash
+# A hung Mosquitto holds no relay transaction past relay.max_transaction_ms
+# (issue 29). A PRIVATE broker is SIGSTOPped for 60 s (connected, never
+# answering) while producers commit 100 events/s; max_attempts = 2, so any
+# attempt the hang cost would dead-letter events. No relay transaction older
+# than the 5 s default bound (with a margin for a busy machine), a bystander
+# table's rows deleted during the hang all removable by VACUUM; after
+# SIGCONT every committed event reaches the subscriber, in order per
+# aggregate, none dead; the duplicates are printed.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/mqtt_lib.sh"
+
+HANG_S=60
+BOUND_MS=5000 # relay.max_transaction_ms, the default
+N=7000        # 100 events/s for 70 s: the producers outlast the hang
+mq_private sigstop 52892 true
+fresh_db mqtt_e2e_sigstop
+CFG=$PMQ_DIR/relay.cfg
+mq_relay_cfg "$CFG" "$PMQ_URL" obx/sigstop "max_attempts = 2;"
+"$OBX_BIN" init-db -c "$CFG" >/dev/null || fail "init-db"
+bystander_make
+BROKER=$(cat "$PMQ_DIR/mosquitto/mosquitto.pid")
+
+msub_start sigstop "$PMQ_URL" 'obx/sigstop/#' "$N" -P -T 400 -l 3000
+"$OBX_BIN" run -c "$CFG" 2>"$PMQ_DIR/relay.log" &
+RELAY=$!
+produce_paced $N 50
+MQ_BG_PIDS="$MQ_BG_PIDS $RELAY $PRODUCER"
+trap 'kill -CONT "$BROKER" 2>/dev/null || true; mq_cleanup' EXIT
+published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
+for ((i = 0; i < 300; i++)); do [ "$(published)" -ge 200 ] && break; sleep 0.1; done
+[ "$(published)" -ge 200 ] || fail "nothing published before the hang"
+
+kill -STOP "$BROKER"
+note "broker stopped at $(published) published"
+hang_watch $HANG_S
+DURING=$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")
+kill -CONT "$BROKER"
+note "broker back at $(published) published"
+wait "$PRODUCER"
+for ((i = 0; i < 1800; i++)); do [ "$(published)" -ge "$N" ] && break; sleep 0.1; done
+kill -TERM "$RELAY"
+wait "$RELAY" || { tail -30 "$PMQ_DIR/relay.log" >&2; fail "the relay exited non-zero"; }
+msub_wait
+
+check_hang_bounded $BOUND_MS
+expect_eq "dead rows during the hang" "$DURING" 0
+expect_eq "published rows" "$(published)" "$N"
+expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
+echo "PASS mqtt_e2e_sigstop ($N events, hung ${HANG_S}s, oldest transaction ${MAX_XACT_MS} ms," \
+     "received $(msub_field unique), duplicates $(msub_field duplicates))"
