@@ -38,6 +38,7 @@ static obx_instance *kafka_create(const obx_host *host, char *errstr, size_t err
     size_t value_size = sizeof value;
     if (rd_kafka_conf_get(conf, "message.max.bytes", value, &value_size) == RD_KAFKA_CONF_OK)
         inst->max_msg_size = atoll(value);
+    inst->main_conf = rd_kafka_conf_dup(conf);
     /* the producer that sends one message per batch (kafka_alone.c) */
     inst->alone_conf = rd_kafka_conf_dup(conf);
     if (rd_kafka_conf_set(inst->alone_conf, "batch.num.messages", "1", why, sizeof why) !=
@@ -51,6 +52,7 @@ static obx_instance *kafka_create(const obx_host *host, char *errstr, size_t err
         rd_kafka_conf_destroy(conf); /* not taken over on failure */
         if (inst->alone_conf)
             rd_kafka_conf_destroy(inst->alone_conf);
+        rd_kafka_conf_destroy(inst->main_conf);
         snprintf(errstr, errstr_size, "cannot create producer: %s", why);
         free(inst);
         return NULL;
@@ -87,6 +89,33 @@ static void kafka_serve(obx_instance *inst, int timeout_ms, int flush)
         if (inst->in_flight == 0 || left <= 0 || (!flush && inst->in_flight != before))
             return;
     }
+}
+
+void kafka_recycle(obx_instance *inst)
+{
+    char why[256];
+    if (inst->in_flight > 0 || inst->closed || !inst->main_conf)
+        return; /* an in-flight report belongs to this producer: try again later */
+    rd_kafka_conf_t *conf = rd_kafka_conf_dup(inst->main_conf);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                        "cannot replace the producer of %zu topics: %s", inst->topic_count, why);
+        return;
+    }
+    kafka_topics_free(inst);
+    rd_kafka_destroy(inst->rk);
+    inst->rk = rk;
+    if (inst->rk_alone && inst->alone_agg_count == 0) {
+        rd_kafka_destroy(inst->rk_alone); /* made again when needed */
+        inst->rk_alone = NULL;
+    }
+    inst->recycled++;
+    inst->host->log(inst->host->host_ctx, OBX_LOG_DEBUG,
+                    "producer replaced after %d topics (%zu so far): frees librdkafka's "
+                    "per-topic memory",
+                    KAFKA_TOPICS_MAX, inst->recycled);
 }
 
 static void kafka_poll(obx_instance *inst, int timeout_ms)
@@ -132,6 +161,9 @@ static void kafka_close(obx_instance *inst)
     if (inst->alone_conf)
         rd_kafka_conf_destroy(inst->alone_conf);
     inst->alone_conf = NULL;
+    if (inst->main_conf)
+        rd_kafka_conf_destroy(inst->main_conf);
+    inst->main_conf = NULL;
 }
 
 static void kafka_destroy(obx_instance *inst)

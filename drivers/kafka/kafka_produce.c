@@ -234,8 +234,6 @@ static const char *kafka_key(const obx_instance *inst, const obx_message *m)
     }
 }
 
-#define KAFKA_TOPICS_MAX 4096 /* beyond that, produce by name */
-
 /* The handle for topic `name`, created on first use; NULL past the cap. */
 static rd_kafka_topic_t *kafka_topic(obx_instance *inst, const char *name)
 {
@@ -396,6 +394,8 @@ obx_status kafka_publish_batch(obx_instance *inst, const obx_message *msgs, size
     obx_status held_status[KAFKA_HELD_MAX];
     size_t nheld = 0;
 
+    if (count && inst->topic_count >= KAFKA_TOPICS_MAX)
+        kafka_recycle(inst);
     if (inst->closed || kafka_fatal(inst)) {
         refuse = result = OBX_FATAL;
         snprintf(why, sizeof why, inst->closed ? "closed" : "fatal producer error");

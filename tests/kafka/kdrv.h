@@ -45,5 +45,6 @@ void scenario_topics(const args *a);
 void scenario_unknown(const args *a);
 void scenario_toolarge(const args *a);
 void scenario_hang(const args *a);
+void scenario_manytopics(const args *a);
 
 #endif

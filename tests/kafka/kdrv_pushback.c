@@ -437,3 +437,57 @@ void scenario_hang(const args *a)
     fh_free(fh);
     free(queue);
 }
+
+/* ------------------------------------------------------------ manytopics */
+static long rss_kb(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *fp = fopen("/proc/self/status", "r");
+    while (fp && fgets(line, sizeof line, fp))
+        if (!strncmp(line, "VmRSS:", 6))
+            kb = atol(line + 6);
+    if (fp)
+        fclose(fp);
+    return kb;
+}
+
+/* One message to each of N distinct topics (TOPIC.0, TOPIC.1, ...): all OK;
+ * prints the process's resident memory before and after (a figure). */
+void scenario_manytopics(const args *a)
+{
+    size_t n = a->n ? a->n : 10000;
+    fake_host *fh = fake_from(a, n);
+    obx_instance *inst = create_ok(fh);
+    msg_set s;
+    obx_status accept[500];
+    char(*names)[96] = calloc(n, sizeof *names);
+
+    msgs_init(&s, n, a->topic, 15);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "%s.%zu", a->topic, i);
+        s.m[i].destination = names[i];
+    }
+    /* one topic first: the producer and its connections are up */
+    publish(inst, fh, s.m, 1, accept);
+    fh_wait_settled(fh, inst, 30000);
+    long before = rss_kb();
+    long long t0 = kdrv_now_ms();
+    for (size_t i = 1; i < n; i += 500) {
+        size_t c = n - i < 500 ? n - i : 500;
+        publish(inst, fh, s.m + i, c, accept);
+        fh_wait_settled(fh, inst, 60000);
+    }
+    long after = rss_kb();
+    size_t ok = fh_count_status(fh, 0, n, OBX_OK);
+    fprintf(stderr,
+            "manytopics: %zu/%zu delivered to %zu topics in %lld ms; resident %ld KB before, %ld "
+            "KB after: %.1f KB per topic\n",
+            ok, n, n, kdrv_now_ms() - t0, before, after, (double)(after - before) / (double)n);
+    if (ok != n)
+        failf("manytopics: %zu of %zu delivered: \"%s\"", ok, n, fh->last_detail);
+    close_checked(inst, fh, "manytopics");
+    msg_set_free(&s);
+    fh_free(fh);
+    free(names);
+}
