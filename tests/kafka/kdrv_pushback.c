@@ -316,7 +316,7 @@ void scenario_toolarge(const args *a)
 
 void scenario_hang(const args *a)
 {
-    size_t n = a->n ? a->n : 10000, sent = 0, ok = 0, unavailable = 0, charged = 0, probes = 0;
+    size_t n = a->n ? a->n : 20000, sent = 0, ok = 0, unavailable = 0, charged = 0, probes = 0;
     fake_host *fh = fake_from(a, n);
     obx_instance *inst = create_ok(fh);
     obx_status accept[20];
@@ -359,7 +359,9 @@ void scenario_hang(const args *a)
             size_t bn = 0;
             while (bn < 20 && next < qn)
                 batch[bn++] = s.m[queue[next++]];
-            while (bn < 20 && sent < n)
+            /* a steady stream: 20 fresh messages per 10 ms of the run */
+            size_t due = (size_t)((now - t0) / 10 + 1) * 20;
+            while (bn < 20 && sent < n && sent < due)
                 batch[bn++] = s.m[sent++];
             if (bn) {
                 fh_publish(fh, inst, batch, bn, accept);
@@ -424,6 +426,8 @@ void scenario_hang(const args *a)
         kill(a->kmock, SIGCONT);
         failf("hang: finished before the brokers were stopped and continued");
     }
+    if (!unavailable)
+        failf("hang: no message met the hang (none completed or refused UNAVAILABLE)");
     fprintf(stderr,
             "hang: %zu/%zu acknowledged; brokers hung %lld ms; %zu UNAVAILABLE (offered again, "
             "no attempt), %zu charged to events (RETRIABLE/PERMANENT); paused %lld ms in all, "
