@@ -7,7 +7,7 @@
  *        [-o option=value]... [-p property=value]... [-K KMOCK_PID]
  *
  * Scenarios: basic, abort, timeout, badprop, oversize, faults, recover, probe (see below);
- * topics, unknown, toolarge, hang, manytopics (kdrv_pushback.c).
+ * topics, unknown, toolarge, hang, manytopics, queuefull, denied (kdrv_pushback.c).
  * -e writes the event ids completed OK, one a line, for the consumer check.
  * Exit 0 on success; every failed check prints "FAIL: ..." and exits 1.
  * The host is tests/common's recording host (the relay's own, with refuse:
@@ -627,6 +627,10 @@ int main(int argc, char **argv)
         scenario_hang(&a);
     else if (!strcmp(scenario, "manytopics"))
         scenario_manytopics(&a);
+    else if (!strcmp(scenario, "queuefull"))
+        scenario_queuefull(&a);
+    else if (!strcmp(scenario, "denied"))
+        scenario_denied(&a);
     else {
         fprintf(stderr, "kdrv: unknown scenario \"%s\"\n", scenario);
         return 2;

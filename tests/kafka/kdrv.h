@@ -46,5 +46,7 @@ void scenario_unknown(const args *a);
 void scenario_toolarge(const args *a);
 void scenario_hang(const args *a);
 void scenario_manytopics(const args *a);
+void scenario_queuefull(const args *a);
+void scenario_denied(const args *a);
 
 #endif

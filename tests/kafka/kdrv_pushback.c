@@ -495,3 +495,83 @@ void scenario_manytopics(const args *a)
     fh_free(fh);
     free(names);
 }
+
+/* ------------------------------------------------------------ queuefull */
+/* librdkafka's local queue holds 10 messages (queue.buffering.max.messages
+ * from the command line): of a batch of 50 the rest is refused UNAVAILABLE
+ * (pushback), and offered again everything is delivered. */
+void scenario_queuefull(const args *a)
+{
+    size_t n = 50, refused = 0, rounds = 0;
+    fake_host *fh = fake_from(a, n);
+    obx_instance *inst = create_ok(fh);
+    msg_set s;
+    obx_status accept[50];
+
+    msgs_init(&s, n, a->topic, 16);
+    publish(inst, fh, s.m, n, accept);
+    for (size_t i = 0; i < n; i++) {
+        if (accept[i] == OBX_OK)
+            continue;
+        refused++;
+        if (accept[i] != OBX_UNAVAILABLE || !strstr(fh->tok[i].detail, "ueue full"))
+            failf("queuefull: message %zu refused %d \"%s\" (want UNAVAILABLE, queue full)", i,
+                  accept[i], fh->tok[i].detail);
+    }
+    fprintf(stderr, "queuefull: %zu of %zu refused: \"%s\"\n", refused, n, fh->last_refusal);
+    if (!refused)
+        failf("queuefull: nothing refused with a queue of 10");
+    while (fh_count_status(fh, 0, n, OBX_OK) < n && rounds++ < 100) {
+        fh_wait_settled(fh, inst, 10000);
+        for (size_t i = 0; i < n; i++) /* refused: offered again, one batch at a time */
+            if (!fh->tok[i].completions && !fh->tok[i].in_flight)
+                publish(inst, fh, &s.m[i], 1, accept);
+    }
+    fh_wait_settled(fh, inst, 10000);
+    if (fh_count_status(fh, 0, n, OBX_OK) != n)
+        failf("queuefull: %zu of %zu delivered", fh_count_status(fh, 0, n, OBX_OK), n);
+    close_checked(inst, fh, "queuefull");
+    msg_set_free(&s);
+    fh_free(fh);
+}
+
+/* ------------------------------------------------------------ denied */
+/* A produce request answered TOPIC_AUTHORIZATION_FAILED (in-process mock):
+ * RETRIABLE by default, PERMANENT with -o authorization_permanent=true
+ * (KDRV_WANT_PERMANENT=1 says which is expected). */
+void scenario_denied(const args *a)
+{
+    mock mk;
+    size_t n = 5;
+    msg_set s;
+    obx_status accept[5];
+    const char *env = getenv("KDRV_WANT_PERMANENT");
+    obx_status want = env && *env == '1' ? OBX_PERMANENT : OBX_RETRIABLE;
+
+    mock_start(&mk);
+    rd_kafka_mock_topic_create(mk.mc, a->topic, 1, 1);
+    fake_host *fh = fake_on(a, mk.bootstrap, n);
+    obx_instance *inst = create_ok(fh);
+    msgs_init(&s, n, a->topic, 17);
+    if (def->probe(inst, 5000) != OBX_OK)
+        failf("denied: the mock does not answer");
+    rd_kafka_mock_push_request_errors(mk.mc, KDRV_API_PRODUCE, 1,
+                                      RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    publish(inst, fh, s.m, n, accept);
+    fh_wait_settled(fh, inst, 30000);
+    size_t denied = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fh_token *t = &fh->tok[i];
+        if (t->status == want && strstr(t->detail, "uthorization"))
+            denied++;
+        else if (t->status != OBX_OK)
+            failf("denied: message %zu: %d \"%s\" (want %d)", i, t->status, t->detail, want);
+    }
+    fprintf(stderr, "denied: %zu of %zu completed %d: \"%s\"\n", denied, n, want, fh->last_detail);
+    if (!denied)
+        failf("denied: the injected answer reached no message");
+    close_checked(inst, fh, "denied");
+    msg_set_free(&s);
+    fh_free(fh);
+    mock_stop(&mk);
+}
