@@ -314,10 +314,41 @@ void scenario_toolarge(const args *a)
 #define HANG_IN_FLIGHT_MAX 1000 /* what a host with a few batches out has in flight */
 #define HANG_PROBE_EVERY_MS 1000
 
+/* What is hung: the private kmock process (SIGSTOP), or with -K absent one
+ * broker of an in-process 3-broker mock (its answers delayed an hour). */
+typedef struct hang_target {
+    pid_t kmock;
+    mock mk;
+} hang_target;
+
+static void hang_set(hang_target *h, int hung)
+{
+    if (h->kmock > 0)
+        kill(h->kmock, hung ? SIGSTOP : SIGCONT);
+    else
+        rd_kafka_mock_broker_set_rtt(h->mk.mc, 1, hung ? 3600 * 1000 : 0);
+}
+
 void scenario_hang(const args *a)
 {
+    hang_target h = {.kmock = a->kmock};
+    if (h.kmock <= 0) { /* one broker of three: the others keep answering */
+        char err[256];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err);
+        h.mk.rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+        if (!h.mk.rk || !(h.mk.mc = rd_kafka_mock_cluster_new(h.mk.rk, 3))) {
+            fprintf(stderr, "FAIL: mock cluster: %s\n", err);
+            exit(1);
+        }
+        snprintf(h.mk.bootstrap, sizeof h.mk.bootstrap, "%s",
+                 rd_kafka_mock_cluster_bootstraps(h.mk.mc));
+        rd_kafka_mock_topic_create(h.mk.mc, a->topic, 6, 1);
+        for (int p = 0; p < 6; p++) /* partitions 0, 3 led by the broker that hangs */
+            rd_kafka_mock_partition_set_leader(h.mk.mc, a->topic, p, 1 + p % 3);
+    }
     size_t n = a->n ? a->n : 20000, sent = 0, ok = 0, unavailable = 0, charged = 0, probes = 0;
-    fake_host *fh = fake_from(a, n);
+    fake_host *fh = h.kmock > 0 ? fake_from(a, n) : fake_on(a, h.mk.bootstrap, n);
     obx_instance *inst = create_ok(fh);
     obx_status accept[20];
     msg_set s;
@@ -328,20 +359,16 @@ void scenario_hang(const args *a)
     size_t *queue = malloc((2 * n + 20) * sizeof *queue), qn = 0, next = 0;
     int paused = 0;
 
-    if (a->kmock <= 0) {
-        failf("hang: -K KMOCK_PID required");
-        return;
-    }
     msgs_init(&s, n, a->topic, 14);
     for (;;) {
         long long now = kdrv_now_ms();
         if (!stop_at && now - t0 >= 2000) {
-            kill(a->kmock, SIGSTOP);
+            hang_set(&h, 1);
             stop_at = now;
             fprintf(stderr, "hang: brokers STOPPED with %zu sent\n", sent);
         }
         if (stop_at && !cont_at && now - stop_at >= hang_ms) {
-            kill(a->kmock, SIGCONT);
+            hang_set(&h, 0);
             cont_at = now;
             fprintf(stderr, "hang: brokers CONTINUED, %zu acknowledged\n", ok);
         }
@@ -423,7 +450,7 @@ void scenario_hang(const args *a)
         }
     }
     if (!cont_at) {
-        kill(a->kmock, SIGCONT);
+        hang_set(&h, 0);
         failf("hang: finished before the brokers were stopped and continued");
     }
     if (!unavailable)
@@ -440,6 +467,16 @@ void scenario_hang(const args *a)
     msg_set_free(&s);
     fh_free(fh);
     free(queue);
+    const char *consume = getenv("KDRV_CONSUME_TO"); /* the consumer reads the in-process mock */
+    if (h.kmock <= 0 && consume && getenv("KCONSUME")) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "\"%s\" -b %s -t %s -i 10000 -k > \"%s\"", getenv("KCONSUME"),
+                 h.mk.bootstrap, a->topic, consume);
+        if (system(cmd) != 0)
+            failf("hang: consumer failed: %s", cmd);
+    }
+    if (h.kmock <= 0)
+        mock_stop(&h.mk);
 }
 
 /* ------------------------------------------------------------ manytopics */
