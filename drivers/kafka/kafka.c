@@ -34,31 +34,30 @@ static obx_instance *kafka_create(const obx_host *host, char *errstr, size_t err
         free(inst);
         return NULL;
     }
+    char value[32];
+    size_t value_size = sizeof value;
+    if (rd_kafka_conf_get(conf, "message.max.bytes", value, &value_size) == RD_KAFKA_CONF_OK)
+        inst->max_msg_size = atoll(value);
+    inst->main_conf = rd_kafka_conf_dup(conf);
+    /* the producer that sends one message per batch (kafka_alone.c) */
+    inst->alone_conf = rd_kafka_conf_dup(conf);
+    if (rd_kafka_conf_set(inst->alone_conf, "batch.num.messages", "1", why, sizeof why) !=
+        RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(inst->alone_conf);
+        inst->alone_conf = NULL;
+    }
     /* connects lazily: an unreachable cluster shows up as delivery timeouts */
     inst->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
     if (!inst->rk) {
         rd_kafka_conf_destroy(conf); /* not taken over on failure */
+        if (inst->alone_conf)
+            rd_kafka_conf_destroy(inst->alone_conf);
+        rd_kafka_conf_destroy(inst->main_conf);
         snprintf(errstr, errstr_size, "cannot create producer: %s", why);
         free(inst);
         return NULL;
     }
     return inst;
-}
-
-static void kafka_poll(obx_instance *inst, int timeout_ms)
-{
-    if (!inst->closed)
-        rd_kafka_poll(inst->rk, timeout_ms);
-}
-
-static size_t kafka_flush(obx_instance *inst, int timeout_ms)
-{
-    if (inst->closed)
-        return 0;
-    /* rd_kafka_flush serves delivery reports while it waits */
-    rd_kafka_flush(inst->rk, timeout_ms);
-    rd_kafka_poll(inst->rk, 0);
-    return inst->in_flight;
 }
 
 static int64_t kafka_now_ms(void)
@@ -68,6 +67,71 @@ static int64_t kafka_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+#define KAFKA_SLICE_MS 10 /* with two producers, each is served this often */
+
+/* Serves both producers' reports for up to timeout_ms; with one producer,
+ * one wait. Returns early once something completed. */
+static void kafka_serve(obx_instance *inst, int timeout_ms, int flush)
+{
+    if (!inst->rk_alone) {
+        if (flush)
+            rd_kafka_flush(inst->rk, timeout_ms); /* serves delivery reports while it waits */
+        rd_kafka_poll(inst->rk, flush ? 0 : timeout_ms);
+        return;
+    }
+    int64_t deadline = kafka_now_ms() + timeout_ms;
+    size_t before = inst->in_flight;
+    for (;;) {
+        int64_t left = deadline - kafka_now_ms();
+        int slice = left < KAFKA_SLICE_MS ? (left > 0 ? (int)left : 0) : KAFKA_SLICE_MS;
+        rd_kafka_poll(inst->rk_alone, 0);
+        rd_kafka_poll(inst->rk, slice);
+        if (inst->in_flight == 0 || left <= 0 || (!flush && inst->in_flight != before))
+            return;
+    }
+}
+
+void kafka_recycle(obx_instance *inst)
+{
+    char why[256];
+    if (inst->in_flight > 0 || inst->closed || !inst->main_conf)
+        return; /* an in-flight report belongs to this producer: try again later */
+    rd_kafka_conf_t *conf = rd_kafka_conf_dup(inst->main_conf);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                        "cannot replace the producer of %zu topics: %s", inst->topic_count, why);
+        return;
+    }
+    kafka_topics_free(inst);
+    rd_kafka_destroy(inst->rk);
+    inst->rk = rk;
+    if (inst->rk_alone && inst->alone_agg_count == 0) {
+        rd_kafka_destroy(inst->rk_alone); /* made again when needed */
+        inst->rk_alone = NULL;
+    }
+    inst->recycled++;
+    inst->host->log(inst->host->host_ctx, OBX_LOG_DEBUG,
+                    "producer replaced after %d topics (%zu so far): frees librdkafka's "
+                    "per-topic memory",
+                    KAFKA_TOPICS_MAX, inst->recycled);
+}
+
+static void kafka_poll(obx_instance *inst, int timeout_ms)
+{
+    if (!inst->closed)
+        kafka_serve(inst, timeout_ms, 0);
+}
+
+static size_t kafka_flush(obx_instance *inst, int timeout_ms)
+{
+    if (inst->closed)
+        return 0;
+    kafka_serve(inst, timeout_ms, 1);
+    return inst->in_flight;
+}
+
 static void kafka_close(obx_instance *inst)
 {
     int64_t deadline;
@@ -75,10 +139,14 @@ static void kafka_close(obx_instance *inst)
         return;
     rd_kafka_poll(inst->rk, 0); /* acknowledgements already in stay OK */
     rd_kafka_purge(inst->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    if (inst->rk_alone) {
+        rd_kafka_poll(inst->rk_alone, 0);
+        rd_kafka_purge(inst->rk_alone, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    }
     /* every purged message gets a report (PURGE_QUEUE/PURGE_INFLIGHT): completed retriable */
     deadline = kafka_now_ms() + KAFKA_CLOSE_DRAIN_MS;
     while (inst->in_flight > 0 && kafka_now_ms() < deadline)
-        rd_kafka_poll(inst->rk, 100);
+        kafka_serve(inst, 100, 0);
     if (inst->in_flight > 0)
         inst->host->log(inst->host->host_ctx, OBX_LOG_ERROR,
                         "%zu messages got no delivery report before close", inst->in_flight);
@@ -87,6 +155,15 @@ static void kafka_close(obx_instance *inst)
     kafka_topics_free(inst);
     rd_kafka_destroy(inst->rk);
     inst->rk = NULL;
+    if (inst->rk_alone)
+        rd_kafka_destroy(inst->rk_alone);
+    inst->rk_alone = NULL;
+    if (inst->alone_conf)
+        rd_kafka_conf_destroy(inst->alone_conf);
+    inst->alone_conf = NULL;
+    if (inst->main_conf)
+        rd_kafka_conf_destroy(inst->main_conf);
+    inst->main_conf = NULL;
 }
 
 static void kafka_destroy(obx_instance *inst)

@@ -39,6 +39,7 @@ struct obx_instance {
     uint64_t published;
     struct kafka_failed {
         uint64_t aggregate, upto;
+        obx_status status; /* what the later ones complete with (kafka_held_status) */
     } failed[64];
     size_t failed_count, failed_next;
     /* Topic handles by name: producing by name alone leaves a new topic's
@@ -46,6 +47,31 @@ struct obx_instance {
      * delivery instead of 2 ms). */
     rd_kafka_topic_t **topics;
     size_t topic_count, topic_cap;
+    /* librdkafka keeps every topic a producer ever used until the producer
+     * is destroyed (measured: 8.9 KB each with 4 partitions); past
+     * KAFKA_TOPICS_MAX the producer is replaced when nothing is in flight
+     * (kafka_recycle). A copy of its configuration for that: */
+    rd_kafka_conf_t *main_conf;
+    size_t recycled;      /* producers replaced so far */
+    int64_t max_msg_size; /* message.max.bytes: larger messages are refused before sending */
+    /*
+     * Sent alone (kafka_alone.c): a broker answers MSG_SIZE_TOO_LARGE for a
+     * whole request, so every message in it gets the answer. Such a message
+     * is not judged on that: it is offered again and then sent through a
+     * second producer that puts one message in each batch, where the answer
+     * is about it alone. The events to send alone are kept by event id hash;
+     * an aggregate with messages in flight on that producer sends its later
+     * ones there too, so they stay in order.
+     */
+    rd_kafka_conf_t *alone_conf; /* for the second producer, made on first need */
+    rd_kafka_t *rk_alone;
+    uint64_t suspects[1024];
+    size_t suspect_count, suspect_next;
+    struct kafka_alone_agg {
+        uint64_t aggregate;
+        size_t in_flight;
+    } alone_aggs[64];
+    size_t alone_agg_count;
 };
 
 /* The driver's options and what the host enforces for them. (kafka_conf.c) */
@@ -72,8 +98,39 @@ void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaq
 
 /* Releases the topic handles; before rd_kafka_destroy. (kafka_produce.c) */
 void kafka_topics_free(obx_instance *inst);
+#define KAFKA_TOPICS_MAX 1024 /* topic handles per producer; then recycled or by name */
+/* Replaces the producer by a new one when it has used KAFKA_TOPICS_MAX
+ * topics and nothing is in flight, which frees librdkafka's per-topic
+ * memory. (kafka.c) */
+void kafka_recycle(obx_instance *inst);
 
-/* Maps a librdkafka error to an obx_status for this instance's policy. */
+/* Maps a librdkafka error to an obx_status for this instance's policy:
+ * the pushback answers (timeouts, transport, a full queue, a leader away)
+ * are UNAVAILABLE (kafka_unavailable), never a verdict on the message. */
 obx_status kafka_classify(const obx_instance *inst, rd_kafka_resp_err_t err);
+
+/* Local checks before sending. (kafka_check.c) */
+/* 1 with the reason in why when NAME cannot be a Kafka topic. */
+int kafka_topic_illegal(const char *name, char *why, size_t why_size);
+/* librdkafka's fixed allowance per record (length, attributes, timestamp,
+ * offset, key, value and header count fields at their widest). */
+#define KAFKA_RECORD_MAX_OVERHEAD 36
+/* A message's size as librdkafka compares it to message.max.bytes. */
+size_t kafka_wire_size(size_t key_len, size_t value_len, const rd_kafka_headers_t *hdrs);
+/* FNV-1a of a string, for event ids. */
+uint64_t kafka_hash(const char *s);
+
+/* Sending alone. (kafka_alone.c) */
+int kafka_suspect(const obx_instance *inst, uint64_t event);
+void kafka_suspect_add(obx_instance *inst, uint64_t event);
+void kafka_suspect_remove(obx_instance *inst, uint64_t event);
+/* Does AGGREGATE have messages in flight on the alone producer? */
+int kafka_alone_busy(const obx_instance *inst, uint64_t aggregate);
+/* Counts one more (take) or one less (release) in flight alone for
+ * AGGREGATE; take returns -1 when the table is full. */
+int kafka_alone_take(obx_instance *inst, uint64_t aggregate);
+void kafka_alone_release(obx_instance *inst, uint64_t aggregate);
+/* The alone producer, made on first use; NULL with the reason. */
+rd_kafka_t *kafka_alone_rk(obx_instance *inst, char *why, size_t why_size);
 
 #endif

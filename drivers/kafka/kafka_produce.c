@@ -9,8 +9,16 @@
  * fails, the aggregate is remembered with the number of the last message
  * published so far; a later report of that aggregate up to that number is
  * turned into a failure, so no later message of an aggregate is
- * acknowledged ahead of a failed one. While every broker is down the batch
- * is refused UNAVAILABLE, and timeouts then complete UNAVAILABLE.
+ * acknowledged ahead of a failed one; they complete UNAVAILABLE when the
+ * failure was the output's state, RETRIABLE otherwise. While every broker
+ * is down the batch is refused UNAVAILABLE.
+ *
+ * Whose fault: pushback (timeouts, transport, a full queue, a leader away:
+ * kafka_classify) is the output's state, UNAVAILABLE; what one message
+ * cannot be (an illegal topic name, over message.max.bytes) is refused
+ * before sending, PERMANENT with the reason; a broker's verdict on a whole
+ * batch (too large, invalid record) is not charged to each message in it
+ * (kafka_alone.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,36 +34,67 @@ typedef struct kafka_msg {
     uint64_t token;
     uint64_t number;    /* 1, 2, 3... per instance, in publish order */
     uint64_t aggregate; /* hash of aggregate type and id */
+    uint64_t event;     /* hash of the event id */
+    size_t size;        /* as compared with message.max.bytes */
+    int alone;          /* sent through the alone producer */
 } kafka_msg;
 
 #define KAFKA_HELD_DETAIL "not sent in order: an earlier event of its aggregate failed"
 #define KAFKA_PUBLISH_CHECK_MS 200 /* while down: does a broker answer again? */
 
 /* Remember that km's aggregate failed: its messages published so far must not succeed. */
-static void kafka_remember_failure(obx_instance *inst, const kafka_msg *km)
+static void kafka_remember_failure(obx_instance *inst, const kafka_msg *km, obx_status status)
 {
     size_t n = sizeof inst->failed / sizeof *inst->failed;
-    inst->failed[inst->failed_next] = (struct kafka_failed){km->aggregate, inst->published};
+    inst->failed[inst->failed_next] = (struct kafka_failed){km->aggregate, inst->published, status};
     inst->failed_next = (inst->failed_next + 1) % n;
     if (inst->failed_count < n)
         inst->failed_count++;
 }
 
-/* Was an earlier message of km's aggregate failed while km was in flight? */
-static int kafka_after_failure(const obx_instance *inst, const kafka_msg *km)
+/* What a message held back by a failure of STATUS completes with: the
+ * output's state stays the output's state, anything else is retried. */
+static obx_status kafka_held_status(obx_status status)
+{
+    return status == OBX_UNAVAILABLE ? OBX_UNAVAILABLE : OBX_RETRIABLE;
+}
+
+/* Was an earlier message of km's aggregate failed while km was in flight?
+ * OBX_OK when not, else what km completes with. */
+static obx_status kafka_after_failure(const obx_instance *inst, const kafka_msg *km)
 {
     for (size_t i = 0; i < inst->failed_count; i++)
         if (inst->failed[i].aggregate == km->aggregate && km->number <= inst->failed[i].upto)
-            return 1;
-    return 0;
+            return kafka_held_status(inst->failed[i].status);
+    return OBX_OK;
 }
 
 obx_status kafka_classify(const obx_instance *inst, rd_kafka_resp_err_t err)
 {
     switch (err) {
     case RD_KAFKA_RESP_ERR_NO_ERROR: return OBX_OK;
+    /* pushback: the cluster is slow, away or full; no message is at fault */
+    case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
+    case RD_KAFKA_RESP_ERR__TIMED_OUT:
+    case RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
+    case RD_KAFKA_RESP_ERR__TRANSPORT:
+    case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+    case RD_KAFKA_RESP_ERR__RESOLVE:
+    case RD_KAFKA_RESP_ERR__QUEUE_FULL:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+    case RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS:
+    case RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+    case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+    case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+    case RD_KAFKA_RESP_ERR_BROKER_NOT_AVAILABLE:
+    case RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION:
+    case RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR:
+    case RD_KAFKA_RESP_ERR_THROTTLING_QUOTA_EXCEEDED:
+    case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED: return kafka_unavailable(inst);
     /* the message itself can never be accepted */
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
     case RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE:
     case RD_KAFKA_RESP_ERR_INVALID_RECORD:
     case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
@@ -87,44 +126,82 @@ static void kafka_complete(obx_instance *inst, uint64_t token, obx_status status
     inst->host->complete(inst->host->host_ctx, token, status, code, detail);
 }
 
+/* A broker answer that judges the batch (the request) a message was in,
+ * not necessarily the message. */
+static int kafka_batch_verdict(rd_kafka_resp_err_t err)
+{
+    return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+           err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE ||
+           err == RD_KAFKA_RESP_ERR_INVALID_RECORD;
+}
+
+/* The status and detail of a failed delivery report. */
+static obx_status kafka_failure(obx_instance *inst, rd_kafka_t *rk, const kafka_msg *km,
+                                rd_kafka_resp_err_t err, char *detail, size_t size)
+{
+    obx_status status = kafka_classify(inst, err);
+    if (err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
+        snprintf(detail, size, "aborted: %s", rd_kafka_err2str(err));
+    } else if (status == OBX_FATAL) {
+        char why[256];
+        rd_kafka_fatal_error(rk, why, sizeof why);
+        snprintf(detail, size, "%s: %s", rd_kafka_err2str(err), why);
+    } else if (kafka_batch_verdict(err) && !km->alone) {
+        /* said of the whole batch: this message is judged again on its own */
+        kafka_suspect_add(inst, km->event);
+        status = kafka_unavailable(inst);
+        snprintf(detail, size,
+                 "%s for the batch that carried it (this message %zu bytes, message.max.bytes "
+                 "%lld): offered again, it is sent alone",
+                 rd_kafka_err2str(err), km->size, (long long)inst->max_msg_size);
+    } else if (kafka_batch_verdict(err)) {
+        status = OBX_PERMANENT;
+        snprintf(detail, size,
+                 "%s: refused alone at %zu bytes (under message.max.bytes %lld: the topic's "
+                 "max.message.bytes is lower)",
+                 rd_kafka_err2str(err), km->size, (long long)inst->max_msg_size);
+    } else if (status == OBX_UNAVAILABLE && atomic_load(&inst->down)) {
+        snprintf(detail, size, "%s (all brokers down: %s)", rd_kafka_err2str(err),
+                 inst->down_reason);
+    } else if (status == OBX_UNAVAILABLE) {
+        snprintf(detail, size, "%s (the cluster did not take it in time: pushback)",
+                 rd_kafka_err2str(err));
+    } else {
+        snprintf(detail, size, "%s", rd_kafka_err2str(err));
+    }
+    return status;
+}
+
 void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaque)
 {
     obx_instance *inst = opaque;
     kafka_msg km = *(kafka_msg *)rkmessage->_private;
     rd_kafka_resp_err_t err = rkmessage->err;
-    obx_status status = kafka_classify(inst, err);
+    obx_status status, held;
     char detail[512];
 
     free(rkmessage->_private);
-    if (status == OBX_OK) {
+    if (km.alone)
+        kafka_alone_release(inst, km.aggregate);
+    if (!err) {
         /* acks=all makes this PERSISTED; anything less is not an acknowledgement */
+        if (km.alone)
+            kafka_suspect_remove(inst, km.event);
         if (rd_kafka_message_status(rkmessage) != RD_KAFKA_MSG_STATUS_PERSISTED) {
             kafka_complete(inst, km.token, OBX_RETRIABLE, 0, "delivery not persisted");
-        } else if (kafka_after_failure(inst, &km)) {
-            kafka_complete(inst, km.token, OBX_RETRIABLE, 0, KAFKA_HELD_DETAIL);
+        } else if ((held = kafka_after_failure(inst, &km)) != OBX_OK) {
+            kafka_complete(inst, km.token, held, 0, KAFKA_HELD_DETAIL);
         } else {
             kafka_mark_back(inst, "a delivery was acknowledged");
             kafka_complete(inst, km.token, OBX_OK, 0, NULL);
         }
         return;
     }
-    if (err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
-        snprintf(detail, sizeof detail, "aborted: %s", rd_kafka_err2str(err));
-    } else if (status == OBX_FATAL) {
-        char why[256];
-        rd_kafka_fatal_error(rk, why, sizeof why);
-        snprintf(detail, sizeof detail, "%s: %s", rd_kafka_err2str(err), why);
-    } else if ((err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT) &&
-               atomic_load(&inst->down)) {
-        /* not this message's fault: the cluster was unreachable */
-        status = kafka_unavailable(inst);
-        snprintf(detail, sizeof detail, "%s (all brokers down: %s)", rd_kafka_err2str(err),
-                 inst->down_reason);
-    } else {
-        snprintf(detail, sizeof detail, "%s", rd_kafka_err2str(err));
-    }
-    if (!kafka_after_failure(inst, &km)) /* already covered by an earlier failure */
-        kafka_remember_failure(inst, &km);
+    status = kafka_failure(inst, rk, &km, err, detail, sizeof detail);
+    if (status == OBX_PERMANENT && km.alone)
+        kafka_suspect_remove(inst, km.event);
+    if (kafka_after_failure(inst, &km) == OBX_OK) /* else already covered by an earlier failure */
+        kafka_remember_failure(inst, &km, status);
     kafka_complete(inst, km.token, status, (int)err, detail);
 }
 
@@ -157,8 +234,6 @@ static const char *kafka_key(const obx_instance *inst, const obx_message *m)
     }
 }
 
-#define KAFKA_TOPICS_MAX 4096 /* beyond that, produce by name */
-
 /* The handle for topic `name`, created on first use; NULL past the cap. */
 static rd_kafka_topic_t *kafka_topic(obx_instance *inst, const char *name)
 {
@@ -188,22 +263,54 @@ void kafka_topics_free(obx_instance *inst)
     inst->topic_count = inst->topic_cap = 0;
 }
 
-static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_message *m)
+/*
+ * Hands one message to librdkafka: through the alone producer when it is a
+ * suspect or its aggregate has messages in flight there. A local refusal
+ * (illegal topic, too large, unknown topic) writes its reason to why.
+ */
+static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_message *m, char *why,
+                                             size_t why_size)
 {
-    if (!m->destination || !*m->destination)
-        return RD_KAFKA_RESP_ERR__INVALID_ARG;
-    kafka_msg *km = malloc(sizeof *km);
-    if (!km)
-        return RD_KAFKA_RESP_ERR__QUEUE_FULL; /* refused for now, like a full queue */
-    *km = (kafka_msg){m->token, inst->published + 1, obx_aggregate_hash(m)};
     const char *key = kafka_key(inst, m);
-    rd_kafka_topic_t *topic = kafka_topic(inst, m->destination);
+    size_t key_len = key ? strlen(key) : 0;
+    uint64_t aggregate = obx_aggregate_hash(m), event = kafka_hash(m->event_id);
+    int alone = kafka_suspect(inst, event) || kafka_alone_busy(inst, aggregate);
+    rd_kafka_t *rk = inst->rk;
+
+    *why = '\0';
+    if (!m->destination || kafka_topic_illegal(m->destination, why, why_size))
+        return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    rd_kafka_headers_t *hdrs = kafka_headers(m);
+    size_t size = kafka_wire_size(key_len, m->payload_len, hdrs);
+    if (inst->max_msg_size > 0 && size > (size_t)inst->max_msg_size) {
+        snprintf(why, why_size,
+                 "message too large: %zu bytes (payload %zu, key %zu, headers %zu) is over "
+                 "message.max.bytes %lld",
+                 size, m->payload_len, key_len,
+                 size - m->payload_len - key_len - KAFKA_RECORD_MAX_OVERHEAD,
+                 (long long)inst->max_msg_size);
+        rd_kafka_headers_destroy(hdrs);
+        return RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+    }
+    if (alone && !(rk = kafka_alone_rk(inst, why, why_size))) {
+        rd_kafka_headers_destroy(hdrs);
+        return RD_KAFKA_RESP_ERR__QUEUE_FULL; /* refused for now */
+    }
+    kafka_msg *km = malloc(sizeof *km);
+    if (!km || (alone && kafka_alone_take(inst, aggregate) < 0)) {
+        free(km);
+        rd_kafka_headers_destroy(hdrs);
+        return RD_KAFKA_RESP_ERR__QUEUE_FULL; /* refused for now, like a full queue */
+    }
+    *km = (kafka_msg){m->token, inst->published + 1, aggregate, event, size, alone};
+    /* the alone producer produces by name: it is used rarely */
+    rd_kafka_topic_t *topic = alone ? NULL : kafka_topic(inst, m->destination);
     rd_kafka_vu_t vu[6];
     memset(vu, 0, sizeof vu);
     if (topic) {
         vu[0].vtype = RD_KAFKA_VTYPE_RKT;
         vu[0].u.rkt = topic;
-    } else { /* librdkafka then says what is wrong with the name */
+    } else {
         vu[0].vtype = RD_KAFKA_VTYPE_TOPIC;
         vu[0].u.cstr = m->destination;
     }
@@ -214,35 +321,42 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
     vu[2].u.mem.size = m->payload_len;
     vu[3].vtype = RD_KAFKA_VTYPE_KEY;
     vu[3].u.mem.ptr = (void *)key;
-    vu[3].u.mem.size = key ? strlen(key) : 0;
+    vu[3].u.mem.size = key_len;
     vu[4].vtype = RD_KAFKA_VTYPE_HEADERS;
-    vu[4].u.headers = kafka_headers(m);
+    vu[4].u.headers = hdrs;
     vu[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
     vu[5].u.ptr = km;
-    rd_kafka_error_t *error = rd_kafka_produceva(inst->rk, vu, 6);
+    rd_kafka_error_t *error = rd_kafka_produceva(rk, vu, 6);
     if (!error) {
         inst->published++;
         return RD_KAFKA_RESP_ERR_NO_ERROR;
     }
     rd_kafka_resp_err_t err = rd_kafka_error_code(error);
     rd_kafka_error_destroy(error);
-    rd_kafka_headers_destroy(vu[4].u.headers); /* owned by the message only on success */
+    rd_kafka_headers_destroy(hdrs); /* owned by the message only on success */
+    if (alone)
+        kafka_alone_release(inst, aggregate);
     free(km);
+    if (err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC || err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+        snprintf(why, why_size, "topic \"%.200s\" does not exist in the cluster (%s)",
+                 m->destination, rd_kafka_err2str(err));
     return err;
 }
 
 #define KAFKA_HELD_MAX 32
 
-/* Was an earlier event of m's aggregate refused or failed in this batch? */
-static int kafka_held(const obx_message *m, const obx_message *const *held, size_t n)
+/* Was an earlier event of m's aggregate refused in this batch? OBX_OK when
+ * not, else what m is refused with. */
+static obx_status kafka_held(const obx_message *m, const obx_message *const *held,
+                             const obx_status *held_status, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const obx_message *h = held[i];
         if (!strcmp(h->aggregate_id, m->aggregate_id) &&
             !strcmp(h->aggregate_type, m->aggregate_type))
-            return 1;
+            return kafka_held_status(held_status[i]);
     }
-    return 0;
+    return OBX_OK;
 }
 
 /* Refuses a message with its reason. A host without refuse (ABI 1.0) learns
@@ -264,6 +378,12 @@ static void kafka_refuse(obx_instance *inst, const obx_message *m, obx_status *a
     }
 }
 
+static int kafka_fatal(const obx_instance *inst)
+{
+    return rd_kafka_fatal_error(inst->rk, NULL, 0) ||
+           (inst->rk_alone && rd_kafka_fatal_error(inst->rk_alone, NULL, 0));
+}
+
 obx_status kafka_publish_batch(obx_instance *inst, const obx_message *msgs, size_t count,
                                obx_status *accept)
 {
@@ -271,9 +391,12 @@ obx_status kafka_publish_batch(obx_instance *inst, const obx_message *msgs, size
     obx_status refuse = OBX_OK; /* once set, the rest of the batch is refused with it */
     char why[400] = "";
     const obx_message *held[KAFKA_HELD_MAX];
+    obx_status held_status[KAFKA_HELD_MAX];
     size_t nheld = 0;
 
-    if (inst->closed || rd_kafka_fatal_error(inst->rk, NULL, 0)) {
+    if (count && inst->topic_count >= KAFKA_TOPICS_MAX)
+        kafka_recycle(inst);
+    if (inst->closed || kafka_fatal(inst)) {
         refuse = result = OBX_FATAL;
         snprintf(why, sizeof why, inst->closed ? "closed" : "fatal producer error");
     } else if (count && atomic_load(&inst->down) && OBX_HOST_HAS(inst->host, refuse) &&
@@ -291,37 +414,43 @@ obx_status kafka_publish_batch(obx_instance *inst, const obx_message *msgs, size
             continue;
         }
         /* a later event must not overtake its aggregate's failed one */
-        if (kafka_held(m, held, nheld)) {
-            kafka_refuse(inst, m, &accept[i], OBX_RETRIABLE, 0, KAFKA_HELD_DETAIL, 0);
+        if ((status = kafka_held(m, held, held_status, nheld)) != OBX_OK) {
+            kafka_refuse(inst, m, &accept[i], status, 0, KAFKA_HELD_DETAIL, 0);
             continue;
         }
-        err = kafka_produce_one(inst, m);
+        err = kafka_produce_one(inst, m, why, sizeof why);
         if (!err) {
             accept[i] = OBX_OK;
             inst->in_flight++;
             continue;
         }
         status = kafka_classify(inst, err);
-        snprintf(why, sizeof why, "%s", rd_kafka_err2str(err));
+        if (!*why)
+            snprintf(why, sizeof why, "%s", rd_kafka_err2str(err));
         if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL || status == OBX_FATAL) {
-            /* the whole producer is affected: refuse this one and all later ones */
-            refuse = status == OBX_FATAL ? OBX_FATAL : OBX_RETRIABLE;
+            /* the whole producer is affected: refuse this one and all later ones;
+             * a full queue is pushback, the output's state */
+            refuse = status;
             if (status == OBX_FATAL)
                 result = OBX_FATAL;
             kafka_refuse(inst, m, &accept[i], refuse, (int)err, why, 0);
             continue;
         }
-        /* rejected outright (too large, bad topic name, ...): refused with librdkafka's reason */
+        /* rejected outright (too large, bad topic name, ...): refused with its reason */
         kafka_refuse(inst, m, &accept[i], status, (int)err, why, 1);
         if (nheld == KAFKA_HELD_MAX) {
             refuse = OBX_RETRIABLE;
             snprintf(why, sizeof why, "%s", KAFKA_HELD_DETAIL);
         } else {
+            held_status[nheld] = status;
             held[nheld++] = m;
         }
     }
     /* serve delivery reports that are already due without waiting */
-    if (!inst->closed && count)
+    if (!inst->closed && count) {
         rd_kafka_poll(inst->rk, 0);
+        if (inst->rk_alone)
+            rd_kafka_poll(inst->rk_alone, 0);
+    }
     return result;
 }

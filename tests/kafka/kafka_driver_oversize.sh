@@ -1,6 +1,6 @@
 #!/bin/bash
-# An oversized message completes PERMANENT with librdkafka's error; its
-# neighbours are delivered.
+# A message over message.max.bytes is refused before sending, PERMANENT with
+# its size and the limit; its neighbours are delivered.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/klib.sh"
 

@@ -6,7 +6,8 @@
  *   kdrv SCENARIO -d DRIVER.so -b BOOTSTRAP [-t TOPIC] [-n N] [-e EVENTS_FILE]
  *        [-o option=value]... [-p property=value]... [-K KMOCK_PID]
  *
- * Scenarios: basic, abort, timeout, badprop, oversize, faults, recover, probe (see below).
+ * Scenarios: basic, abort, timeout, badprop, oversize, faults, recover, probe (see below);
+ * topics, unknown, toolarge, hang, manytopics, queuefull, denied (kdrv_pushback.c).
  * -e writes the event ids completed OK, one a line, for the consumer check.
  * Exit 0 on success; every failed check prints "FAIL: ..." and exits 1.
  * The host is tests/common's recording host (the relay's own, with refuse:
@@ -21,16 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fake_host.h"
-#include "messages.h"
+#include "kdrv.h"
 
-#define MAX_KV 32
+const loaded_driver *drv;
+const obx_driver_def *def;
+int failures;
 
-static const loaded_driver *drv;
-static const obx_driver_def *def;
-static int failures;
-
-static void failf(const char *fmt, ...)
+void failf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -41,16 +39,16 @@ static void failf(const char *fmt, ...)
     failures++;
 }
 
-static long long now_ms(void)
+long long kdrv_now_ms(void)
 {
     return (long long)fh_now_ms();
 }
 
 /* ------------------------------------------------------------ messages */
-static unsigned run_id;
+unsigned run_id;
 
 /* n messages to topic: 50 aggregates, headers traceparent and seq = n. */
-static void msgs_init(msg_set *s, size_t n, const char *topic, unsigned salt)
+void msgs_init(msg_set *s, size_t n, const char *topic, unsigned salt)
 {
     static const obx_header trace[] = {
         {"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};
@@ -64,8 +62,8 @@ static void msgs_init(msg_set *s, size_t n, const char *topic, unsigned salt)
 }
 
 /* Publishes a batch; returns how many were accepted. */
-static size_t publish(obx_instance *inst, fake_host *fh, const obx_message *msgs, size_t count,
-                      obx_status *accept)
+size_t publish(obx_instance *inst, fake_host *fh, const obx_message *msgs, size_t count,
+               obx_status *accept)
 {
     size_t ok = 0;
     obx_status rc = fh_publish(fh, inst, msgs, count, accept);
@@ -76,7 +74,7 @@ static size_t publish(obx_instance *inst, fake_host *fh, const obx_message *msgs
     return ok;
 }
 
-static void write_events(const char *path, fake_host *fh, const msg_set *s)
+void write_events(const char *path, fake_host *fh, const msg_set *s)
 {
     FILE *fp;
     if (!path)
@@ -92,7 +90,7 @@ static void write_events(const char *path, fake_host *fh, const msg_set *s)
     fclose(fp);
 }
 
-static void close_checked(obx_instance *inst, fake_host *fh, const char *what)
+void close_checked(obx_instance *inst, fake_host *fh, const char *what)
 {
     char why[512];
     fh_close(fh, inst);
@@ -105,7 +103,7 @@ static void close_checked(obx_instance *inst, fake_host *fh, const char *what)
         failf("%s: %s", what, why);
 }
 
-static obx_instance *create_ok(fake_host *fh)
+obx_instance *create_ok(fake_host *fh)
 {
     char err[512] = "";
     obx_instance *inst = fh_create(fh, err, sizeof err);
@@ -117,22 +115,15 @@ static obx_instance *create_ok(fake_host *fh)
 }
 
 /* ------------------------------------------------------------ scenarios */
-typedef struct args {
-    const char *bootstrap, *topic, *events;
-    size_t n;
-    const char *opts[MAX_KV], *props[MAX_KV]; /* name=value from the command line */
-    int nopts, nprops;
-    pid_t kmock;
-} args;
 
-static void must(int rc)
+void must(int rc)
 {
     if (rc < 0)
         exit(2);
 }
 
 /* A host for tokens 0 .. cap-1 with the command line's options and properties. */
-static fake_host *fake_from(const args *a, size_t cap)
+fake_host *fake_from(const args *a, size_t cap)
 {
     fake_host *fh = fh_new(drv, cap);
     must(fh_set(fh, "bootstrap_servers", a->bootstrap));
@@ -143,8 +134,7 @@ static fake_host *fake_from(const args *a, size_t cap)
     return fh;
 }
 
-static void expect_all(fake_host *fh, size_t n, obx_status want, const char *detail_part,
-                       const char *what)
+void expect_all(fake_host *fh, size_t n, obx_status want, const char *detail_part, const char *what)
 {
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -170,7 +160,7 @@ static void scenario_basic(const args *a)
     fake_host *fh = fake_from(a, n), *fh2 = fake_from(a, 10);
     obx_instance *inst = create_ok(fh), *inst2 = create_ok(fh2);
     obx_status *accept = calloc(n, sizeof *accept);
-    long long t0 = now_ms();
+    long long t0 = kdrv_now_ms();
 
     msgs_init(&s, n, a->topic, 1);
     msgs_init(&s2, 10, a->topic, 2);
@@ -192,7 +182,7 @@ static void scenario_basic(const args *a)
         failf("basic: flush reports messages still in flight");
     expect_all(fh, n, OBX_OK, NULL, "basic");
     expect_all(fh2, 10, OBX_OK, NULL, "basic (second instance)");
-    fprintf(stderr, "basic: %zu + 10 messages acknowledged in %lld ms\n", n, now_ms() - t0);
+    fprintf(stderr, "basic: %zu + 10 messages acknowledged in %lld ms\n", n, kdrv_now_ms() - t0);
     write_events(a->events, fh, &s);
     write_events(a->events, fh2, &s2);
     close_checked(inst, fh, "basic");
@@ -219,10 +209,10 @@ static void scenario_abort(const args *a)
     left = def->flush(inst, 300);
     if (left != n)
         failf("abort: flush(300) says %zu in flight, want %zu", left, n);
-    long long t0 = now_ms();
+    long long t0 = kdrv_now_ms();
     def->close(inst);
     fprintf(stderr, "abort: close completed %zu messages in %lld ms\n", fh_completions(fh),
-            now_ms() - t0);
+            kdrv_now_ms() - t0);
     expect_all(fh, n, OBX_RETRIABLE, "aborted", "abort");
     /* after close: publish refuses, nothing completes */
     if (fh_publish(fh, inst, s.m, 1, accept) == OBX_OK && accept[0] == OBX_OK)
@@ -240,18 +230,18 @@ static void scenario_timeout(const args *a)
     msg_set s;
     size_t n = a->n ? a->n : 20;
     fake_host *fh = fake_from(a, n);
-    long long t0 = now_ms();
+    long long t0 = kdrv_now_ms();
     obx_instance *inst = create_ok(fh);
     obx_status *accept = calloc(n, sizeof *accept);
 
-    if (now_ms() - t0 > 15000)
-        failf("timeout: create blocked %lld ms", now_ms() - t0);
+    if (kdrv_now_ms() - t0 > 15000)
+        failf("timeout: create blocked %lld ms", kdrv_now_ms() - t0);
     msgs_init(&s, n, a->topic, 4);
     if (publish(inst, fh, s.m, n, accept) != n)
         failf("timeout: not all accepted");
     fh_wait_completions(fh, inst, n, 60000);
     fprintf(stderr, "timeout: %zu completions after %lld ms: \"%s\"\n", fh_completions(fh),
-            now_ms() - t0, fh->tok[0].detail);
+            kdrv_now_ms() - t0, fh->tok[0].detail);
     expect_all(fh, n, OBX_UNAVAILABLE, "timed out", "timeout");
     close_checked(inst, fh, "timeout");
     msg_set_free(&s);
@@ -320,7 +310,7 @@ static void scenario_badprop(const args *a)
     fh_free(fh);
 }
 
-/* oversize: small, big, small: OK, refused PERMANENT with librdkafka's text, OK. */
+/* oversize: small, big, small: OK, refused PERMANENT with its size and the limit, OK. */
 static void scenario_oversize(const args *a)
 {
     msg_set s;
@@ -343,7 +333,8 @@ static void scenario_oversize(const args *a)
     if (t[0].status != OBX_OK || t[2].status != OBX_OK)
         failf("oversize: neighbours not OK: %d \"%s\", %d \"%s\"", t[0].status, t[0].detail,
               t[2].status, t[2].detail);
-    if (t[1].completions || !strstr(t[1].detail, "too large"))
+    if (t[1].completions || !strstr(t[1].detail, "too large") ||
+        !strstr(t[1].detail, "over message.max.bytes 2000"))
         failf("oversize: big message: %u completions, reason \"%s\"", t[1].completions,
               t[1].detail);
     fprintf(stderr, "oversize: big message refused %d: \"%s\"\n", accept[1], t[1].detail);
@@ -370,7 +361,7 @@ static void scenario_faults(const args *a)
     /* pending tokens from next to qn; one round may add a refused batch and
      * every failed completion before the queue is compacted */
     size_t *queue = malloc((2 * n + 500) * sizeof *queue), qn = 0;
-    long long t0 = now_ms(), down_at = 0, up_at = 0, deadline = t0 + 180000;
+    long long t0 = kdrv_now_ms(), down_at = 0, up_at = 0, deadline = t0 + 180000;
 
     if (a->kmock <= 0) {
         failf("faults: -K KMOCK_PID required");
@@ -379,16 +370,16 @@ static void scenario_faults(const args *a)
     msgs_init(&s, n, a->topic, 6);
     for (size_t i = 0; i < n; i++)
         queue[qn++] = i; /* pending, in order */
-    while (ok < n && now_ms() < deadline) {
+    while (ok < n && kdrv_now_ms() < deadline) {
         /* take the brokers down once a third is through, back up 5 s later */
         if (!down_at && ok >= n / 3) {
             kill(a->kmock, SIGUSR1);
-            down_at = now_ms();
+            down_at = kdrv_now_ms();
             fprintf(stderr, "faults: brokers DOWN after %zu acknowledged\n", ok);
         }
-        if (down_at && !up_at && now_ms() - down_at >= 5000) {
+        if (down_at && !up_at && kdrv_now_ms() - down_at >= 5000) {
             kill(a->kmock, SIGUSR2);
-            up_at = now_ms();
+            up_at = kdrv_now_ms();
             fprintf(stderr, "faults: brokers UP, %zu acknowledged\n", ok);
         }
         /* publish up to 500 pending messages, paced so they do not pile up */
@@ -438,7 +429,7 @@ static void scenario_faults(const args *a)
     fprintf(stderr,
             "faults: %zu/%zu acknowledged in %lld ms, %zu retriable completions re-published, "
             "recovered %lld ms after brokers came up\n",
-            ok, n, now_ms() - t0, retries, now_ms() - up_at);
+            ok, n, kdrv_now_ms() - t0, retries, kdrv_now_ms() - up_at);
     if (ok != n)
         failf("faults: only %zu of %zu acknowledged", ok, n);
     if (def->flush(inst, 5000) != 0)
@@ -465,7 +456,7 @@ static void scenario_recover(const args *a)
     obx_instance *inst = create_ok(fh);
     obx_status accept[20];
     msg_set s;
-    long long t0 = now_ms(), down_at = 0, up_at = 0, first_ok_after_up = 0, stop_at = 0;
+    long long t0 = kdrv_now_ms(), down_at = 0, up_at = 0, first_ok_after_up = 0, stop_at = 0;
     size_t *queue = malloc((2 * n + 500) * sizeof *queue), qn = 0;
     const char *env = getenv("KDRV_DOWN_MS");
     long long down_ms = env ? atoll(env) : 1500;
@@ -476,7 +467,7 @@ static void scenario_recover(const args *a)
     }
     msgs_init(&s, n, a->topic, 7);
     for (;;) {
-        long long now = now_ms();
+        long long now = kdrv_now_ms();
         if (!down_at && now - t0 >= 2000) {
             kill(a->kmock, SIGUSR1);
             down_at = now;
@@ -626,6 +617,20 @@ int main(int argc, char **argv)
         scenario_recover(&a);
     else if (!strcmp(scenario, "probe"))
         scenario_probe(&a);
+    else if (!strcmp(scenario, "topics"))
+        scenario_topics(&a);
+    else if (!strcmp(scenario, "unknown"))
+        scenario_unknown(&a);
+    else if (!strcmp(scenario, "toolarge"))
+        scenario_toolarge(&a);
+    else if (!strcmp(scenario, "hang"))
+        scenario_hang(&a);
+    else if (!strcmp(scenario, "manytopics"))
+        scenario_manytopics(&a);
+    else if (!strcmp(scenario, "queuefull"))
+        scenario_queuefull(&a);
+    else if (!strcmp(scenario, "denied"))
+        scenario_denied(&a);
     else {
         fprintf(stderr, "kdrv: unknown scenario \"%s\"\n", scenario);
         return 2;
