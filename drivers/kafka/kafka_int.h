@@ -99,10 +99,6 @@ void kafka_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkmessage, void *opaq
 /* Releases the topic handles; before rd_kafka_destroy. (kafka_produce.c) */
 void kafka_topics_free(obx_instance *inst);
 #define KAFKA_TOPICS_MAX 1024 /* topic handles per producer; then recycled or by name */
-/* Replaces the producer by a new one when it has used KAFKA_TOPICS_MAX
- * topics and nothing is in flight, which frees librdkafka's per-topic
- * memory. (kafka.c) */
-void kafka_recycle(obx_instance *inst);
 
 /* Maps a librdkafka error to an obx_status for this instance's policy:
  * the pushback answers (timeouts, transport, a full queue, a leader away)

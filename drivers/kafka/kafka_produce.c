@@ -263,6 +263,36 @@ void kafka_topics_free(obx_instance *inst)
     inst->topic_count = inst->topic_cap = 0;
 }
 
+/* Replaces the producer by a new one when it has used KAFKA_TOPICS_MAX
+ * topics and nothing is in flight, which frees librdkafka's per-topic
+ * memory. */
+static void kafka_recycle(obx_instance *inst)
+{
+    char why[256];
+    if (inst->in_flight > 0 || inst->closed || !inst->main_conf)
+        return; /* an in-flight report belongs to this producer: try again later */
+    rd_kafka_conf_t *conf = rd_kafka_conf_dup(inst->main_conf);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                        "cannot replace the producer of %zu topics: %s", inst->topic_count, why);
+        return;
+    }
+    kafka_topics_free(inst);
+    rd_kafka_destroy(inst->rk);
+    inst->rk = rk;
+    if (inst->rk_alone && inst->alone_agg_count == 0) {
+        rd_kafka_destroy(inst->rk_alone); /* made again when needed */
+        inst->rk_alone = NULL;
+    }
+    inst->recycled++;
+    inst->host->log(inst->host->host_ctx, OBX_LOG_DEBUG,
+                    "producer replaced after %d topics (%zu so far): frees librdkafka's "
+                    "per-topic memory",
+                    KAFKA_TOPICS_MAX, inst->recycled);
+}
+
 /*
  * Hands one message to librdkafka: through the alone producer when it is a
  * suspect or its aggregate has messages in flight there. A local refusal
