@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "inbox.h"
 #include "schema.h"
 #include "source.h"
 #include "sql.h"
@@ -18,7 +19,7 @@ static PGconn *connect_or_report(const relay_config *cfg)
     return conn;
 }
 
-int command_init_db(const relay_config *cfg, int reset_slot)
+int command_init_db(const relay_config *cfg, int reset_slot, int inbox)
 {
     const source_ops *src = source_for(cfg);
     if (reset_slot && !src->has_slot) {
@@ -32,6 +33,8 @@ int command_init_db(const relay_config *cfg, int reset_slot)
     int rc = schema_install(conn, cfg, err, sizeof err);
     if (rc == 0 && src->install)
         rc = src->install(conn, cfg, reset_slot, err, sizeof err);
+    if (rc == 0 && inbox)
+        rc = inbox_install(conn, cfg, err, sizeof err);
     PQfinish(conn);
     if (rc < 0) {
         fprintf(stderr, "outbox-relay: %s\n", err);
@@ -46,6 +49,8 @@ int command_init_db(const relay_config *cfg, int reset_slot)
     sql_channel_name(cfg, channel, sizeof channel);
     printf("schema version %d ready on %s.%s (enqueue with %s.%s, notify channel %s)\n",
            SCHEMA_VERSION, cfg->schema, cfg->table, schema, fn_quoted, channel);
+    if (inbox)
+        printf("consumer inbox ready: %s.outbox_inbox_accept(consumer, event_id)\n", schema);
     return 0;
 }
 

@@ -4,8 +4,9 @@
 
 #include "config.h"
 
-/* reset_slot: WAL mode, drop and re-create the replication slot */
-int command_init_db(const relay_config *cfg, int reset_slot);
+/* reset_slot: WAL mode, drop and re-create the replication slot; inbox:
+ * also the consumer inbox (inbox.h) */
+int command_init_db(const relay_config *cfg, int reset_slot, int inbox);
 /* all, or the event ids in ids[0..count) */
 int command_requeue(const relay_config *cfg, int all, char **ids, int count);
 

@@ -28,6 +28,8 @@ static const char usage_text[] =
     "                               it (SIGHUP; found by their -c in /proc)\n"
     "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
     "          [--reset-slot]       WAL mode: drop and re-create the replication slot\n"
+    "          [--inbox]            also the consumer inbox: outbox_inbox_accept(consumer,\n"
+    "                               event_id) is true once per event (README: Consumer inbox)\n"
     "  check-config -c FILE         load the config and its drivers, validate options,\n"
     "               [--print]       create each output's driver instance once; --print\n"
     "                               shows every core setting's value, marking defaults\n"
@@ -53,7 +55,7 @@ static const char usage_text[] =
 typedef struct cli {
     const char *config;
     const char *drivers_dir;
-    int drain, json, all, verbose, reset_slot, print;
+    int drain, json, all, verbose, reset_slot, print, inbox;
     int watch;     /* status --watch: seconds between reports, 0: once */
     int first_arg; /* index of the first positional argument after options */
 } cli;
@@ -69,6 +71,7 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"watch", optional_argument, NULL, 'w'},
                                              {"reset-slot", no_argument, NULL, 'R'},
                                              {"print", no_argument, NULL, 'P'},
+                                             {"inbox", no_argument, NULL, 'I'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
@@ -84,6 +87,7 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'w': c->watch = !optarg ? -1 : atoi(optarg) > 0 ? atoi(optarg) : -2; break;
         case 'R': c->reset_slot = 1; break;
         case 'P': c->print = 1; break;
+        case 'I': c->inbox = 1; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: return -1;
         }
@@ -248,6 +252,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "outbox-relay %s: --watch takes seconds > 0, with status only\n", command);
         return 2;
     }
+    if ((c.inbox || c.reset_slot) && strcmp(command, "init-db") != 0) {
+        fprintf(stderr, "outbox-relay %s: --%s is an option of init-db\n", command,
+                c.inbox ? "inbox" : "reset-slot");
+        return 2;
+    }
     if (positional > 0 && strcmp(command, "requeue") != 0) {
         fprintf(stderr, "outbox-relay %s: unexpected argument \"%s\"\n", command, args[0]);
         return 2;
@@ -259,7 +268,7 @@ int main(int argc, char **argv)
     if (!strcmp(command, "run"))
         rc = engine_run(cfg, c.drain);
     else if (!strcmp(command, "init-db"))
-        rc = command_init_db(cfg, c.reset_slot);
+        rc = command_init_db(cfg, c.reset_slot, c.inbox);
     else if (!strcmp(command, "check-config"))
         rc = check_config(cfg, c.print);
     else if (!strcmp(command, "reload"))

@@ -181,7 +181,7 @@ static const char missing_sql[] =
     " UNION ALL SELECT 'table ' || $2 WHERE NOT EXISTS (SELECT 1 FROM t)";
 /* clang-format on */
 
-static int run_steps(PGconn *conn, const relay_config *cfg, const char *const *steps, size_t n,
+int schema_run_steps(PGconn *conn, const relay_config *cfg, const char *const *steps, size_t n,
                      char *why, size_t why_size)
 {
     for (size_t i = 0; i < n; i++) {
@@ -296,11 +296,11 @@ int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_
         goto fail;
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;
-    if (run_steps(conn, cfg, table_steps, sizeof table_steps / sizeof table_steps[0], why,
-                  sizeof why) < 0 ||
+    if (schema_run_steps(conn, cfg, table_steps, sizeof table_steps / sizeof table_steps[0], why,
+                         sizeof why) < 0 ||
         drop_v1_objects(conn, cfg, why, sizeof why) < 0 ||
-        run_steps(conn, cfg, object_steps, sizeof object_steps / sizeof object_steps[0], why,
-                  sizeof why) < 0 ||
+        schema_run_steps(conn, cfg, object_steps, sizeof object_steps / sizeof object_steps[0], why,
+                         sizeof why) < 0 ||
         verify_objects(conn, cfg, why, sizeof why) < 0) {
         char ignored[256];
         db_exec(conn, "ROLLBACK", ignored, sizeof ignored);

@@ -15,6 +15,11 @@
  * idempotently, then checks each of them exists. Returns 0 or -1 with err. */
 int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
 
+/* Renders each of steps[0..n) for cfg (sql_render) and runs it; stops at
+ * the first failure: -1 with why. */
+int schema_run_steps(PGconn *conn, const relay_config *cfg, const char *const *steps, size_t n,
+                     char *why, size_t why_size);
+
 /* Checks the installed schema version matches; -1 with err otherwise. */
 int schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
 
