@@ -81,6 +81,25 @@ check_hang_bounded() {
     expect_eq "bystander VACUUM during the hang: removed, dead but not yet removable" "$BYSTANDER_VAC" "1000 0"
 }
 
+# hang_round PID N: the hung-broker round of the *_e2e_sigstop tests. Once
+# 200 events are published, stops PID (the broker) for HANG_S seconds under
+# hang_watch, notes the dead rows meanwhile in DURING, resumes it, waits for
+# the producer (PRODUCER) and for all N events to be published (3 minutes).
+hang_round() {
+    local i
+    for ((i = 0; i < 300; i++)); do [ "$(published_count)" -ge 200 ] && break; sleep 0.1; done
+    [ "$(published_count)" -ge 200 ] || fail "nothing published before the hang"
+    kill -STOP "$1"
+    note "broker stopped at $(published_count) published"
+    hang_watch "$HANG_S"
+    DURING=$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")
+    kill -CONT "$1"
+    note "broker back at $(published_count) published"
+    wait "$PRODUCER"
+    for ((i = 0; i < 1800; i++)); do [ "$(published_count)" -ge "$2" ] && break; sleep 0.1; done
+}
+published_count() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
+
 # produce_paced N AGGREGATES: in the background (PRODUCER), N events, 10 every
 # 100 ms, over AGGREGATES aggregates: payload {"n": n}, headers {"seq": "n"},
 # n growing in commit order.

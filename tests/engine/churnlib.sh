@@ -10,6 +10,33 @@ RCONSUME=${RCONSUME:?RCONSUME must name the rconsume helper}
 CHURN_Q=obx_churn_${ENG_TEST}_$$
 CHURN_X=obx_churn_x
 
+# failover_pair PORT DB: a private primary on PORT and a synchronous standby
+# of it on PORT + 1 (pg1 and pg2 run services.sh on each; cleaned up at
+# exit), DB made on the primary, and TEST_DSN naming both hosts with
+# target_session_attrs=read-write, as an application's failover conninfo.
+failover_pair() {
+    P1=$1 P2=$(($1 + 1)) FO_DIR=/tmp/obx-$ENG_TEST
+    pg1() { SVC_DIR=$FO_DIR-$P1 PG_PORT=$P1 bash "$SERVICES" "$@"; }
+    pg2() { SVC_DIR=$FO_DIR-$P2 PG_PORT=$P2 bash "$SERVICES" "$@"; }
+    eng_extra_cleanup() {
+        churn_queue_cleanup
+        pg1 pg-stop >/dev/null 2>&1 || true
+        pg2 pg-stop >/dev/null 2>&1 || true
+        rm -rf "$FO_DIR-$P1" "$FO_DIR-$P2"
+    }
+    for p in pg1 pg2; do $p pg-stop >/dev/null 2>&1 || true; done
+    rm -rf "$FO_DIR-$P1" "$FO_DIR-$P2"
+
+    pg1 pg-start
+    export PGHOST=127.0.0.1 PGPORT=$P1 PGUSER=postgres PGDATABASE=postgres
+    fresh_db "$2"
+    pg2 pg-standby "$P1"
+    wait_sql "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 1 60
+    psql -qAt -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+    wait_sql "SELECT sync_state FROM pg_stat_replication" sync 30
+    export TEST_DSN="host=127.0.0.1,127.0.0.1 port=$P1,$P2 user=postgres dbname=$2 target_session_attrs=read-write connect_timeout=5"
+}
+
 # churn_cfg FILE [RELAY_SETTINGS]: the relay on ${TEST_DSN}, one rabbitmq
 # output (exchange, queue and binding declared by the driver).
 churn_cfg() {

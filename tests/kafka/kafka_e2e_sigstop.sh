@@ -27,25 +27,14 @@ consumer=$!
 relay=$!
 produce_paced $N 50
 trap 'kill -CONT "$KM_PID" 2>/dev/null || true; kill "$relay" "$PRODUCER" "$consumer" 2>/dev/null || true; cleanup' EXIT
-published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
-for ((i = 0; i < 300; i++)); do [ "$(published)" -ge 200 ] && break; sleep 0.1; done
-[ "$(published)" -ge 200 ] || fail "nothing published before the hang"
-
-kill -STOP "$KM_PID"
-note "brokers stopped at $(published) published"
-hang_watch $HANG_S
-DURING=$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")
-kill -CONT "$KM_PID"
-note "brokers back at $(published) published"
-wait "$PRODUCER"
-for ((i = 0; i < 1800; i++)); do [ "$(published)" -ge "$N" ] && break; sleep 0.1; done
+hang_round "$KM_PID" $N
 kill -TERM "$relay"
 wait "$relay" || { tail -30 "$WORK/relay.log" >&2; fail "the relay exited non-zero"; }
 wait "$consumer" || { cat "$WORK/consumer.err" >&2; fail "consumer checks failed"; }
 
 check_hang_bounded $BOUND_MS
 expect_eq "dead rows during the hang" "$DURING" 0
-expect_eq "published rows" "$(published)" "$N"
+expect_eq "published rows" "$(published_count)" "$N"
 expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
 sql "SELECT event_id FROM outbox" >"$WORK/ids"
 check_delivery "$WORK/ids" "$WORK/got"

@@ -27,25 +27,14 @@ RELAY=$!
 produce_paced $N 50
 MQ_BG_PIDS="$MQ_BG_PIDS $RELAY $PRODUCER"
 trap 'kill -CONT "$BROKER" 2>/dev/null || true; mq_cleanup' EXIT
-published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
-for ((i = 0; i < 300; i++)); do [ "$(published)" -ge 200 ] && break; sleep 0.1; done
-[ "$(published)" -ge 200 ] || fail "nothing published before the hang"
-
-kill -STOP "$BROKER"
-note "broker stopped at $(published) published"
-hang_watch $HANG_S
-DURING=$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")
-kill -CONT "$BROKER"
-note "broker back at $(published) published"
-wait "$PRODUCER"
-for ((i = 0; i < 1800; i++)); do [ "$(published)" -ge "$N" ] && break; sleep 0.1; done
+hang_round "$BROKER" $N
 kill -TERM "$RELAY"
 wait "$RELAY" || { tail -30 "$PMQ_DIR/relay.log" >&2; fail "the relay exited non-zero"; }
 msub_wait
 
 check_hang_bounded $BOUND_MS
 expect_eq "dead rows during the hang" "$DURING" 0
-expect_eq "published rows" "$(published)" "$N"
+expect_eq "published rows" "$(published_count)" "$N"
 expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
 echo "PASS mqtt_e2e_sigstop ($N events, hung ${HANG_S}s, oldest transaction ${MAX_XACT_MS} ms," \
      "received $(msub_field unique), duplicates $(msub_field duplicates))"

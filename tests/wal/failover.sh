@@ -18,27 +18,7 @@ ENG_TEST=walfailover
 . "$(dirname "$0")/wlib.sh"
 . "$(dirname "$0")/../engine/churnlib.sh"
 
-P1=${WAL_FAILOVER_PORT:-56472} P2=$((${WAL_FAILOVER_PORT:-56472} + 1))
-pg1() { SVC_DIR=/tmp/obx-walfailover-$P1 PG_PORT=$P1 bash "$SERVICES" "$@"; }
-pg2() { SVC_DIR=/tmp/obx-walfailover-$P2 PG_PORT=$P2 bash "$SERVICES" "$@"; }
-eng_extra_cleanup() {
-    churn_queue_cleanup
-    pg1 pg-stop >/dev/null 2>&1 || true
-    pg2 pg-stop >/dev/null 2>&1 || true
-    rm -rf "/tmp/obx-walfailover-$P1" "/tmp/obx-walfailover-$P2"
-}
-for p in pg1 pg2; do $p pg-stop >/dev/null 2>&1 || true; done
-rm -rf "/tmp/obx-walfailover-$P1" "/tmp/obx-walfailover-$P2"
-
-pg1 pg-start
-export PGHOST=127.0.0.1 PGPORT=$P1 PGUSER=postgres PGDATABASE=postgres
-fresh_db wal_failover
-pg2 pg-standby "$P1"
-wait_sql "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 1 60
-psql -qAt -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
-wait_sql "SELECT sync_state FROM pg_stat_replication" sync 30
-
-export TEST_DSN="host=127.0.0.1,127.0.0.1 port=$P1,$P2 user=postgres dbname=wal_failover target_session_attrs=read-write connect_timeout=5"
+failover_pair ${WAL_FAILOVER_PORT:-56472} wal_failover
 churn_cfg "$WORK/relay.cfg" "source = \"wal\"; wal = { slot = \"wal_failover\"; };"
 churn_cfg "$WORK/replay.cfg" ""
 init_db "$WORK/relay.cfg"
