@@ -42,6 +42,28 @@ static const char *const wal_steps[] = {
     "CREATE TRIGGER {n._emit_drop} AFTER INSERT ON {table} FOR EACH ROW"
     " WHEN (current_setting('outbox_relay.emitting', true) = 'on')"
     " EXECUTE FUNCTION {schema}.{n._emit_drop}({lit.c.id})",
+    /*
+     * pgoutput sends every column as text, and the walsender cannot send a
+     * value whose text passes 1 GB: it fails, and the stream replays that
+     * transaction forever. So a row whose text form passes half of that is
+     * refused at insert, with the reason. The WHEN costs ordinary rows
+     * nothing: 8 kB of uncompressed values cannot print past about 70 MB (a
+     * numeric of 131,072 digits is stored in about 16 bytes); compressed
+     * values (copied from another table) are always measured.
+     */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._wal_guard}() RETURNS trigger LANGUAGE plpgsql AS {$}"
+    " DECLARE n bigint; BEGIN"
+    " BEGIN n := octet_length(row_to_json(NEW)::text); EXCEPTION WHEN OTHERS THEN n := NULL; END;"
+    " IF n IS NULL OR n > 536870912 THEN RAISE EXCEPTION"
+    " 'outbox row too large for WAL mode: % as text, over the 512 MB the stream can carry',"
+    " coalesce(n || ' bytes', 'over 1 GB') USING ERRCODE = 'program_limit_exceeded',"
+    " HINT = 'the walsender sends each row as text; keep large documents outside the outbox';"
+    " END IF; RETURN NEW; END {$}",
+    "DROP TRIGGER IF EXISTS {n._wal_guard} ON {table}",
+    "CREATE TRIGGER {n._wal_guard} BEFORE INSERT ON {table} FOR EACH ROW"
+    " WHEN (pg_column_size(NEW.*) > 8192 OR pg_column_compression(NEW.{c.payload}) IS NOT NULL"
+    " OR pg_column_compression(NEW.{c.headers}) IS NOT NULL)"
+    " EXECUTE FUNCTION {schema}.{n._wal_guard}()",
     "CREATE OR REPLACE FUNCTION {schema}.{n._emit}("
     " p_aggregate_type text, p_aggregate_id text, p_event_type text,"
     " p_payload {table}.{c.payload}%TYPE,"
@@ -249,21 +271,26 @@ int wal_schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t er
     if (wal_slot_state(conn, cfg, status, sizeof status, &pid, err, err_size) != 0)
         return -1;
     /* from the catalog: a statement on the table itself took 85 ms to plan here */
-    char dead[SQL_NAME_MAX + 1];
+    char dead[SQL_NAME_MAX + 1], guard[SQL_NAME_MAX + 1];
     sql_derived_name(cfg, "_dead_letter", dead, sizeof dead);
-    const char *params[] = {cfg->schema, dead};
+    sql_derived_name(cfg, "_wal_guard", guard, sizeof guard);
+    const char *params[] = {cfg->schema, dead, cfg->table, guard};
     PGresult *res = PQexecParams(conn,
                                  "SELECT 1 FROM pg_attribute WHERE attname = 'dl_raw'"
                                  " AND NOT attisdropped AND attrelid = to_regclass(format('%I.%I',"
-                                 " $1::text, $2::text))",
-                                 2, NULL, params, NULL, NULL, 0);
+                                 " $1::text, $2::text)) AND EXISTS (SELECT 1 FROM pg_trigger"
+                                 " WHERE tgname = $4 AND tgenabled <> 'D' AND tgrelid ="
+                                 " to_regclass(format('%I.%I', $1::text, $3::text)))",
+                                 4, NULL, params, NULL, NULL, 0);
     int current = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
     PQclear(res);
     if (!current) {
-        snprintf(err, err_size,
-                 "the dead-letter table of %s.%s is missing or from an older version: run "
-                 "`outbox-relay init-db -c %s`",
-                 cfg->schema, cfg->table, cfg->path);
+        snprintf(
+            err, err_size,
+            "WAL mode's objects of %s.%s (the dead-letter table, the size guard) are missing or "
+            "from an older version: run "
+            "`outbox-relay init-db -c %s`",
+            cfg->schema, cfg->table, cfg->path);
         return -1;
     }
     if (strcmp(status, "lost") == 0) {
