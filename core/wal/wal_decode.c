@@ -140,8 +140,17 @@ static void decode_relation(wal_decoder *d, reader *r)
     const char *nsp = read_str(r), *name = read_str(r);
     read_int(r, 1); /* replica identity */
     int ncols = (int)read_int(r, 2);
-    if (!r->ok || strcmp(nsp, d->cfg->schema) != 0 || strcmp(name, d->cfg->table) != 0)
+    int named = strcmp(nsp, d->cfg->schema) == 0 && strcmp(name, d->cfg->table) == 0;
+    /* The publication holds the table itself, not its name: renamed, it is
+     * still the outbox, and its columns (maybe changed too) must be mapped
+     * again, never decoded with the old map. */
+    int renamed = !named && d->have_relation && relid == d->relid;
+    if (!r->ok || (!named && !renamed))
         return;
+    if (renamed)
+        log_warn("WAL: the outbox table (relation %u) is now named %s.%s, not %s.%s as configured; "
+                 "its inserts are still relayed: set database.table and run init-db",
+                 relid, nsp, name, d->cfg->schema, d->cfg->table);
     d->relid = relid;
     d->have_relation = 1;
     for (int f = 0; f < WF_COUNT; f++)

@@ -50,7 +50,8 @@ static int setup(void **state)
     return 0;
 }
 
-static buf relation(uint32_t relid, const char *table)
+/* A Relation message; names: its columns (NULL: columns[], in order). */
+static buf relation_of(uint32_t relid, const char *table, const char *const *names)
 {
     buf m = {.n = 0};
     put(&m, 'R', 1);
@@ -61,11 +62,16 @@ static buf relation(uint32_t relid, const char *table)
     put(&m, 10, 2);
     for (int i = 0; i < 10; i++) {
         put(&m, 0, 1);
-        put_str(&m, columns[i]);
+        put_str(&m, names ? names[i] : columns[i]);
         put(&m, 25, 4);
         put(&m, (uint32_t)-1, 4);
     }
     return m;
+}
+
+static buf relation(uint32_t relid, const char *table)
+{
+    return relation_of(relid, table, NULL);
 }
 
 /* An insert: id, event_id, aggregate 'Order'/agg, type, payload, headers NULL, destination NULL,
@@ -162,6 +168,36 @@ static void test_decode_transaction(void **state)
     m = insert(9, "agg-1"); /* cut short */
     assert_int_equal(wal_decode(&d, m.b, m.n - 5, &c, err, sizeof err), -1);
     assert_non_null(strstr(err, "cut short"));
+}
+
+/* The outbox renamed, its payload and headers columns swapped: the new
+ * Relation message maps the columns again (a stale map would take the
+ * payload from the headers' place). Another table never takes its place. */
+static void test_decode_renamed(void **state)
+{
+    (void)state;
+    static const char *const swapped[] = {
+        "id",      "event_id", "aggregate_type", "aggregate_id", "event_type",
+        "headers", "payload",  "destination",    "created_at",   "attempts"};
+    wal_decoder d;
+    wal_decoder_init(&d, &cfg);
+    wal_change c;
+    char err[256];
+    buf m = relation(9, "outbox");
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    m = relation_of(9, "outbox_renamed", swapped);
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    m = insert(9, "agg-1");
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.kind, WAL_EVENT);
+    assert_null(c.row->v[WF_PAYLOAD]); /* the 7th column, NULL in this insert */
+    assert_string_equal(c.row->v[WF_HEADERS], "{\"n\": 1}");
+    free(c.row);
+    m = relation(12, "another");
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    m = insert(12, "agg-2");
+    assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
+    assert_int_equal(c.kind, WAL_NONE);
 }
 
 static void test_decode_message(void **state)
@@ -320,11 +356,9 @@ static void test_timestamps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_transaction),
-        cmocka_unit_test(test_decode_message),
-        cmocka_unit_test(test_window_order_and_confirm),
-        cmocka_unit_test(test_window_unordered),
-        cmocka_unit_test(test_timestamps),
+        cmocka_unit_test(test_decode_transaction), cmocka_unit_test(test_decode_renamed),
+        cmocka_unit_test(test_decode_message),     cmocka_unit_test(test_window_order_and_confirm),
+        cmocka_unit_test(test_window_unordered),   cmocka_unit_test(test_timestamps),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
