@@ -35,6 +35,7 @@ void outputs_close(outputs *o, size_t i)
     output_instance *oi = &o->out[i];
     if (oi->inst) {
         const obx_driver_def *def = &oi->host->driver->def;
+        atomic_store(&oi->host->closing, 1);
         def->close(oi->inst); /* completes what is still in flight, as aborted */
         def->destroy(oi->inst);
         oi->inst = NULL;

@@ -77,6 +77,11 @@ static void complete(void *arg, uint64_t token, obx_status status, int native_co
 {
     host_ctx *ctx = arg;
     atomic_fetch_sub(&ctx->owed, 1);
+    /* close() completes what it holds RETRIABLE ("aborted"); the host chose
+     * to close (a FATAL instance, a stuck one, a reload), so those messages
+     * were never judged by a broker and must not cost an attempt */
+    if (status == OBX_RETRIABLE && atomic_load(&ctx->closing))
+        status = OBX_UNAVAILABLE;
     ctx->on_complete(ctx->on_complete_arg, token, status, native_code, detail);
 }
 
@@ -92,6 +97,7 @@ void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *out
 {
     memset(ctx, 0, sizeof *ctx);
     atomic_init(&ctx->owed, 0);
+    atomic_init(&ctx->closing, 0);
     ctx->output = output;
     ctx->driver = driver;
     ctx->on_complete = on_complete;

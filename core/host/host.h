@@ -23,6 +23,7 @@ typedef struct host_ctx {
     host_refuse_fn on_refuse; /* NULL: refusal reasons are dropped; set after host_init */
     void *on_complete_arg;    /* the first argument of on_complete and on_refuse */
     atomic_long owed;         /* messages handed to publish_batch, not yet completed or refused */
+    atomic_int closing;       /* the host is closing the instance: see complete() */
     char scope[128];          /* log prefix: "output NAME (driver)" */
 } host_ctx;
 
