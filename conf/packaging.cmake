@@ -24,6 +24,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR
 file(GLOB obx_example_configs ${OBX_CONF_DIR}/*.conf)
 install(FILES ${obx_example_configs} ${OBX_CONF_DIR}/systemd/example.env
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+install(FILES ${OBX_CONF_DIR}/prometheus/outbox-relay.rules.yml ${OBX_CONF_DIR}/grafana/outbox-relay.json
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/monitoring)
 file(GLOB obx_driver_docs RELATIVE ${PROJECT_SOURCE_DIR}/drivers ${PROJECT_SOURCE_DIR}/drivers/*/README.md)
 foreach(doc ${obx_driver_docs})
   get_filename_component(name ${doc} DIRECTORY)
