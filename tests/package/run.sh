@@ -64,6 +64,7 @@ zcat /usr/share/man/man1/outbox-relay.1.gz | grep -qF '\fBcheck\-config \-c FILE
 [ -f /usr/include/obx/driver.h ] || fail "header not installed"
 expect_eq "pkg-config" "$(pkg-config --modversion outbox-relay-driver)" "$version"
 [ -f /usr/share/doc/outbox-relay/examples/quickstart.conf ] || fail "example configs not installed"
+[ -f /usr/share/doc/outbox-relay/monitoring/outbox-relay.rules.yml ] || fail "alert rules not installed"
 
 echo "--- systemd-analyze verify outbox-relay@.service"
 man=no
