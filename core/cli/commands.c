@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "db.h"
 #include "inbox.h"
 #include "schema.h"
@@ -66,4 +67,40 @@ int command_requeue(const relay_config *cfg, int all, char **ids, int count)
     int rc = source_for(cfg)->requeue(conn, cfg, all, ids, count);
     PQfinish(conn);
     return rc;
+}
+
+int command_pause(const relay_config *cfg, int pause, const char *output, int source,
+                  const char *reason)
+{
+    const char *verb = pause ? "pause" : "resume";
+    if ((output != NULL) == (source != 0)) {
+        fprintf(stderr, "outbox-relay %s: give either --output NAME or --source\n", verb);
+        return 2;
+    }
+    int known = !output;
+    for (size_t i = 0; output && i < cfg->output_count; i++)
+        known |= strcmp(cfg->outputs[i].name, output) == 0;
+    if (!known) {
+        fprintf(stderr, "outbox-relay %s: %s has no output \"%s\"\n", verb, cfg->path, output);
+        return 2;
+    }
+    PGconn *conn = connect_or_report(cfg);
+    if (!conn)
+        return 1;
+    char err[1024];
+    int rc = control_set(conn, cfg, output ? CONTROL_OUTPUT : CONTROL_SOURCE, output ? output : "",
+                         pause, reason, err, sizeof err);
+    PQfinish(conn);
+    if (rc < 0) {
+        fprintf(stderr, "outbox-relay %s: %s\n", verb, err);
+        return 1;
+    }
+    const char *what = output ? output : "the source";
+    if (rc == 0)
+        printf("%s%s was %s\n", output ? "output " : "", what,
+               pause ? "already paused" : "not paused");
+    else
+        printf("%s%s %s: the relays on %s.%s take it within a second\n", output ? "output " : "",
+               what, pause ? "paused" : "resumed", cfg->schema, cfg->table);
+    return 0;
 }

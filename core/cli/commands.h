@@ -1,4 +1,5 @@
-/* The database commands: init-db, requeue (status: status.h). Each returns an exit code. */
+/* The database commands: init-db, requeue, pause and resume (status: status.h). Each returns an
+ * exit code. */
 #ifndef OBX_COMMANDS_H
 #define OBX_COMMANDS_H
 
@@ -9,5 +10,8 @@
 int command_init_db(const relay_config *cfg, int reset_slot, int inbox);
 /* all, or the event ids in ids[0..count) */
 int command_requeue(const relay_config *cfg, int all, char **ids, int count);
+/* pause (1) or resume (0) an output by name, or the whole source (control.h) */
+int command_pause(const relay_config *cfg, int pause, const char *output, int source,
+                  const char *reason);
 
 #endif

@@ -38,6 +38,12 @@ static const char usage_text[] =
     "                               aggregates held back; --watch refreshes (2 s)\n"
     "  requeue -c FILE --all | EVENT_ID...\n"
     "                               put dead events back to pending\n"
+    "  pause -c FILE --output NAME | --source [--reason TEXT]\n"
+    "                               stop sending to an output (its events wait, no\n"
+    "                               attempt counted) or sending at all, in every relay\n"
+    "                               on the table, until resume; seen within a second\n"
+    "  resume -c FILE --output NAME | --source\n"
+    "                               undo pause\n"
     "  drivers [-c FILE] [--drivers-dir DIR] [-v]\n"
     "                               list the drivers found, their version, ABI, options\n"
     "  check-driver DRIVER [-c FILE] [-o OUTPUT] [--drivers-dir DIR]\n"
@@ -56,8 +62,10 @@ typedef struct cli {
     const char *config;
     const char *drivers_dir;
     int drain, json, all, verbose, reset_slot, print, inbox;
-    int watch;     /* status --watch: seconds between reports, 0: once */
-    int first_arg; /* index of the first positional argument after options */
+    int watch;                   /* status --watch: seconds between reports, 0: once */
+    const char *output, *reason; /* pause, resume: --output NAME, --reason TEXT */
+    int source;                  /* pause, resume: --source */
+    int first_arg;               /* index of the first positional argument after options */
 } cli;
 
 static int parse_options(int argc, char **argv, cli *c)
@@ -72,6 +80,9 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"reset-slot", no_argument, NULL, 'R'},
                                              {"print", no_argument, NULL, 'P'},
                                              {"inbox", no_argument, NULL, 'I'},
+                                             {"output", required_argument, NULL, 'O'},
+                                             {"source", no_argument, NULL, 'S'},
+                                             {"reason", required_argument, NULL, 'r'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
@@ -88,6 +99,9 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'R': c->reset_slot = 1; break;
         case 'P': c->print = 1; break;
         case 'I': c->inbox = 1; break;
+        case 'O': c->output = optarg; break;
+        case 'S': c->source = 1; break;
+        case 'r': c->reason = optarg; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: return -1;
         }
@@ -236,7 +250,8 @@ int main(int argc, char **argv)
     }
     int known = !strcmp(command, "run") || !strcmp(command, "init-db") ||
                 !strcmp(command, "check-config") || !strcmp(command, "status") ||
-                !strcmp(command, "requeue") || !strcmp(command, "reload");
+                !strcmp(command, "requeue") || !strcmp(command, "reload") ||
+                !strcmp(command, "pause") || !strcmp(command, "resume");
     if (!known) {
         fprintf(stderr, "outbox-relay: unknown command \"%s\"; see outbox-relay --help\n", command);
         return 2;
@@ -257,6 +272,17 @@ int main(int argc, char **argv)
                 c.inbox ? "inbox" : "reset-slot");
         return 2;
     }
+    int pausing = !strcmp(command, "pause") || !strcmp(command, "resume");
+    if ((c.output || c.source || c.reason) && !pausing) {
+        fprintf(stderr,
+                "outbox-relay %s: --output, --source and --reason go with pause and resume\n",
+                command);
+        return 2;
+    }
+    if (c.reason && strcmp(command, "pause") != 0) {
+        fprintf(stderr, "outbox-relay resume: --reason goes with pause\n");
+        return 2;
+    }
     if (positional > 0 && strcmp(command, "requeue") != 0) {
         fprintf(stderr, "outbox-relay %s: unexpected argument \"%s\"\n", command, args[0]);
         return 2;
@@ -273,6 +299,8 @@ int main(int argc, char **argv)
         rc = check_config(cfg, c.print);
     else if (!strcmp(command, "reload"))
         rc = reload_signal_relays(cfg->path);
+    else if (pausing)
+        rc = command_pause(cfg, !strcmp(command, "pause"), c.output, c.source, c.reason);
     else if (!strcmp(command, "status"))
         rc = command_status(cfg, c.json, c.watch);
     else

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "db.h"
 #include "source.h"
 
@@ -18,8 +19,11 @@ static int report(const relay_config *cfg, PGconn **conn, int json)
         fprintf(stderr, "outbox-relay: %s\n", err);
         return 1;
     }
-    if (source_for(cfg)->status(*conn, cfg, json) == 0)
-        return 0;
+    if (source_for(cfg)->status(*conn, cfg, json) == 0) {
+        if (json || control_print(*conn, cfg, stdout, err, sizeof err) == 0)
+            return 0;
+        fprintf(stderr, "outbox-relay: %s\n", err);
+    }
     PQfinish(*conn); /* the next round connects again */
     *conn = NULL;
     return 1;

@@ -115,7 +115,7 @@ void delivery_settle(delivery *d, const settle_item *items, size_t count, decisi
         learn_health(d, &items[i]);
     for (size_t i = 0; i < count; i++) {
         const settle_item *it = &items[i];
-        long long pause = health_wait_ms(outputs_health(&d->outs, it->output));
+        long long pause = outputs_pause_ms(&d->outs, it->output);
         double r = (double)rand_r(&d->rand_state) / ((double)RAND_MAX + 1.0);
         outcome_decide(&d->policy, &it->v, it->attempt, it->after_failure,
                        pause > 100 ? pause : 100, r, &out[i]);

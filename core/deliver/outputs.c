@@ -147,12 +147,20 @@ int outputs_ensure(outputs *o, int first)
     return all_up ? 0 : 1;
 }
 
+/* Paused by an operator: nothing is sent to it, and it is not probed. */
+static int operator_paused(outputs *o, size_t i)
+{
+    return pauses_output(&o->st->pauses, o->gen->cfg->outputs[i].name);
+}
+
 int outputs_any_usable(outputs *o)
 {
     int usable = 0;
     for (size_t i = 0; i < o->count; i++) {
         output_health *h = &o->gen->health[i];
         output_instance *oi = &o->out[i];
+        if (operator_paused(o, i))
+            continue;
         if (still_stalled(o, i))
             continue; /* neither usable nor probed: it has not answered what it holds */
         if (!health_is_down(h)) {
@@ -180,7 +188,8 @@ int outputs_any_usable(outputs *o)
 int outputs_may_send(outputs *o, size_t i)
 {
     output_health *h = &o->gen->health[i];
-    if (!o->out[i].inst || atomic_load(&o->out[i].broken) || still_stalled(o, i))
+    if (!o->out[i].inst || atomic_load(&o->out[i].broken) || operator_paused(o, i) ||
+        still_stalled(o, i))
         return 0;
     if (!health_is_down(h))
         return 1;
@@ -242,11 +251,17 @@ void outputs_succeeded(outputs *o, size_t i)
     health_up(&o->gen->health[i]);
 }
 
+long long outputs_pause_ms(outputs *o, size_t i)
+{
+    return operator_paused(o, i) ? PAUSED_DEFER_MS : health_wait_ms(&o->gen->health[i]);
+}
+
 long long outputs_wait_ms(outputs *o)
 {
     long long wait = 0;
     for (size_t i = 0; i < o->count; i++) {
-        long long w = health_wait_ms(&o->gen->health[i]);
+        /* a paused output is looked at again within a second: resume is quick */
+        long long w = operator_paused(o, i) ? 1000 : health_wait_ms(&o->gen->health[i]);
         if (w > 0 && (wait == 0 || w < wait))
             wait = w;
     }

@@ -17,7 +17,7 @@ typedef struct output_instance {
     atomic_int broken;  /* FATAL seen (any thread): close now, re-create before the next claim */
     long long retry_at; /* when to try create again */
     int backoff_ms;
-    int failed; /* closed after a failure: the next create is a re-creation */
+    int failed;                 /* closed after a failure: the next create is a re-creation */
     long long stalled_since_ms; /* batches given back while it held them (0: not stalled) */
 } output_instance;
 
@@ -78,7 +78,11 @@ int outputs_poll(outputs *o, int timeout_ms);
 /* A driver that acknowledged something is healthy again. */
 void outputs_succeeded(outputs *o, size_t i);
 
-/* The milliseconds until a paused output's next probe, or 0. */
+/* The milliseconds until a paused output's next probe, or 0 (an output an
+ * operator paused: a second, so that a resume is seen soon). */
 long long outputs_wait_ms(outputs *o);
+
+/* How long output i's messages not sent now should wait. */
+long long outputs_pause_ms(outputs *o, size_t i);
 
 #endif

@@ -106,6 +106,7 @@ static int load_drivers(relay_state *st)
 {
     char err[1024];
     pthread_mutex_init(&st->gen_lock, NULL);
+    pauses_init(&st->pauses);
     st->gen = gen_new((relay_config *)st->cfg, 0, 0, err, sizeof err);
     if (!st->gen) {
         log_error("%s", err);
@@ -119,6 +120,7 @@ static void unload_drivers(relay_state *st)
     gen_release(st->gen); /* the last user: workers have let go */
     st->gen = NULL;
     pthread_mutex_destroy(&st->gen_lock);
+    pauses_destroy(&st->pauses);
 }
 
 /* SIGHUP: a new config generation, unless stopping; systemd hears
@@ -151,9 +153,7 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
 {
     void *run = src->start(st, payload_type);
     pthread_t poller;
-    int polling = st->cfg->metrics_listen != NULL;
-    if (polling)
-        pthread_create(&poller, NULL, backlog_main, st);
+    pthread_create(&poller, NULL, backlog_main, st); /* operator pauses, and metrics' backlog */
     while (!src->join(run, 50)) {
         config_gen *gen = state_take_gen(st);
         int stalled = counters_stalled(st->metrics, gen->cfg, now_ms());
@@ -173,8 +173,7 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
     }
     notify_stopping();
     state_request_stop(st, now_ms());
-    if (polling)
-        pthread_join(poller, NULL);
+    pthread_join(poller, NULL);
     src->finish(run);
 }
 

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "generation.h"
 #include "message.h"
+#include "pauses.h"
 
 /* Totals for the exit summary and the metrics endpoint. */
 typedef struct relay_stats {
@@ -32,6 +33,7 @@ typedef struct relay_state {
     relay_stats stats;
     atomic_llong claim_place; /* claimer.c: the furthest row the workers' unordered claims took */
     struct relay_metrics *metrics; /* stats.h: per output, latencies, heartbeats; may be NULL */
+    pauses pauses;                 /* what an operator paused, read by the backlog poller */
 
     /* WAL mode (relay.source = "wal"), for status and /metrics: how much
      * WAL the slot holds past the confirmed position, how old the oldest

@@ -8,6 +8,7 @@
 #include "db.h"
 #include "log.h"
 #include "sql.h"
+#include "control.h"
 #include "counters.h"
 #include "text.h"
 
@@ -26,9 +27,13 @@ static const char backlog_sql[] =
 
 /* A poll that hangs must not keep the snapshot (and /readyz) stale for long. */
 #define BACKLOG_STATEMENT_TIMEOUT "SET statement_timeout = 10000"
+/* An operator's pause or resume is seen within this. */
+#define PAUSES_POLL_MS 1000
 
 static void store_failure(relay_metrics *m, const char *why)
 {
+    if (!m)
+        return;
     pthread_mutex_lock(&m->lock);
     m->backlog.db_ok = 0;
     m->backlog.failures++;
@@ -37,25 +42,27 @@ static void store_failure(relay_metrics *m, const char *why)
     pthread_mutex_unlock(&m->lock);
 }
 
-/* One poll on *conn (connected first when NULL; dropped on failure). */
-static void poll_once(relay_state *st, PGconn **conn, const char *sql)
+/* *conn connected (when NULL) and set up; on failure NULL, with err. */
+static void connect_once(relay_state *st, PGconn **conn, char *err, size_t err_size)
+{
+    if (*conn)
+        return;
+    *conn = db_connect(st->cfg, "outbox-relay backlog", err, err_size);
+    if (*conn && db_exec(*conn, BACKLOG_STATEMENT_TIMEOUT, err, err_size) < 0) {
+        PQfinish(*conn);
+        *conn = NULL;
+    }
+    if (!*conn)
+        store_failure(st->metrics, err);
+}
+
+/* One backlog poll on conn for the metrics; dropped (NULL) on failure, with err. */
+static void poll_once(relay_state *st, PGconn **conn, const char *sql, char *err, size_t err_size)
 {
     relay_metrics *m = st->metrics;
-    char err[512];
-    if (!*conn) {
-        *conn = db_connect(st->cfg, "outbox-relay backlog", err, sizeof err);
-        if (*conn && db_exec(*conn, BACKLOG_STATEMENT_TIMEOUT, err, sizeof err) < 0) {
-            PQfinish(*conn);
-            *conn = NULL;
-        }
-        if (!*conn) {
-            store_failure(m, err);
-            return;
-        }
-    }
     PGresult *res = PQexec(*conn, sql);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        db_error(*conn, res, err, sizeof err);
+        db_error(*conn, res, err, err_size);
         PQclear(res);
         PQfinish(*conn);
         *conn = NULL;
@@ -76,6 +83,31 @@ static void poll_once(relay_state *st, PGconn **conn, const char *sql)
     PQclear(res);
 }
 
+/* What an operator paused, each second: logged when it changes. A failed
+ * read keeps the last set (the backlog poll reports the database). */
+static void read_pauses(relay_state *st, PGconn *conn)
+{
+    char err[512];
+    int changed = 0;
+    if (!conn || control_read(conn, st->cfg, &st->pauses, &changed, err, sizeof err) < 0 ||
+        !changed)
+        return;
+    char names[512] = "";
+    pthread_mutex_lock(&st->pauses.lock);
+    text_copy(names, sizeof names, st->pauses.outputs ? st->pauses.outputs : "");
+    pthread_mutex_unlock(&st->pauses.lock);
+    for (char *nl = strchr(names, '\n'); nl; nl = strchr(nl, '\n'))
+        *nl = nl[1] ? ' ' : '\0';
+    if (atomic_load(&st->pauses.source))
+        log_warn("paused by an operator: the source (nothing is sent until `outbox-relay resume "
+                 "--source`)");
+    else if (names[0])
+        log_warn("paused by an operator: output %s (its events wait; no attempt is counted)",
+                 names);
+    else
+        log_info("nothing is paused by an operator now");
+}
+
 void *backlog_main(void *arg)
 {
     relay_state *st = arg;
@@ -83,17 +115,24 @@ void *backlog_main(void *arg)
     char *sql = sql_render(st->cfg, backlog_sql);
     PGconn *conn = NULL;
     int failing = 0;
-    for (long long next = 0; !atomic_load(&st->stop); usleep(100000)) {
+    char err[512] = "";
+    for (long long next = 0, next_pauses = 0; !atomic_load(&st->stop); usleep(100000)) {
         counters_beat();
-        if (now_ms() < next)
+        long long now = now_ms();
+        int backlog_due = st->metrics && now >= next;
+        if (!backlog_due && now < next_pauses)
             continue;
-        next = now_ms() + BACKLOG_POLL_MS;
-        poll_once(st, &conn, sql);
+        next_pauses = now + PAUSES_POLL_MS;
+        connect_once(st, &conn, err, sizeof err);
+        if (conn && backlog_due) {
+            next = now + BACKLOG_POLL_MS;
+            poll_once(st, &conn, sql, err, sizeof err);
+        }
+        read_pauses(st, conn);
         if ((conn == NULL) != failing) { /* say it once per change, not per poll */
             failing = !conn;
             if (failing)
-                log_warn("backlog poll failed (metrics and /readyz say so): %s",
-                         st->metrics->backlog.db_error);
+                log_warn("the backlog poller cannot read the database (metrics, /readyz and operator pauses wait for it): %s", err);
             else
                 log_info("backlog poll works again");
         }

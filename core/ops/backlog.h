@@ -1,6 +1,7 @@
-/* The backlog poller: one thread (and one connection) that counts pending,
- * leased and dead rows and the oldest pending row's age every few seconds,
- * for /metrics and /readyz; a scrape never touches the database. */
+/* The backlog poller: one thread (and one connection) that reads what an
+ * operator paused each second (control.h) and, with metrics on, counts
+ * pending, leased and dead rows and the oldest pending row's age every few
+ * seconds, for /metrics and /readyz; a scrape never touches the database. */
 #ifndef OBX_BACKLOG_H
 #define OBX_BACKLOG_H
 
@@ -8,7 +9,7 @@
 
 #define BACKLOG_POLL_MS 5000
 
-/* Thread entry: arg is the relay_state (with metrics); returns after a stop. */
+/* Thread entry: arg is the relay_state; returns after a stop. */
 void *backlog_main(void *arg);
 
 #endif

@@ -60,6 +60,13 @@ static void outputs_up(FILE *f, relay_state *st, const config_gen *gen)
         label(f, cfg->outputs[i].name);
         fprintf(f, "\"} %d\n", up);
     }
+    family(f, "outbox_relay_output_paused", "gauge",
+           "1 while an operator has paused the output (or the whole source): outbox-relay pause.");
+    for (size_t i = 0; i < cfg->output_count; i++) {
+        fputs("outbox_relay_output_paused{output=\"", f);
+        label(f, cfg->outputs[i].name);
+        fprintf(f, "\"} %d\n", pauses_output(&st->pauses, cfg->outputs[i].name));
+    }
     if (!st->metrics)
         return;
     family(f, "outbox_relay_output_outages_total", "counter",

@@ -1,0 +1,122 @@
+#include "control.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "sql.h"
+
+/* SQL text reads best as written. */
+/* clang-format off */
+static const char create_sql[] =
+    "CREATE TABLE IF NOT EXISTS {schema}.outbox_relay_control ("
+    " table_name text NOT NULL, scope text NOT NULL CHECK (scope IN ('source', 'output')),"
+    " name text NOT NULL, paused_at timestamptz NOT NULL DEFAULT now(),"
+    " paused_by text NOT NULL DEFAULT current_user, reason text,"
+    " PRIMARY KEY (table_name, scope, name))";
+static const char pause_sql[] =
+    "INSERT INTO {schema}.outbox_relay_control (table_name, scope, name, reason)"
+    " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
+static const char resume_sql[] =
+    "DELETE FROM {schema}.outbox_relay_control WHERE table_name = $1 AND scope = $2 AND name = $3";
+static const char read_sql[] =
+    "SELECT scope, name, to_char(paused_at, 'YYYY-MM-DD HH24:MI:SSOF'), paused_by,"
+    " coalesce(reason, '') FROM {schema}.outbox_relay_control WHERE table_name = $1"
+    " ORDER BY scope DESC, name";
+/* clang-format on */
+
+/* Runs one of the statements above with params; NULL with err on failure.
+ * absent: set when the table does not exist (then no error). */
+static PGresult *run(PGconn *conn, const relay_config *cfg, const char *tmpl, int n,
+                     const char *const *params, int *absent, char *err, size_t err_size)
+{
+    char *sql = sql_render(cfg, tmpl);
+    PGresult *res = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+    free(sql);
+    ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+        return res;
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (absent && state && strcmp(state, "42P01") == 0) /* undefined_table: nothing paused yet */
+        *absent = 1;
+    else
+        db_error(conn, res, err, err_size);
+    PQclear(res);
+    return NULL;
+}
+
+int control_read(PGconn *conn, const relay_config *cfg, pauses *p, int *changed, char *err,
+                 size_t err_size)
+{
+    const char *params[] = {cfg->table};
+    int absent = 0;
+    PGresult *res = run(conn, cfg, read_sql, 1, params, &absent, err, err_size);
+    if (!res && !absent)
+        return -1;
+    int rows = res ? PQntuples(res) : 0, source = 0;
+    size_t count = 0;
+    const char **names = calloc((size_t)rows + 1, sizeof *names);
+    for (int r = 0; r < rows; r++) {
+        if (strcmp(PQgetvalue(res, r, 0), CONTROL_SOURCE) == 0)
+            source = 1;
+        else
+            names[count++] = PQgetvalue(res, r, 1);
+    }
+    /* the same list as before? (names come ordered) */
+    size_t size = 1;
+    for (size_t i = 0; i < count; i++)
+        size += strlen(names[i]) + 1;
+    char *now = calloc(size, 1);
+    for (size_t i = 0; i < count; i++)
+        strcat(strcat(now, names[i]), "\n");
+    pthread_mutex_lock(&p->lock);
+    *changed = atomic_load(&p->source) != source || strcmp(p->outputs ? p->outputs : "", now) != 0;
+    pthread_mutex_unlock(&p->lock);
+    if (*changed)
+        pauses_set(p, source, names, count);
+    free(now);
+    free(names);
+    PQclear(res);
+    return 0;
+}
+
+int control_set(PGconn *conn, const relay_config *cfg, const char *scope, const char *name,
+                int pause, const char *reason, char *err, size_t err_size)
+{
+    if (pause) {
+        char *sql = sql_render(cfg, create_sql);
+        int rc = db_exec(conn, sql, err, err_size);
+        free(sql);
+        if (rc < 0)
+            return -1;
+    }
+    const char *params[] = {cfg->table, scope, name, reason};
+    int absent = 0;
+    PGresult *res = run(conn, cfg, pause ? pause_sql : resume_sql, pause ? 4 : 3, params,
+                        pause ? NULL : &absent, err, err_size);
+    if (!res)
+        return absent ? 0 : -1;
+    int done = atoi(PQcmdTuples(res)) > 0;
+    PQclear(res);
+    return done;
+}
+
+int control_print(PGconn *conn, const relay_config *cfg, FILE *out, char *err, size_t err_size)
+{
+    const char *params[] = {cfg->table};
+    int absent = 0;
+    PGresult *res = run(conn, cfg, read_sql, 1, params, &absent, err, err_size);
+    if (!res)
+        return absent ? 0 : -1;
+    for (int r = 0; r < PQntuples(res); r++) {
+        int source = strcmp(PQgetvalue(res, r, 0), CONTROL_SOURCE) == 0;
+        fprintf(out, "paused:                 %s%s since %s by %s%s%s%s\n",
+                source ? "the source (nothing is sent)" : "output ",
+                source ? "" : PQgetvalue(res, r, 1), PQgetvalue(res, r, 2), PQgetvalue(res, r, 3),
+                PQgetvalue(res, r, 4)[0] ? " (" : "", PQgetvalue(res, r, 4),
+                PQgetvalue(res, r, 4)[0] ? ")" : "");
+    }
+    PQclear(res);
+    return 0;
+}
