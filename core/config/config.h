@@ -106,6 +106,8 @@ typedef struct relay_config {
     obx_log_level log_level;
     log_format log_format;
     char *metrics_listen; /* "host:port" or NULL */
+    char *admin_listen;    /* loopback "host:port" or NULL: the admin endpoint is off */
+    char *admin_token_env; /* the environment variable holding its bearer token */
 
     cfg_output *outputs;
     size_t output_count;

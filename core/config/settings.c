@@ -2,6 +2,7 @@
  * setting is a row here (and its field in relay_config). */
 #include "settings.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,22 @@ static int check_listen(cfg_reader *st, const config_setting_t *s, const setting
     (void)def;
     char why[256];
     return listen_parse(*(char **)slot, NULL, why, sizeof why) < 0 ? cfg_fail(st, s, "%s", why) : 0;
+}
+
+/* The admin endpoint changes what the relays do: loopback only. */
+static int check_admin_listen(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                              void *slot)
+{
+    (void)def;
+    char why[256];
+    struct sockaddr_in addr;
+    if (listen_parse(*(char **)slot, &addr, why, sizeof why) != 0 ||
+        (ntohl(addr.sin_addr.s_addr) >> 24) != 127)
+        return cfg_fail(st, s,
+                        "admin.listen \"%s\": must be 127.0.0.1:PORT or localhost:PORT (the "
+                        "admin endpoint is bound to loopback)",
+                        *(char **)slot);
+    return 0;
 }
 
 /* The slot and publication default to names derived from the table:
@@ -176,6 +193,9 @@ static const setting_def table[] = {
     ENUM("log", "level", log_level, levels, OBX_LOG_INFO, FIXED),
     ENUM("log", "format", log_format, formats, LOG_FORMAT_TEXT, FIXED),
     STRING("metrics", "listen", metrics_listen, NULL, FIXED, .check = check_listen),
+    STRING("admin", "listen", admin_listen, NULL, FIXED, .check = check_admin_listen),
+    STRING("admin", "token_env", admin_token_env, "OUTBOX_RELAY_ADMIN_TOKEN", FIXED,
+           .check = check_identifier),
 };
 
 static const setting_section sections[] = {
@@ -186,6 +206,7 @@ static const setting_section sections[] = {
     {.path = "relay.backoff", .after = check_backoff_order},
     {.path = "log"},
     {.path = "metrics"},
+    {.path = "admin"},
 };
 /* clang-format on */
 

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "backlog.h"
 #include "db.h"
 #include "log.h"
@@ -200,7 +201,16 @@ int engine_run(const relay_config *cfg, int drain)
             code = 1;
         }
     }
+    admin_server *admin = NULL;
+    if (code == 0 && cfg->admin_listen) {
+        char err[512];
+        if (!(admin = admin_start(cfg, err, sizeof err))) {
+            log_error("%s", err);
+            code = 2;
+        }
+    }
     if (code != 0) {
+        metrics_stop(metrics);
         unload_drivers(st);
         counters_free(st->metrics);
         free(st);
@@ -212,6 +222,7 @@ int engine_run(const relay_config *cfg, int drain)
     src->describe(cfg, drain, line, sizeof line);
     log_info("relay starting: %s", line);
     run_source(st, src, payload_type);
+    admin_stop(admin);
     metrics_stop(metrics);
     running = NULL;
     const relay_stats *s = &st->stats;
