@@ -12,25 +12,13 @@ MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 APORT=$("$MC" freeport)
 ADMIN=http://127.0.0.1:$APORT
 TOKEN=admin-token-$RANDOM-$RANDOM-$RANDOM
-REC2=$WORK/record2.jsonl
-CFG=$WORK/relay.cfg
+. "$(dirname "$0")/pauselib.sh"
 
 fresh_db eng_admin
-# config ADMIN_LISTEN
-config() {
-    cat >"$CFG" <<EOF2
-database = { conninfo = "\${TEST_DSN}"; };
-relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; workers = 2; batch_size = 20; max_attempts = 1; };
-admin = { listen = "$1"; };
-outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; }; },
-            { name = "mem2"; driver = "memory"; options = { record_file = "$REC2"; }; } );
-routes = ( { event_type = "a.*"; output = "mem"; destination = "a"; },
-           { event_type = "b.*"; output = "mem2"; destination = "b"; } );
-EOF2
-}
+config() { pause_cfg "" "admin = { listen = \"$1\"; };"; }
 config "0.0.0.0:$APORT"
 "$OBX_BIN" check-config -c "$CFG" >"$WORK/check.out" 2>&1 && fail "admin.listen on every interface was accepted"
-grep -q "relay.cfg:3: .*admin.listen \"0.0.0.0:$APORT\": must be 127.0.0.1:PORT" "$WORK/check.out" || fail "off loopback: $(cat "$WORK/check.out")"
+grep -q "relay.cfg:4: .*admin.listen \"0.0.0.0:$APORT\": must be 127.0.0.1:PORT" "$WORK/check.out" || fail "off loopback: $(cat "$WORK/check.out")"
 config "127.0.0.1:$APORT"
 init_db "$CFG"
 OUTBOX_RELAY_ADMIN_TOKEN=short "$OBX_BIN" run -c "$CFG" >"$WORK/notoken.log" 2>&1 && fail "run with a short token started"
@@ -50,16 +38,6 @@ expect_eq "an unknown output" "$(post /pause/output/nosuch "$TOKEN")" 404
 expect_eq "an unknown path" "$(post /stop "$TOKEN")" 404
 expect_eq "control rows after refused requests" "$(sql "SELECT count(*) FROM outbox_relay_control" 2>/dev/null || echo 0)" 0
 
-ok_lines() { if [ -f "$1" ]; then grep -c '"status":"ok"' "$1" || true; else echo 0; fi; }
-wait_ok() {
-    local i
-    for ((i = 0; i < 600 && $(ok_lines "$1") < $2; i++)); do sleep 0.1; done
-    expect_eq "ok lines in $(basename "$1")" "$(ok_lines "$1")" "$2"
-}
-enqueue() {
-    sql "SELECT count(outbox_enqueue('${2%%.*}', 'agg-' || (g % 10), '$2', jsonb_build_object('n', g)))
-         FROM generate_series(1, $1) g" >/dev/null
-}
 expect_eq "pause mem" "$(post '/pause/output/mem?reason=by%20the%20tests' "$TOKEN")" 200
 wait_log "$WORK/relay.log" "paused by an operator: output mem" 10
 enqueue 50 a.created

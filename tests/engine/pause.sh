@@ -14,37 +14,14 @@ MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 PORT=$("$MC" freeport)
 . "$(dirname "$0")/../metrics/scrape.sh"
 
-REC2=$WORK/record2.jsonl
-CFG=$WORK/relay.cfg
+. "$(dirname "$0")/pauselib.sh"
 if [ "$MODE" = wal ]; then fresh_wal_db pause_wal; else fresh_db pause_poll; fi
 SOURCE=""
 [ "$MODE" = wal ] && SOURCE="source = \"wal\"; wal = { slot = \"$TEST_DB\"; };"
-cat >"$CFG" <<EOF2
-database = { conninfo = "\${TEST_DSN}"; };
-relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; workers = 2; batch_size = 20;
-          max_attempts = 1; $SOURCE };
-metrics = { listen = "127.0.0.1:$PORT"; };
-outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; }; },
-            { name = "mem2"; driver = "memory"; options = { record_file = "$REC2"; }; } );
-routes = ( { event_type = "a.*"; output = "mem"; destination = "a"; },
-           { event_type = "b.*"; output = "mem2"; destination = "b"; } );
-EOF2
+pause_cfg "$SOURCE" "metrics = { listen = \"127.0.0.1:$PORT\"; };"
 init_db "$CFG"
 start_relay "$CFG" "$WORK/relay.log"
 wait_log "$WORK/relay.log" "relay starting" 30
-
-ok_lines() { if [ -f "$1" ]; then grep -c '"status":"ok"' "$1" || true; else echo 0; fi; }
-wait_ok() { # wait_ok FILE N: until FILE has N ok lines (60 s)
-    local i
-    for ((i = 0; i < 600 && $(ok_lines "$1") < $2; i++)); do sleep 0.1; done
-    expect_eq "ok lines in $(basename "$1")" "$(ok_lines "$1")" "$2"
-}
-# enqueue N TYPE: N events of TYPE over 10 aggregates of its own (an
-# aggregate with an event for a paused output waits whole, to keep its order)
-enqueue() {
-    sql "SELECT count(outbox_enqueue('${2%%.*}', 'agg-' || (g % 10), '$2', jsonb_build_object('n', g)))
-         FROM generate_series(1, $1) g" >/dev/null
-}
 cli() { "$OBX_BIN" "$@" -c "$CFG"; }
 
 "$OBX_BIN" pause -c "$CFG" --output nosuch >"$WORK/bad.out" 2>&1 && fail "pause of an unknown output succeeded"
