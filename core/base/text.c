@@ -67,3 +67,15 @@ char *text_copy(char *dst, size_t cap, const char *src)
     dst[out] = '\0';
     return dst;
 }
+
+void text_print_clean(FILE *out, const char *s, size_t max)
+{
+    size_t n = 0;
+    for (; *s && n < max; s++, n++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            fprintf(out, "\\x%02x", (unsigned char)*s);
+        else
+            fputc(*s, out);
+    if (*s)
+        fputs("...", out);
+}

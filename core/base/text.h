@@ -4,6 +4,7 @@
 #define OBX_TEXT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /*
  * Copies src into dst (cap bytes with the NUL) as valid UTF-8: each invalid
@@ -14,5 +15,9 @@ char *text_copy(char *dst, size_t cap, const char *src);
 
 /* True when the n bytes at s are valid UTF-8 without NUL. */
 int text_valid(const char *s, size_t n);
+
+/* Row data on a terminal: at most max bytes of s to out, control characters
+ * shown (\xNN), not obeyed; "..." when cut. */
+void text_print_clean(FILE *out, const char *s, size_t max);
 
 #endif

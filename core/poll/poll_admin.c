@@ -9,7 +9,9 @@
 
 #include "db.h"
 #include "pgarray.h"
+#include "poll_outputs.h"
 #include "sql.h"
+#include "text.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -64,19 +66,6 @@ enum {
     H_ALL
 };
 
-/* Row data on a terminal: control characters shown, not obeyed. */
-static void print_clean(const char *s, size_t max)
-{
-    size_t n = 0;
-    for (; *s && n < max; s++, n++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            printf("\\x%02x", (unsigned char)*s);
-        else
-            putchar(*s);
-    if (*s)
-        fputs("...", stdout);
-}
-
 static void print_held_text(PGresult *h)
 {
     int rows = PQntuples(h);
@@ -86,16 +75,16 @@ static void print_held_text(PGresult *h)
     for (int r = 0; r < rows; r++) {
         int dead = PQgetvalue(h, r, H_DEAD)[0] == 't';
         fputs("  ", stdout);
-        print_clean(PQgetvalue(h, r, H_TYPE), 64);
+        text_print_clean(stdout, PQgetvalue(h, r, H_TYPE), 64);
         putchar('/');
-        print_clean(PQgetvalue(h, r, H_AGG), 64);
+        text_print_clean(stdout, PQgetvalue(h, r, H_AGG), 64);
         printf("  head id %s (event %s), attempts %s, %s since %s", PQgetvalue(h, r, H_ID),
                PQgetvalue(h, r, H_EVENT), PQgetvalue(h, r, H_ATTEMPTS),
                dead ? "dead (on_dead = block)" : "pending", PQgetvalue(h, r, H_SINCE));
         if (!dead)
             printf(", next attempt %s", PQgetvalue(h, r, H_NEXT));
         printf(", %s behind it\n    last error: ", PQgetvalue(h, r, H_BEHIND));
-        print_clean(PQgetvalue(h, r, H_ERROR), 200);
+        text_print_clean(stdout, PQgetvalue(h, r, H_ERROR), 200);
         putchar('\n');
     }
 }
@@ -120,7 +109,7 @@ static json_t *held_heads_json(PGresult *h)
     return list;
 }
 
-static void print_status(PGresult *t, PGresult *h, int json)
+static int print_status(PGconn *conn, const relay_config *cfg, PGresult *t, PGresult *h, int json)
 {
     long long pending = atoll(PQgetvalue(t, 0, 0)), in_flight = atoll(PQgetvalue(t, 0, 1)),
               dead = atoll(PQgetvalue(t, 0, 2)), waiting = atoll(PQgetvalue(t, 0, 4));
@@ -132,17 +121,20 @@ static void print_status(PGresult *t, PGresult *h, int json)
                       (json_int_t)in_flight, "dead", (json_int_t)dead, "oldest_pending_seconds",
                       oldest, "waiting_for_output", (json_int_t)waiting, "held_back", held,
                       "held_back_heads", held_heads_json(h));
+        int rc = poll_outputs_status(conn, cfg, o);
         char *text = json_dumps(o, JSON_COMPACT);
-        puts(text);
+        if (rc == 0)
+            puts(text);
         free(text);
         json_decref(o);
-        return;
+        return rc;
     }
     printf("pending:                %lld\nin flight:              %lld\n"
            "dead:                   %lld\noldest pending age (s): %.3f\n"
            "waiting for an output:  %lld (its broker was unreachable; no attempt counted)\n",
            pending, in_flight, dead, oldest, waiting);
     print_held_text(h);
+    return poll_outputs_status(conn, cfg, NULL);
 }
 
 static PGresult *query(PGconn *conn, const relay_config *cfg, const char *tmpl, int nparams,
@@ -165,11 +157,10 @@ int poll_command_status(PGconn *conn, const relay_config *cfg, int json)
     const char *params[] = {cfg->on_dead == DEAD_BLOCK ? "true" : "false"};
     PGresult *t = query(conn, cfg, totals_sql, 0, NULL);
     PGresult *h = t ? query(conn, cfg, held_sql, 1, params) : NULL;
-    if (t && h)
-        print_status(t, h, json);
+    int rc = t && h ? print_status(conn, cfg, t, h, json) : -1;
     PQclear(t);
     PQclear(h);
-    return t && h ? 0 : 1;
+    return rc < 0 ? 1 : 0;
 }
 
 /* clang-format off */

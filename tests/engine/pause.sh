@@ -42,6 +42,11 @@ expect_eq "outbox_relay_output_paused mem2" "$(value "$WORK/paused.txt" 'outbox_
 expect_eq "outbox_relay_output_up mem (not an outage)" "$(value "$WORK/paused.txt" 'outbox_relay_output_up{output="mem"}')" 1
 cli status >"$WORK/status.out"
 grep -q "paused: *output mem since .* (consumer migration)" "$WORK/status.out" || fail "status: $(cat "$WORK/status.out")"
+if [ "$MODE" = poll ]; then # per output: waiting, failing, published in the last minute
+    grep -qE '^  mem +100, 0, 0$' "$WORK/status.out" || fail "status per output (mem): $(cat "$WORK/status.out")"
+    grep -qE '^  mem2 +0, 0, 100$' "$WORK/status.out" || fail "status per output (mem2): $(cat "$WORK/status.out")"
+    expect_eq "status --json, mem waiting" "$(cli status --json | jq '.outputs[] | select(.output == "mem") | .waiting')" 100
+fi
 
 cli resume --output mem | grep -q "output mem resumed" || fail "resume --output mem"
 wait_ok "$REC" 100
