@@ -2,9 +2,10 @@
  * MQTT 5 driver: instance life cycle (create, flush, close, destroy).
  * Options are read in mqtt_conf.c, the connection and timeouts are managed
  * in mqtt_conn.c, publishing and acknowledgements are in mqtt_publish.c,
- * completions in mqtt_complete.c. Each file's header declares what it
- * defines; they depend one way: mqtt -> mqtt_conf -> mqtt_conn ->
- * mqtt_publish -> mqtt_item, mqtt_complete -> mqtt_int.h (the types).
+ * completions in mqtt_complete.c, whose fault an answer is in mqtt_verdict.c.
+ * Each file's header declares what it defines; they depend one way: mqtt ->
+ * mqtt_conf -> mqtt_conn -> mqtt_publish -> mqtt_item, mqtt_complete,
+ * mqtt_verdict -> mqtt_int.h (the types).
  *
  * Offline buffering is off on purpose: the outbox row is the buffer. While
  * disconnected, publishes are refused UNAVAILABLE and the host retries the

@@ -14,6 +14,7 @@
 #include "mqtt_complete.h"
 #include "mqtt_conn.h"
 #include "mqtt_publish.h"
+#include "mqtt_verdict.h"
 
 #define MQTT_TIMER_TICK_MS 50
 
@@ -69,10 +70,12 @@ void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
     pthread_mutex_lock(&inst->mu);
     if (!inst->closed) {
         inst->connecting = 0;
-        inst->last_connect_code = resp->reasonCode ? (int)resp->reasonCode : resp->code;
-        if (resp->reasonCode)
+        /* paho 1.3.12 passes an MQTT 5 CONNACK refusal as code, reasonCode 0 */
+        int reason = resp->reasonCode ? (int)resp->reasonCode : resp->code >= 0x80 ? resp->code : 0;
+        inst->last_connect_code = reason ? reason : resp->code;
+        if (reason)
             snprintf(inst->last_connect_err, sizeof inst->last_connect_err, "CONNACK 0x%02x %s",
-                     (unsigned)resp->reasonCode, MQTTReasonCode_toString(resp->reasonCode));
+                     (unsigned)reason, MQTTReasonCode_toString((enum MQTTReasonCodes)reason));
         else
             snprintf(inst->last_connect_err, sizeof inst->last_connect_err, "%s%s%s",
                      MQTTAsync_strerror(resp->code), resp->message ? ": " : "",
@@ -146,6 +149,13 @@ static void mqtt_start_connect(mqtt_inst *inst)
     }
 }
 
+/* A broker that acknowledges nothing, for this host (1.0: RETRIABLE). */
+static obx_status mqtt_pushback(const mqtt_inst *inst)
+{
+    obx_status st = mqtt_timeout_status();
+    return st == OBX_UNAVAILABLE ? inst->unavailable : st;
+}
+
 /* Timer thread: publish timeouts and (re)connects with backoff. */
 void *mqtt_timer_main(void *arg)
 {
@@ -163,7 +173,7 @@ void *mqtt_timer_main(void *arg)
                 inst->n_timeout++;
                 inst->abandoned++;
                 timed_out++;
-                mqtt_complete_locked(inst, s, OBX_RETRIABLE, 0, detail);
+                mqtt_complete_locked(inst, s, mqtt_pushback(inst), 0, detail);
             }
         }
         if (timed_out && inst->queue_head) {
@@ -177,7 +187,7 @@ void *mqtt_timer_main(void *arg)
                 inst->queue_head = it->next;
                 inst->queued--;
                 inst->n_failed++;
-                mqtt_complete_item_locked(inst, it, OBX_RETRIABLE, 0, detail);
+                mqtt_complete_item_locked(inst, it, mqtt_pushback(inst), 0, detail);
             }
             inst->queue_tail = NULL;
         }

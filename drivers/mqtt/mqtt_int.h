@@ -37,9 +37,9 @@
 typedef struct mqtt_item {
     struct mqtt_item *next;
     uint64_t token;
-    uint64_t agg; /* hash of aggregate type and id: the ordering scope */
-    uint64_t seq; /* acceptance order within the instance */
-    int doomed;   /* an earlier event of its aggregate failed */
+    uint64_t agg;      /* hash of aggregate type and id: the ordering scope */
+    uint64_t seq;      /* acceptance order within the instance */
+    obx_status doomed; /* OK, or what an earlier failed event of its aggregate makes it */
     char *topic;
     void *payload;
     int payload_len;
@@ -70,7 +70,7 @@ typedef struct mqtt_slot {
     mqtt_slot_state state;
     uint64_t token;      /* the host's token */
     uint64_t agg, seq;   /* as in mqtt_item */
-    int doomed;          /* an earlier event of its aggregate failed: never OK */
+    obx_status doomed;   /* as in mqtt_item: never OK once set */
     int ptoken;          /* paho's token (the MQTT packet id) */
     int64_t deadline_ms; /* monotonic; publish_timeout_ms after send */
     mqtt_early early[2];

@@ -15,21 +15,16 @@
 #include "mqtt_complete.h"
 #include "mqtt_item.h"
 #include "mqtt_publish.h"
+#include "mqtt_verdict.h"
 #include "obx/driver_util.h"
 
 /* ------------------------------------------------------------ checks */
 
-obx_status mqtt_classify_reason(int reason)
+/* mqtt_reason_status for this host: a 1.0 host knows no UNAVAILABLE. */
+static obx_status mqtt_reason(const mqtt_inst *inst, int reason)
 {
-    switch (reason) {
-    case MQTTREASONCODE_NOT_AUTHORIZED:         /* 0x87: the ACL will not change by retrying */
-    case MQTTREASONCODE_TOPIC_NAME_INVALID:     /* 0x90 */
-    case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */
-    case MQTTREASONCODE_PACKET_TOO_LARGE:       /* 0x95: this message is over the broker's limit */
-        return OBX_PERMANENT;
-    default: /* 0x97 quota exceeded, 0x89 server busy, 0x80 unspecified, ... */
-        return OBX_RETRIABLE;
-    }
+    obx_status st = mqtt_reason_status(reason);
+    return st == OBX_UNAVAILABLE ? inst->unavailable : st;
 }
 
 /* ------------------------------------------------------------ acknowledgements */
@@ -75,7 +70,7 @@ static void mqtt_on_publish_ok(void *ctx, MQTTAsync_successData5 *resp)
     if (rc >= MQTTREASONCODE_UNSPECIFIED_ERROR) { /* defensive: paho sends these to onFailure5 */
         snprintf(detail, sizeof detail, "PUBACK 0x%02x %s", (unsigned)rc,
                  MQTTReasonCode_toString(resp->reasonCode));
-        mqtt_finish(slot, resp->token, mqtt_classify_reason(rc), rc, detail);
+        mqtt_finish(slot, resp->token, mqtt_reason(slot->inst, rc), rc, detail);
         return;
     }
     if (rc == MQTTREASONCODE_NO_MATCHING_SUBSCRIBERS) {
@@ -106,7 +101,7 @@ static void mqtt_on_publish_fail(void *ctx, MQTTAsync_failureData5 *resp)
         else
             snprintf(detail, sizeof detail, "%s 0x%02x %s", pkt, (unsigned)reason,
                      MQTTReasonCode_toString(resp->reasonCode));
-        mqtt_finish(slot, resp->token, mqtt_classify_reason(reason), reason, detail);
+        mqtt_finish(slot, resp->token, mqtt_reason(slot->inst, reason), reason, detail);
         return;
     }
     /* a client-side failure: interrupted by a disconnect, discarded, ... */
@@ -126,8 +121,11 @@ static obx_status mqtt_send_rc_status(const mqtt_inst *inst, int rc)
     case MQTTASYNC_BAD_UTF8_STRING:
     case MQTTASYNC_TOPICNAME_TRUNCATED:
     case MQTTASYNC_BAD_MQTT_OPTION: return OBX_PERMANENT;
-    case MQTTASYNC_DISCONNECTED: return inst->unavailable;
-    default: /* too many in flight or buffered, out of ids, out of memory */ return OBX_RETRIABLE;
+    case MQTTASYNC_DISCONNECTED:
+    /* full of publishes the broker has not acknowledged: pushback */
+    case MQTTASYNC_MAX_BUFFERED_MESSAGES:
+    case MQTTASYNC_NO_MORE_MSGIDS: return inst->unavailable;
+    default: /* out of memory, ... */ return OBX_RETRIABLE;
     }
 }
 
@@ -180,7 +178,7 @@ static void mqtt_send_item_locked(mqtt_inst *inst, mqtt_item *it)
     slot->token = it->token;
     slot->agg = it->agg;
     slot->seq = it->seq;
-    slot->doomed = 0;
+    slot->doomed = OBX_OK;
     slot->early[0].used = slot->early[1].used = 0;
     inst->inflight++;
     pthread_mutex_unlock(&inst->mu);
@@ -233,7 +231,7 @@ void mqtt_pump(mqtt_inst *inst)
         inst->queued--;
         if (it->doomed) {
             inst->n_failed++;
-            mqtt_complete_item_locked(inst, it, OBX_RETRIABLE, 0,
+            mqtt_complete_item_locked(inst, it, it->doomed, 0,
                                       "not sent: an earlier event of its aggregate failed");
             continue;
         }
