@@ -95,6 +95,8 @@ mq_denied() {
     mosquitto -c "$dir/mosquitto.conf" </dev/null >"$dir/mosquitto.log" 2>&1 &
     MQ_BG_PIDS="${MQ_BG_PIDS:-} $!"
     local i
-    for i in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    # a busy machine can take seconds: connecting before it listens is another scenario
+    for i in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || fail "mosquitto (no anonymous access) did not listen on $port"
     DENIED_URL=tcp://127.0.0.1:$port
 }
