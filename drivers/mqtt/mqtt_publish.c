@@ -29,15 +29,19 @@ static obx_status mqtt_reason(const mqtt_inst *inst, int reason)
 
 /* ------------------------------------------------------------ acknowledgements */
 
-/* Record the outcome of paho token ptoken for slot (any paho thread); the
- * freed slot lets the next queued message go at once, from this thread. */
-static void mqtt_finish(mqtt_slot *slot, int ptoken, obx_status status, int code,
+/* Record the outcome of paho token ptoken for the slot of ctx (any paho
+ * thread); the freed slot lets the next queued message go at once, from
+ * this thread. */
+static void mqtt_finish(const mqtt_pctx *ctx, int ptoken, obx_status status, int code,
                         const char *detail)
 {
+    mqtt_slot *slot = ctx->slot;
     mqtt_inst *inst = slot->inst;
     pthread_mutex_lock(&inst->mu);
     if (inst->closed) {
         /* close already completed it "aborted" */
+    } else if (ctx->gen != inst->gen) {
+        /* a retired client's: given back when its connection was lost */
     } else if (slot->state == MQTT_SLOT_INFLIGHT && slot->ptoken == ptoken) {
         if (status == OBX_OK && !slot->doomed)
             inst->n_ok++;
@@ -64,13 +68,13 @@ static void mqtt_finish(mqtt_slot *slot, int ptoken, obx_status status, int code
 
 static void mqtt_on_publish_ok(void *ctx, MQTTAsync_successData5 *resp)
 {
-    mqtt_slot *slot = ctx;
+    mqtt_slot *slot = ((mqtt_pctx *)ctx)->slot;
     int rc = (int)resp->reasonCode;
     char detail[MQTT_DETAIL_MAX];
     if (rc >= MQTTREASONCODE_UNSPECIFIED_ERROR) { /* defensive: paho sends these to onFailure5 */
         snprintf(detail, sizeof detail, "PUBACK 0x%02x %s", (unsigned)rc,
                  MQTTReasonCode_toString(resp->reasonCode));
-        mqtt_finish(slot, resp->token, mqtt_reason(slot->inst, rc), rc, detail);
+        mqtt_finish(ctx, resp->token, mqtt_reason(slot->inst, rc), rc, detail);
         return;
     }
     if (rc == MQTTREASONCODE_NO_MATCHING_SUBSCRIBERS) {
@@ -82,12 +86,12 @@ static void mqtt_on_publish_ok(void *ctx, MQTTAsync_successData5 *resp)
                             "broker reports no matching subscribers (0x10); counted as delivered");
         pthread_mutex_unlock(&inst->mu);
     }
-    mqtt_finish(slot, resp->token, OBX_OK, rc, NULL);
+    mqtt_finish(ctx, resp->token, OBX_OK, rc, NULL);
 }
 
 static void mqtt_on_publish_fail(void *ctx, MQTTAsync_failureData5 *resp)
 {
-    mqtt_slot *slot = ctx;
+    mqtt_slot *slot = ((mqtt_pctx *)ctx)->slot;
     char detail[MQTT_DETAIL_MAX];
     int reason = (int)resp->reasonCode;
     if (reason >= MQTTREASONCODE_UNSPECIFIED_ERROR) {
@@ -101,14 +105,14 @@ static void mqtt_on_publish_fail(void *ctx, MQTTAsync_failureData5 *resp)
         else
             snprintf(detail, sizeof detail, "%s 0x%02x %s", pkt, (unsigned)reason,
                      MQTTReasonCode_toString(resp->reasonCode));
-        mqtt_finish(slot, resp->token, mqtt_reason(slot->inst, reason), reason, detail);
+        mqtt_finish(ctx, resp->token, mqtt_reason(slot->inst, reason), reason, detail);
         return;
     }
     /* a client-side failure: interrupted by a disconnect, discarded, ... */
     snprintf(detail, sizeof detail, "publish failed: %s%s%s", MQTTAsync_strerror(resp->code),
              resp->message ? ": " : "", resp->message ? resp->message : "");
     int gone = resp->code == MQTTASYNC_DISCONNECTED || resp->code == MQTTASYNC_OPERATION_INCOMPLETE;
-    mqtt_finish(slot, resp->token, gone ? slot->inst->unavailable : OBX_RETRIABLE, resp->code,
+    mqtt_finish(ctx, resp->token, gone ? slot->inst->unavailable : OBX_RETRIABLE, resp->code,
                 detail);
 }
 
@@ -181,6 +185,9 @@ static void mqtt_send_item_locked(mqtt_inst *inst, mqtt_item *it)
     slot->doomed = OBX_OK;
     slot->early[0].used = slot->early[1].used = 0;
     inst->inflight++;
+    /* renewal waits for the pump, so this client stays current during the call */
+    MQTTAsync client = inst->client;
+    mqtt_pctx *ctx = &inst->pctx[inst->gen * inst->window + (slot - inst->slots)];
     pthread_mutex_unlock(&inst->mu);
 
     MQTTAsync_message msg = MQTTAsync_message_initializer;
@@ -194,8 +201,8 @@ static void mqtt_send_item_locked(mqtt_inst *inst, mqtt_item *it)
     MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
     ro.onSuccess5 = mqtt_on_publish_ok;
     ro.onFailure5 = mqtt_on_publish_fail;
-    ro.context = slot;
-    int rc = MQTTAsync_sendMessage(inst->client, it->topic, &msg, &ro);
+    ro.context = ctx;
+    int rc = MQTTAsync_sendMessage(client, it->topic, &msg, &ro);
 
     pthread_mutex_lock(&inst->mu);
     mqtt_sent_locked(inst, slot, rc, ro.token);
@@ -238,7 +245,7 @@ void mqtt_pump(mqtt_inst *inst)
         mqtt_send_item_locked(inst, it);
     }
     inst->pumping = 0;
-    if (inst->closed) /* close waits for the pump to stop */
+    if (inst->closed || inst->pump_waiters) /* close and renewal wait for the pump to stop */
         pthread_cond_broadcast(&inst->cond);
     pthread_mutex_unlock(&inst->mu);
 }
@@ -296,11 +303,12 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
     inst->n_batches++;
     mqtt_wait_connected_locked(inst);
     int closed = inst->closed, connected = inst->connected, wedged = inst->wedged;
+    MQTTAsync client = inst->client;
     snprintf(why, sizeof why, "not connected to %.100s%s%s", inst->url_shown,
              inst->last_connect_err[0] ? ": " : "", inst->last_connect_err);
     pthread_mutex_unlock(&inst->mu);
     /* paho may know of a lost connection before its callback reaches us */
-    if (connected && !closed && !MQTTAsync_isConnected(inst->client))
+    if (connected && !closed && !MQTTAsync_isConnected(client))
         connected = 0;
     if (closed || wedged) {
         for (size_t i = 0; i < count; i++)

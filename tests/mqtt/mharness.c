@@ -672,7 +672,7 @@ static void sc_order(const char *url)
     CHECK(inst, "create: %s", err);
     if (!inst)
         return;
-    /* the driver keeps this rule, though it does not declare OBX_DRIVER_IN_ORDER (see mqtt.c) */
+    /* the rule OBX_DRIVER_IN_ORDER promises (see mqtt.c) */
     /* token % 50 is the aggregate: 1, 51, 101 and 151 are aggregate 1 */
     const uint64_t tokens[] = {0, 1, 51, 2, 101, 3, 151};
     const char *topics[] = {"obx/ok/a", "obx/denied/x", "obx/ok/b", "obx/ok/c",
