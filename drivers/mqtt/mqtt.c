@@ -2,9 +2,11 @@
  * MQTT 5 driver: instance life cycle (create, flush, close, destroy).
  * Options are read in mqtt_conf.c, the connection and timeouts are managed
  * in mqtt_conn.c, publishing and acknowledgements are in mqtt_publish.c,
- * completions in mqtt_complete.c. Each file's header declares what it
- * defines; they depend one way: mqtt -> mqtt_conf -> mqtt_conn ->
- * mqtt_publish -> mqtt_item, mqtt_complete -> mqtt_int.h (the types).
+ * completions in mqtt_complete.c, whose fault an answer is in mqtt_verdict.c,
+ * one paho client per connection in mqtt_client.c. Each file's header
+ * declares what it defines; they depend one way: mqtt -> mqtt_conf ->
+ * mqtt_conn -> mqtt_client, mqtt_publish -> mqtt_item, mqtt_complete,
+ * mqtt_verdict -> mqtt_int.h (the types).
  *
  * Offline buffering is off on purpose: the outbox row is the buffer. While
  * disconnected, publishes are refused UNAVAILABLE and the host retries the
@@ -19,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mqtt_client.h"
 #include "mqtt_clock.h"
 #include "mqtt_complete.h"
 #include "mqtt_conf.h"
@@ -31,8 +34,8 @@
 
 static void mqtt_free(mqtt_inst *inst)
 {
-    if (inst->client)
-        MQTTAsync_destroy(&inst->client);
+    mqtt_client_destroy_all(inst);
+    free(inst->pctx);
     pthread_cond_destroy(&inst->cond);
     pthread_cond_destroy(&inst->idle);
     pthread_mutex_destroy(&inst->mu);
@@ -44,16 +47,6 @@ static void mqtt_free(mqtt_inst *inst)
         free(it);
     }
     free(inst);
-}
-
-/* paho insists on a messageArrived callback; we never subscribe */
-static int mqtt_discard_arrived(void *ctx, char *topic, int len, MQTTAsync_message *m)
-{
-    (void)ctx;
-    (void)len;
-    MQTTAsync_freeMessage(&m);
-    MQTTAsync_free(topic);
-    return 1;
 }
 
 static void mqtt_close(mqtt_inst *inst);
@@ -80,34 +73,25 @@ static mqtt_inst *mqtt_create(const obx_host *host, char *errstr, size_t errstr_
         goto fail;
     inst->slots = calloc((size_t)inst->window, sizeof *inst->slots);
     inst->free_idx = calloc((size_t)inst->window, sizeof *inst->free_idx);
+    inst->pctx = calloc(2 * (size_t)inst->window, sizeof *inst->pctx);
     inst->send_limit = inst->window;
-    if (!inst->slots || !inst->free_idx) {
+    if (!inst->slots || !inst->free_idx || !inst->pctx) {
         snprintf(errstr, errstr_size, "out of memory");
         goto fail;
     }
     for (int i = inst->window - 1; i >= 0; i--) {
         inst->slots[i].inst = inst;
         inst->free_idx[inst->free_n++] = i;
+        inst->pctx[i] = (mqtt_pctx){&inst->slots[i], 0};
+        inst->pctx[inst->window + i] = (mqtt_pctx){&inst->slots[i], 1};
     }
 
-    MQTTAsync_createOptions cro = MQTTAsync_createOptions_initializer5;
-    cro.sendWhileDisconnected = 0; /* the database row is the buffer */
-    cro.maxBufferedMessages = inst->window + 16;
-    cro.restoreMessages = 0;
-    cro.persistQoS0 = 0;
-    int rc = MQTTAsync_createWithOptions(&inst->client, inst->url_shown, inst->client_id,
-                                         MQTTCLIENT_PERSISTENCE_NONE, NULL, &cro);
+    inst->on_lost = mqtt_on_connection_lost;
+    inst->on_disconnected = mqtt_on_disconnected;
+    int rc = mqtt_client_make(inst, 0, &inst->client);
     if (rc != MQTTASYNC_SUCCESS) {
-        inst->client = NULL;
         snprintf(errstr, errstr_size, "cannot create MQTT client for %s: %s", inst->url_shown,
                  MQTTAsync_strerror(rc));
-        goto fail;
-    }
-    if ((rc = MQTTAsync_setCallbacks(inst->client, inst, mqtt_on_connection_lost,
-                                     mqtt_discard_arrived, NULL)) != MQTTASYNC_SUCCESS ||
-        (rc = MQTTAsync_setDisconnected(inst->client, inst, mqtt_on_disconnected)) !=
-            MQTTASYNC_SUCCESS) {
-        snprintf(errstr, errstr_size, "cannot set MQTT callbacks: %s", MQTTAsync_strerror(rc));
         goto fail;
     }
 
@@ -219,24 +203,24 @@ static void mqtt_close(mqtt_inst *inst)
             pthread_mutex_unlock(&inst->mu);
         }
     }
-    /* Destroying the client here guarantees no paho callback runs after close. */
-    if (inst->client)
-        MQTTAsync_destroy(&inst->client);
-    inst->client = NULL;
+    /* Destroying the clients here guarantees no paho callback runs after close. */
+    mqtt_client_destroy_all(inst);
     if (inst->ever_connected || n)
         inst->host->log(
             inst->host->host_ctx, OBX_LOG_INFO,
             "closed %s: %llu acknowledged (%llu with no matching subscribers), %llu failed, "
             "%llu timed out, %llu lost with the connection, %d aborted; %llu batches, "
             "%llu messages queued for room (deepest %zu), window full %llu times, "
-            "window waits %llu, connection waits %llu, out of order %llu, in flight limit %d",
+            "window waits %llu, connection waits %llu, out of order %llu, in flight limit %d, "
+            "fresh clients %llu",
             inst->client_id, (unsigned long long)inst->n_ok,
             (unsigned long long)inst->n_no_subscribers, (unsigned long long)inst->n_failed,
             (unsigned long long)inst->n_timeout, (unsigned long long)inst->n_lost, n,
             (unsigned long long)inst->n_batches, (unsigned long long)inst->n_queued,
             inst->queue_max, (unsigned long long)inst->n_window_full,
             (unsigned long long)inst->n_window_waits, (unsigned long long)inst->n_conn_waits,
-            (unsigned long long)inst->n_out_of_order, inst->send_limit);
+            (unsigned long long)inst->n_out_of_order, inst->send_limit,
+            (unsigned long long)inst->n_clients);
 }
 
 static void mqtt_destroy(mqtt_inst *inst)
@@ -265,12 +249,11 @@ static const obx_driver_def mqtt_def = {
     .description = "MQTT 5 (paho-mqtt-c async): QoS 1/2, PUBACK reason codes, user properties",
     .options = mqtt_options,
     .option_specs = mqtt_option_specs,
-    /* not OBX_DRIVER_IN_ORDER: after a lost connection, paho may still send
-     * publishes the driver already gave back as unavailable, so a later event
-     * of an aggregate could reach the broker before an earlier one the relay
-     * sends again (the chaos suite saw it). One event per aggregate in flight
-     * keeps order; the driver still fails the later events of an aggregate in
-     * flight after an earlier one failed. */
+    /* One connection per client (mqtt_client.c): what a lost connection
+     * gave back is never sent again by paho, so one connection keeps the
+     * order of an aggregate's run, and the later events of an aggregate in
+     * flight after an earlier one failed fail too (mqtt_complete.c). */
+    .flags = OBX_DRIVER_IN_ORDER,
     .probe = mqtt_probe_entry,
     .create = mqtt_create,
     .publish_batch = mqtt_publish_entry,

@@ -7,16 +7,18 @@
 
 #include "mqtt_complete.h"
 
-void mqtt_doom_later_locked(mqtt_inst *inst, uint64_t agg, uint64_t seq)
+void mqtt_doom_later_locked(mqtt_inst *inst, uint64_t agg, uint64_t seq, obx_status status)
 {
+    /* a follower of an event the broker pushed back is not at fault either */
+    obx_status doom = status == OBX_UNAVAILABLE ? OBX_UNAVAILABLE : OBX_RETRIABLE;
     for (int i = 0; i < inst->window; i++) {
         mqtt_slot *s = &inst->slots[i];
-        if (s->state != MQTT_SLOT_FREE && s->agg == agg && s->seq > seq)
-            s->doomed = 1;
+        if (s->state != MQTT_SLOT_FREE && s->agg == agg && s->seq > seq && !s->doomed)
+            s->doomed = doom;
     }
     for (mqtt_item *it = inst->queue_head; it; it = it->next)
-        if (it->agg == agg && it->seq > seq)
-            it->doomed = 1;
+        if (it->agg == agg && it->seq > seq && !it->doomed)
+            it->doomed = doom;
 }
 
 /* Only flush waits for completions, and only for the last one: a wake-up per
@@ -36,12 +38,12 @@ void mqtt_complete_locked(mqtt_inst *inst, mqtt_slot *slot, obx_status status, i
      * delivered ahead of that event */
     if (slot->doomed && status == OBX_OK) {
         inst->n_out_of_order++;
-        status = OBX_RETRIABLE;
+        status = slot->doomed;
         code = 0;
         detail = "acknowledged after an earlier event of its aggregate failed: sent again after it";
     }
     if (status != OBX_OK)
-        mqtt_doom_later_locked(inst, slot->agg, slot->seq);
+        mqtt_doom_later_locked(inst, slot->agg, slot->seq, status);
     inst->host->complete(inst->host->host_ctx, slot->token, status, code, detail);
     slot->state = MQTT_SLOT_FREE;
     slot->early[0].used = slot->early[1].used = 0;
@@ -54,7 +56,7 @@ void mqtt_complete_item_locked(mqtt_inst *inst, mqtt_item *it, obx_status status
                                const char *detail)
 {
     if (status != OBX_OK)
-        mqtt_doom_later_locked(inst, it->agg, it->seq);
+        mqtt_doom_later_locked(inst, it->agg, it->seq, status);
     inst->host->complete(inst->host->host_ctx, it->token, status, code, detail);
     free(it);
     mqtt_signal_idle_locked(inst);

@@ -10,10 +10,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "mqtt_client.h"
 #include "mqtt_clock.h"
 #include "mqtt_complete.h"
 #include "mqtt_conn.h"
 #include "mqtt_publish.h"
+#include "mqtt_verdict.h"
 
 #define MQTT_TIMER_TICK_MS 50
 
@@ -42,9 +44,9 @@ static void mqtt_apply_connack_locked(mqtt_inst *inst, MQTTProperties *props)
 
 void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp)
 {
-    mqtt_inst *inst = ctx;
+    mqtt_inst *inst = ((mqtt_cctx *)ctx)->inst;
     pthread_mutex_lock(&inst->mu);
-    if (!inst->closed) {
+    if (!inst->closed && !mqtt_client_stale_locked(ctx)) {
         mqtt_apply_connack_locked(inst, resp ? &resp->properties : NULL);
         inst->connected = 1;
         inst->connecting = 0;
@@ -65,14 +67,16 @@ void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp)
 
 void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
 {
-    mqtt_inst *inst = ctx;
+    mqtt_inst *inst = ((mqtt_cctx *)ctx)->inst;
     pthread_mutex_lock(&inst->mu);
-    if (!inst->closed) {
+    if (!inst->closed && !mqtt_client_stale_locked(ctx)) {
         inst->connecting = 0;
-        inst->last_connect_code = resp->reasonCode ? (int)resp->reasonCode : resp->code;
-        if (resp->reasonCode)
+        /* paho 1.3.12 passes an MQTT 5 CONNACK refusal as code, reasonCode 0 */
+        int reason = resp->reasonCode ? (int)resp->reasonCode : resp->code >= 0x80 ? resp->code : 0;
+        inst->last_connect_code = reason ? reason : resp->code;
+        if (reason)
             snprintf(inst->last_connect_err, sizeof inst->last_connect_err, "CONNACK 0x%02x %s",
-                     (unsigned)resp->reasonCode, MQTTReasonCode_toString(resp->reasonCode));
+                     (unsigned)reason, MQTTReasonCode_toString((enum MQTTReasonCodes)reason));
         else
             snprintf(inst->last_connect_err, sizeof inst->last_connect_err, "%s%s%s",
                      MQTTAsync_strerror(resp->code), resp->message ? ": " : "",
@@ -101,6 +105,7 @@ static void mqtt_lost_locked(mqtt_inst *inst, const char *why)
         return;
     int was = inst->connected;
     inst->connected = 0;
+    inst->fresh_needed = 1; /* this client may still send what is given back now */
     char detail[MQTT_DETAIL_MAX];
     snprintf(detail, sizeof detail, "%s before the acknowledgement", why);
     int n = mqtt_fail_all_locked(inst, inst->unavailable, detail);
@@ -116,34 +121,45 @@ static void mqtt_lost_locked(mqtt_inst *inst, const char *why)
 
 void mqtt_on_connection_lost(void *ctx, char *cause)
 {
-    mqtt_inst *inst = ctx;
+    mqtt_inst *inst = ((mqtt_cctx *)ctx)->inst;
     (void)cause; /* paho passes NULL or a static text; our own is clearer */
     pthread_mutex_lock(&inst->mu);
-    mqtt_lost_locked(inst, "connection lost");
+    if (!mqtt_client_stale_locked(ctx))
+        mqtt_lost_locked(inst, "connection lost");
     pthread_mutex_unlock(&inst->mu);
 }
 
 void mqtt_on_disconnected(void *ctx, MQTTProperties *props, enum MQTTReasonCodes reason)
 {
-    mqtt_inst *inst = ctx;
+    mqtt_inst *inst = ((mqtt_cctx *)ctx)->inst;
     char why[MQTT_DETAIL_MAX];
     (void)props;
     snprintf(why, sizeof why, "server sent DISCONNECT 0x%02x %s", (unsigned)reason,
              MQTTReasonCode_toString(reason));
     pthread_mutex_lock(&inst->mu);
-    mqtt_lost_locked(inst, why);
+    if (!mqtt_client_stale_locked(ctx))
+        mqtt_lost_locked(inst, why);
     pthread_mutex_unlock(&inst->mu);
 }
 
-/* Start a connect (mu NOT held: paho takes its own mutex). */
-static void mqtt_start_connect(mqtt_inst *inst)
+/* Start a connect of client, generation gen (mu NOT held: paho takes its own mutex). */
+static void mqtt_start_connect(mqtt_inst *inst, MQTTAsync client, int gen)
 {
-    int rc = MQTTAsync_connect(inst->client, &inst->conn_opts);
+    MQTTAsync_connectOptions co = inst->conn_opts;
+    co.context = &inst->cctx[gen];
+    int rc = MQTTAsync_connect(client, &co);
     if (rc != MQTTASYNC_SUCCESS) {
         MQTTAsync_failureData5 fd = MQTTAsync_failureData5_initializer;
         fd.code = rc;
-        mqtt_on_connect_fail(inst, &fd);
+        mqtt_on_connect_fail(&inst->cctx[gen], &fd);
     }
+}
+
+/* A broker that acknowledges nothing, for this host (1.0: RETRIABLE). */
+static obx_status mqtt_pushback(const mqtt_inst *inst)
+{
+    obx_status st = mqtt_timeout_status();
+    return st == OBX_UNAVAILABLE ? inst->unavailable : st;
 }
 
 /* Timer thread: publish timeouts and (re)connects with backoff. */
@@ -163,7 +179,7 @@ void *mqtt_timer_main(void *arg)
                 inst->n_timeout++;
                 inst->abandoned++;
                 timed_out++;
-                mqtt_complete_locked(inst, s, OBX_RETRIABLE, 0, detail);
+                mqtt_complete_locked(inst, s, mqtt_pushback(inst), 0, detail);
             }
         }
         if (timed_out && inst->queue_head) {
@@ -177,7 +193,7 @@ void *mqtt_timer_main(void *arg)
                 inst->queue_head = it->next;
                 inst->queued--;
                 inst->n_failed++;
-                mqtt_complete_item_locked(inst, it, OBX_RETRIABLE, 0, detail);
+                mqtt_complete_item_locked(inst, it, mqtt_pushback(inst), 0, detail);
             }
             inst->queue_tail = NULL;
         }
@@ -192,8 +208,13 @@ void *mqtt_timer_main(void *arg)
         if (!inst->connected && !inst->connecting && now >= inst->next_connect_ms) {
             inst->connecting = 1;
             inst->connect_attempts++;
+            if (inst->fresh_needed && mqtt_client_renew_locked(inst) != 0)
+                inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                                "cannot make a fresh client: connecting the lost one again");
+            MQTTAsync client = inst->client;
+            int gen = inst->gen;
             pthread_mutex_unlock(&inst->mu);
-            mqtt_start_connect(inst);
+            mqtt_start_connect(inst, client, gen);
             pthread_mutex_lock(&inst->mu);
             continue;
         }

@@ -37,9 +37,9 @@
 typedef struct mqtt_item {
     struct mqtt_item *next;
     uint64_t token;
-    uint64_t agg; /* hash of aggregate type and id: the ordering scope */
-    uint64_t seq; /* acceptance order within the instance */
-    int doomed;   /* an earlier event of its aggregate failed */
+    uint64_t agg;      /* hash of aggregate type and id: the ordering scope */
+    uint64_t seq;      /* acceptance order within the instance */
+    obx_status doomed; /* OK, or what an earlier failed event of its aggregate makes it */
     char *topic;
     void *payload;
     int payload_len;
@@ -64,13 +64,27 @@ typedef struct mqtt_early {
 
 struct obx_instance;
 
-/* One in-flight publish; the slot address is the paho callback context. */
+/* A paho client's connection callback context: a client of a lost
+ * connection is retired and its late callbacks are told by gen. */
+typedef struct mqtt_cctx {
+    struct obx_instance *inst;
+    int gen;
+} mqtt_cctx;
+
+struct mqtt_slot;
+/* A publish's callback context: its slot and the client generation it went out on. */
+typedef struct mqtt_pctx {
+    struct mqtt_slot *slot;
+    int gen;
+} mqtt_pctx;
+
+/* One in-flight publish. */
 typedef struct mqtt_slot {
     struct obx_instance *inst;
     mqtt_slot_state state;
     uint64_t token;      /* the host's token */
     uint64_t agg, seq;   /* as in mqtt_item */
-    int doomed;          /* an earlier event of its aggregate failed: never OK */
+    obx_status doomed;   /* as in mqtt_item: never OK once set */
     int ptoken;          /* paho's token (the MQTT packet id) */
     int64_t deadline_ms; /* monotonic; publish_timeout_ms after send */
     mqtt_early early[2];
@@ -78,7 +92,14 @@ typedef struct mqtt_slot {
 
 struct obx_instance {
     const obx_host *host;
-    MQTTAsync client;
+    MQTTAsync client;  /* the current connection's (see mqtt_client.c) */
+    MQTTAsync retired; /* the lost connection's: never connects again */
+    int gen;           /* the current client's generation, 0 or 1 */
+    mqtt_cctx cctx[2]; /* connection callback contexts, by generation */
+    mqtt_pctx *pctx;   /* publish callback contexts: [gen * window + slot] */
+    /* a client's connection callbacks (mqtt_conn.c's, set at create) */
+    MQTTAsync_connectionLost *on_lost;
+    MQTTAsync_disconnected *on_disconnected;
     char client_id[128];
     char url[512];
     char url_shown[512]; /* url with any user:password@ masked: the one logged */
@@ -110,8 +131,10 @@ struct obx_instance {
     int send_limit;      /* max_in_flight capped by the broker's Receive Maximum */
     unsigned max_packet; /* the broker's Maximum Packet Size, 0: none given */
     mqtt_item *queue_head, *queue_tail;
-    size_t queued; /* items in the queue */
-    int pumping;   /* one thread at a time hands the queue to paho, in order */
+    size_t queued;    /* items in the queue */
+    int pumping;      /* one thread at a time hands the queue to paho, in order */
+    int pump_waiters; /* threads waiting on cond for the pump to stop */
+    int fresh_needed; /* the connection was lost: the next connect uses a fresh client */
     uint64_t next_seq;
     int connected;
     int connecting;
@@ -136,6 +159,7 @@ struct obx_instance {
     uint64_t n_window_full;  /* the pump stopped with messages left, window full */
     size_t queue_max;        /* deepest queue */
     uint64_t n_out_of_order; /* acknowledged after an earlier one of the aggregate failed */
+    uint64_t n_clients;      /* fresh clients made after lost connections */
 };
 
 typedef struct obx_instance mqtt_inst;

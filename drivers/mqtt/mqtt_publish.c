@@ -15,34 +15,33 @@
 #include "mqtt_complete.h"
 #include "mqtt_item.h"
 #include "mqtt_publish.h"
+#include "mqtt_verdict.h"
 #include "obx/driver_util.h"
 
 /* ------------------------------------------------------------ checks */
 
-obx_status mqtt_classify_reason(int reason)
+/* mqtt_reason_status for this host: a 1.0 host knows no UNAVAILABLE. */
+static obx_status mqtt_reason(const mqtt_inst *inst, int reason)
 {
-    switch (reason) {
-    case MQTTREASONCODE_NOT_AUTHORIZED:         /* 0x87: the ACL will not change by retrying */
-    case MQTTREASONCODE_TOPIC_NAME_INVALID:     /* 0x90 */
-    case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */
-    case MQTTREASONCODE_PACKET_TOO_LARGE:       /* 0x95: this message is over the broker's limit */
-        return OBX_PERMANENT;
-    default: /* 0x97 quota exceeded, 0x89 server busy, 0x80 unspecified, ... */
-        return OBX_RETRIABLE;
-    }
+    obx_status st = mqtt_reason_status(reason);
+    return st == OBX_UNAVAILABLE ? inst->unavailable : st;
 }
 
 /* ------------------------------------------------------------ acknowledgements */
 
-/* Record the outcome of paho token ptoken for slot (any paho thread); the
- * freed slot lets the next queued message go at once, from this thread. */
-static void mqtt_finish(mqtt_slot *slot, int ptoken, obx_status status, int code,
+/* Record the outcome of paho token ptoken for the slot of ctx (any paho
+ * thread); the freed slot lets the next queued message go at once, from
+ * this thread. */
+static void mqtt_finish(const mqtt_pctx *ctx, int ptoken, obx_status status, int code,
                         const char *detail)
 {
+    mqtt_slot *slot = ctx->slot;
     mqtt_inst *inst = slot->inst;
     pthread_mutex_lock(&inst->mu);
     if (inst->closed) {
         /* close already completed it "aborted" */
+    } else if (ctx->gen != inst->gen) {
+        /* a retired client's: given back when its connection was lost */
     } else if (slot->state == MQTT_SLOT_INFLIGHT && slot->ptoken == ptoken) {
         if (status == OBX_OK && !slot->doomed)
             inst->n_ok++;
@@ -69,13 +68,13 @@ static void mqtt_finish(mqtt_slot *slot, int ptoken, obx_status status, int code
 
 static void mqtt_on_publish_ok(void *ctx, MQTTAsync_successData5 *resp)
 {
-    mqtt_slot *slot = ctx;
+    mqtt_slot *slot = ((mqtt_pctx *)ctx)->slot;
     int rc = (int)resp->reasonCode;
     char detail[MQTT_DETAIL_MAX];
     if (rc >= MQTTREASONCODE_UNSPECIFIED_ERROR) { /* defensive: paho sends these to onFailure5 */
         snprintf(detail, sizeof detail, "PUBACK 0x%02x %s", (unsigned)rc,
                  MQTTReasonCode_toString(resp->reasonCode));
-        mqtt_finish(slot, resp->token, mqtt_classify_reason(rc), rc, detail);
+        mqtt_finish(ctx, resp->token, mqtt_reason(slot->inst, rc), rc, detail);
         return;
     }
     if (rc == MQTTREASONCODE_NO_MATCHING_SUBSCRIBERS) {
@@ -87,12 +86,12 @@ static void mqtt_on_publish_ok(void *ctx, MQTTAsync_successData5 *resp)
                             "broker reports no matching subscribers (0x10); counted as delivered");
         pthread_mutex_unlock(&inst->mu);
     }
-    mqtt_finish(slot, resp->token, OBX_OK, rc, NULL);
+    mqtt_finish(ctx, resp->token, OBX_OK, rc, NULL);
 }
 
 static void mqtt_on_publish_fail(void *ctx, MQTTAsync_failureData5 *resp)
 {
-    mqtt_slot *slot = ctx;
+    mqtt_slot *slot = ((mqtt_pctx *)ctx)->slot;
     char detail[MQTT_DETAIL_MAX];
     int reason = (int)resp->reasonCode;
     if (reason >= MQTTREASONCODE_UNSPECIFIED_ERROR) {
@@ -106,14 +105,14 @@ static void mqtt_on_publish_fail(void *ctx, MQTTAsync_failureData5 *resp)
         else
             snprintf(detail, sizeof detail, "%s 0x%02x %s", pkt, (unsigned)reason,
                      MQTTReasonCode_toString(resp->reasonCode));
-        mqtt_finish(slot, resp->token, mqtt_classify_reason(reason), reason, detail);
+        mqtt_finish(ctx, resp->token, mqtt_reason(slot->inst, reason), reason, detail);
         return;
     }
     /* a client-side failure: interrupted by a disconnect, discarded, ... */
     snprintf(detail, sizeof detail, "publish failed: %s%s%s", MQTTAsync_strerror(resp->code),
              resp->message ? ": " : "", resp->message ? resp->message : "");
     int gone = resp->code == MQTTASYNC_DISCONNECTED || resp->code == MQTTASYNC_OPERATION_INCOMPLETE;
-    mqtt_finish(slot, resp->token, gone ? slot->inst->unavailable : OBX_RETRIABLE, resp->code,
+    mqtt_finish(ctx, resp->token, gone ? slot->inst->unavailable : OBX_RETRIABLE, resp->code,
                 detail);
 }
 
@@ -126,8 +125,11 @@ static obx_status mqtt_send_rc_status(const mqtt_inst *inst, int rc)
     case MQTTASYNC_BAD_UTF8_STRING:
     case MQTTASYNC_TOPICNAME_TRUNCATED:
     case MQTTASYNC_BAD_MQTT_OPTION: return OBX_PERMANENT;
-    case MQTTASYNC_DISCONNECTED: return inst->unavailable;
-    default: /* too many in flight or buffered, out of ids, out of memory */ return OBX_RETRIABLE;
+    case MQTTASYNC_DISCONNECTED:
+    /* full of publishes the broker has not acknowledged: pushback */
+    case MQTTASYNC_MAX_BUFFERED_MESSAGES:
+    case MQTTASYNC_NO_MORE_MSGIDS: return inst->unavailable;
+    default: /* out of memory, ... */ return OBX_RETRIABLE;
     }
 }
 
@@ -180,9 +182,12 @@ static void mqtt_send_item_locked(mqtt_inst *inst, mqtt_item *it)
     slot->token = it->token;
     slot->agg = it->agg;
     slot->seq = it->seq;
-    slot->doomed = 0;
+    slot->doomed = OBX_OK;
     slot->early[0].used = slot->early[1].used = 0;
     inst->inflight++;
+    /* renewal waits for the pump, so this client stays current during the call */
+    MQTTAsync client = inst->client;
+    mqtt_pctx *ctx = &inst->pctx[inst->gen * inst->window + (slot - inst->slots)];
     pthread_mutex_unlock(&inst->mu);
 
     MQTTAsync_message msg = MQTTAsync_message_initializer;
@@ -196,8 +201,8 @@ static void mqtt_send_item_locked(mqtt_inst *inst, mqtt_item *it)
     MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
     ro.onSuccess5 = mqtt_on_publish_ok;
     ro.onFailure5 = mqtt_on_publish_fail;
-    ro.context = slot;
-    int rc = MQTTAsync_sendMessage(inst->client, it->topic, &msg, &ro);
+    ro.context = ctx;
+    int rc = MQTTAsync_sendMessage(client, it->topic, &msg, &ro);
 
     pthread_mutex_lock(&inst->mu);
     mqtt_sent_locked(inst, slot, rc, ro.token);
@@ -233,14 +238,14 @@ void mqtt_pump(mqtt_inst *inst)
         inst->queued--;
         if (it->doomed) {
             inst->n_failed++;
-            mqtt_complete_item_locked(inst, it, OBX_RETRIABLE, 0,
+            mqtt_complete_item_locked(inst, it, it->doomed, 0,
                                       "not sent: an earlier event of its aggregate failed");
             continue;
         }
         mqtt_send_item_locked(inst, it);
     }
     inst->pumping = 0;
-    if (inst->closed) /* close waits for the pump to stop */
+    if (inst->closed || inst->pump_waiters) /* close and renewal wait for the pump to stop */
         pthread_cond_broadcast(&inst->cond);
     pthread_mutex_unlock(&inst->mu);
 }
@@ -298,11 +303,12 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
     inst->n_batches++;
     mqtt_wait_connected_locked(inst);
     int closed = inst->closed, connected = inst->connected, wedged = inst->wedged;
+    MQTTAsync client = inst->client;
     snprintf(why, sizeof why, "not connected to %.100s%s%s", inst->url_shown,
              inst->last_connect_err[0] ? ": " : "", inst->last_connect_err);
     pthread_mutex_unlock(&inst->mu);
     /* paho may know of a lost connection before its callback reaches us */
-    if (connected && !closed && !MQTTAsync_isConnected(inst->client))
+    if (connected && !closed && !MQTTAsync_isConnected(client))
         connected = 0;
     if (closed || wedged) {
         for (size_t i = 0; i < count; i++)

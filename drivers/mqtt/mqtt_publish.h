@@ -10,7 +10,5 @@
 void mqtt_pump(mqtt_inst *inst);
 obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t count,
                               obx_status *accept);
-/* A reason code >= 0x80 classified: PERMANENT or RETRIABLE. */
-obx_status mqtt_classify_reason(int reason);
 
 #endif

@@ -27,6 +27,7 @@ typedef struct wh_req {
     uint64_t token;
     struct curl_slist *headers;
     size_t slot;         /* its easy handle while running */
+    uint64_t start_seq;  /* when it started, in the instance's count of starts */
     int held;            /* already held once for a Retry-After */
     long status;         /* of the last status line seen */
     int64_t answered_ms; /* monotonic ms a whole 2xx header block arrived; 0 before */
@@ -49,6 +50,8 @@ struct obx_instance {
     wh_req **busy;        /* the request running in each slot, or NULL */
     wh_req *head, *tail;  /* accepted, not started */
     int64_t paused_until; /* monotonic ms: nothing starts before (Retry-After) */
+    uint64_t starts;      /* requests started so far */
+    uint64_t answered;    /* the latest start_seq the endpoint answered (a status >= 200) */
 };
 
 /* wh_request.c: the request for one message; PERMANENT (with the reason in

@@ -43,6 +43,8 @@ size_t wh_header_seen(char *data, size_t size, size_t n, void *userdata)
 
 void wh_finish(obx_instance *inst, wh_req *r, obx_status st, int code, const char *detail)
 {
+    if (r->status >= 200 && r->start_seq > inst->answered) /* the endpoint was alive then */
+        inst->answered = r->start_seq;
     inst->host->complete(inst->host->host_ctx, r->token, st, code, detail);
     inst->in_flight--; /* after complete returned: flush must not see 0 earlier */
     wh_req_free(r);
@@ -63,6 +65,7 @@ static void wh_start(obx_instance *inst)
         r->errbuf[0] = '\0';
         r->status = 0;
         r->answered_ms = 0;
+        r->start_seq = ++inst->starts;
         curl_easy_setopt(e, CURLOPT_URL, r->url);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, (char *)r->data);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
@@ -83,15 +86,57 @@ static void wh_start(obx_instance *inst)
     }
 }
 
-/* No connection could be made: the receiver's state, not the message's fault.
- * A reset or timeout after connecting stays RETRIABLE (it may be this
- * message that breaks the receiver, and attempts bound that). */
-static obx_status wh_transport_status(CURLcode cc)
+/* Whose fault a failed transfer is. No connection (refused, name not
+ * resolved, a TLS handshake or certificate that fails): the endpoint's
+ * state. Connected, then no answer within
+ * timeout_ms, a reset, or a connection closed with nothing sent back:
+ * pushback (a hung, overloaded or restarting endpoint), unless the endpoint
+ * answered a request started after this one meanwhile: it is alive, and this
+ * event is what it cannot take (RETRIABLE, so a poison event still ends dead
+ * instead of pausing the output on every offer). */
+static obx_status wh_transport_status(const obx_instance *inst, const wh_req *r, CURLcode cc)
 {
-    return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
-                   cc == CURLE_COULDNT_RESOLVE_PROXY
-               ? OBX_UNAVAILABLE
-               : OBX_RETRIABLE;
+    switch (cc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS: return OBX_UNAVAILABLE;
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING: return inst->answered > r->start_seq ? OBX_RETRIABLE : OBX_UNAVAILABLE;
+    default: return OBX_RETRIABLE; /* an upload that failed, ... */
+    }
+}
+
+/* The endpoint cannot take requests now: what waits in the queue is handed
+ * back UNAVAILABLE rather than sent into the same wall (one timeout_ms per
+ * max_in_flight requests would outlast the relay's transaction bound). A
+ * request held for its Retry-After stays: the driver re-sends it. */
+static void wh_hand_back(obx_instance *inst, int code, const char *why)
+{
+    char detail[400];
+    snprintf(detail, sizeof detail, "not sent: %s", why);
+    wh_req *r = inst->head, *last = NULL;
+    inst->head = inst->tail = NULL;
+    while (r) {
+        wh_req *next = r->next;
+        if (r->held) {
+            r->next = NULL;
+            *(last ? &last->next : &inst->head) = r;
+            inst->tail = last = r;
+        } else {
+            wh_finish(inst, r, OBX_UNAVAILABLE, code, detail);
+        }
+        r = next;
+    }
 }
 
 /* Holds r for a Retry-After of `after` seconds; 0 when it was held before. */
@@ -124,9 +169,15 @@ static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
         return;
     }
     if (cc != CURLE_OK) {
-        snprintf(detail, sizeof detail, "curl %d: %s", (int)cc,
-                 *r->errbuf ? r->errbuf : curl_easy_strerror(cc));
-        wh_finish(inst, r, wh_transport_status(cc), (int)cc, detail);
+        obx_status st = wh_transport_status(inst, r, cc);
+        snprintf(detail, sizeof detail, "curl %d: %s%s", (int)cc,
+                 *r->errbuf ? r->errbuf : curl_easy_strerror(cc),
+                 st == OBX_RETRIABLE && inst->answered > r->start_seq
+                     ? " (the endpoint answered later requests meanwhile)"
+                     : "");
+        wh_finish(inst, r, st, (int)cc, detail);
+        if (st == OBX_UNAVAILABLE)
+            wh_hand_back(inst, (int)cc, detail);
         return;
     }
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
@@ -137,8 +188,10 @@ static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
     for (size_t i = 0; i < r->resp_len; i++) /* one printable line for last_error */
         r->resp[i] = (unsigned char)r->resp[i] < 0x20 || r->resp[i] == 0x7f ? ' ' : r->resp[i];
     r->resp[r->resp_len] = '\0';
-    /* other 4xx are about this request; 408, 429, 5xx and unexpected 1xx/3xx may pass */
-    int retriable = code < 400 || code >= 500 || code == 408 || code == 429;
+    /* 408, 429, 503 are pushback: the endpoint's state, no attempt counted;
+     * other 4xx are about this request; 5xx and unexpected 1xx/3xx may pass */
+    int pushback = code == 408 || code == 429 || code == 503;
+    int retriable = pushback || code < 400 || code >= 500;
     if (retriable && curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0) {
         if (wh_hold(inst, r, code, after))
             return;
@@ -147,7 +200,10 @@ static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
     } else {
         snprintf(detail, sizeof detail, "HTTP %ld: %s", code, r->resp);
     }
-    wh_finish(inst, r, retriable ? OBX_RETRIABLE : OBX_PERMANENT, (int)code, detail);
+    obx_status st = pushback ? OBX_UNAVAILABLE : retriable ? OBX_RETRIABLE : OBX_PERMANENT;
+    wh_finish(inst, r, st, (int)code, detail);
+    if (pushback)
+        wh_hand_back(inst, (int)code, detail);
 }
 
 int wh_reap(obx_instance *inst)

@@ -5,8 +5,8 @@
  * message, none after close) and the driver's own rules. Each scenario prints "ok ..." lines and
  * exits non-zero on failure.
  *
- *   mharness DRIVER.so URL config|offline|publish N TOPIC|invalid|close|two|restart N TOPIC|
- *                          window N WINDOW TOPIC|order
+ *   mharness DRIVER.so URL config|offline|denied|publish N TOPIC|invalid|close|two|
+ *                          restart N TOPIC|window N WINDOW TOPIC|order
  *
  * restart stops and starts the broker with $MQTT_STOP_CMD / $MQTT_START_CMD
  * while publishing.
@@ -208,6 +208,24 @@ static void sc_config(const char *url)
         def->destroy(inst);
     else
         printf("ok config password without username refused without leaking it\n");
+    fh_free(h);
+}
+
+/* A broker that refuses every connection of this client (CONNACK 0x87 Not
+ * authorized, 0x86, 0x85 or 0x8A): create fails with the broker's reason,
+ * so the relay does not start and a reload is refused. */
+static void sc_denied(const char *url)
+{
+    char err[256] = "";
+    fake_host *h = host_new(url, 1);
+    obx_instance *inst = create(h, err, sizeof err);
+    CHECK(!inst && strstr(err, "refused the connection") && strstr(err, "CONNACK 0x8"),
+          "create against a broker refusing anonymous clients: instance %p, errstr '%s'",
+          (void *)inst, err);
+    if (inst)
+        def->destroy(inst);
+    else
+        printf("ok denied: create refused: %s\n", err);
     fh_free(h);
 }
 
@@ -470,7 +488,7 @@ static void sc_two(const char *url)
 }
 
 /* Broker stopped and started while publishing: in-flight messages complete
- * RETRIABLE (once), new ones are refused while it is down, the driver
+ * UNAVAILABLE (once), new ones are refused while it is down, the driver
  * reconnects alone and every message is eventually acknowledged. */
 static void sc_restart(const char *url, unsigned long n, const char *topic)
 {
@@ -576,9 +594,10 @@ static int count_status(fake_host *h, uint64_t from, uint64_t to, obx_status st)
     return (int)fh_count_status(h, from, to, st);
 }
 
-/* The broker frozen (SIGSTOP): publishes time out RETRIABLE, the late
- * acknowledgements after SIGCONT are ignored. Frozen then killed: in-flight
- * publishes complete RETRIABLE once; the driver reconnects by itself. */
+/* The broker frozen (SIGSTOP): publishes time out UNAVAILABLE (pushback: no
+ * attempt), the late acknowledgements after SIGCONT are ignored. Frozen then
+ * killed: in-flight publishes complete UNAVAILABLE once; the driver
+ * reconnects by itself. */
 static void sc_freeze(const char *url, const char *topic)
 {
     const char *pid = getenv("MQTT_PID"), *start_cmd = getenv("MQTT_START_CMD");
@@ -601,15 +620,16 @@ static void sc_freeze(const char *url, const char *topic)
     CHECK(system(cmd) == 0, "%s", cmd);
     CHECK(offer(inst, h, 100, 150, topic) == 50, "accept while frozen");
     CHECK(def->flush(inst, 30000) == 0, "flush: timeouts must complete everything");
-    CHECK(count_status(h, 100, 150, OBX_RETRIABLE) == 50, "timed out RETRIABLE: %d of 50 ('%s')",
-          count_status(h, 100, 150, OBX_RETRIABLE), h->last_detail);
+    CHECK(count_status(h, 100, 150, OBX_UNAVAILABLE) == 50,
+          "timed out UNAVAILABLE: %d of 50 ('%s')", count_status(h, 100, 150, OBX_UNAVAILABLE),
+          h->last_detail);
     CHECK(strstr(h->last_detail, "no acknowledgement") != NULL, "detail '%s'", h->last_detail);
     snprintf(cmd, sizeof cmd, "kill -CONT %s", pid);
     CHECK(system(cmd) == 0, "%s", cmd);
     usleep(1000000); /* the broker now acknowledges the abandoned ones: must be ignored */
     CHECK(offer(inst, h, 200, 210, topic) == 10 && def->flush(inst, 30000) == 0, "after thaw");
     CHECK(count_status(h, 200, 210, OBX_OK) == 10, "after thaw acknowledged");
-    printf("ok freeze: 50 publishes timed out RETRIABLE (\"%s\"), late acks ignored\n",
+    printf("ok freeze: 50 publishes timed out UNAVAILABLE (\"%s\"), late acks ignored\n",
            h->last_detail);
 
     snprintf(cmd, sizeof cmd, "kill -STOP %s", pid);
@@ -652,7 +672,7 @@ static void sc_order(const char *url)
     CHECK(inst, "create: %s", err);
     if (!inst)
         return;
-    /* the driver keeps this rule, though it does not declare OBX_DRIVER_IN_ORDER (see mqtt.c) */
+    /* the rule OBX_DRIVER_IN_ORDER promises (see mqtt.c) */
     /* token % 50 is the aggregate: 1, 51, 101 and 151 are aggregate 1 */
     const uint64_t tokens[] = {0, 1, 51, 2, 101, 3, 151};
     const char *topics[] = {"obx/ok/a", "obx/denied/x", "obx/ok/b", "obx/ok/c",
@@ -704,6 +724,8 @@ int main(int argc, char **argv)
         sc_config(url);
     else if (strcmp(sc, "offline") == 0)
         sc_offline();
+    else if (strcmp(sc, "denied") == 0)
+        sc_denied(url);
     else if (strcmp(sc, "publish") == 0 && argc >= 6)
         sc_publish(url, strtoul(argv[4], NULL, 10), argv[5], argc >= 7 ? atoi(argv[6]) : 100);
     else if (strcmp(sc, "invalid") == 0) {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The MQTT driver on its own (no relay): mharness drives mqtt.so through a
 # recording fake host against a private Mosquitto, msub checks what arrives.
-# Config refusals, lazy connect while the broker is down, invalid topics,
+# Config refusals, lazy connect while the broker is down, a broker refusing
+# the client (CONNACK), invalid topics,
 # a batch larger than the window, order after a refused publish (ACL),
 # close with messages in flight, two instances, 20,000 messages with user
 # properties and per-aggregate order, broker stopped and restarted, broker
@@ -24,6 +25,9 @@ note "batch larger than the window"; "${H[@]}" window 1000 100 obx/window || fai
 # event's aggregate must not count as delivered ahead of it
 mq_acl driver-acl 52887
 note "in order after a failure"; "$MHARNESS" "$MQTT_SO" "$ACL_URL" order || fail "order scenario"
+# a broker that refuses anonymous clients: CONNACK 0x87 fails create
+mq_denied driver-denied 52894
+note "connection refused by the broker"; "$MHARNESS" "$MQTT_SO" "$DENIED_URL" denied || fail "denied scenario"
 
 note "20,000 messages, subscriber checks properties and order"
 N=20000

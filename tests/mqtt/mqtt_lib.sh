@@ -83,3 +83,20 @@ mq_acl() {
     for i in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
     ACL_URL=tcp://127.0.0.1:$port
 }
+
+# mq_denied NAME PORT: a private Mosquitto that refuses anonymous clients
+# (CONNACK 0x87 Not authorized). Sets DENIED_URL; stopped with the test.
+mq_denied() {
+    local dir=/tmp/obx-mqtt-$1 port=$2
+    rm -rf "$dir" && mkdir -p "$dir" && chmod 755 "$dir"
+    printf 'listener %s 127.0.0.1\nallow_anonymous false\npersistence false\nlog_dest stderr\n' \
+        "$port" > "$dir/mosquitto.conf"
+    chmod 644 "$dir/mosquitto.conf"
+    mosquitto -c "$dir/mosquitto.conf" </dev/null >"$dir/mosquitto.log" 2>&1 &
+    MQ_BG_PIDS="${MQ_BG_PIDS:-} $!"
+    local i
+    # a busy machine can take seconds: connecting before it listens is another scenario
+    for i in $(seq 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || fail "mosquitto (no anonymous access) did not listen on $port"
+    DENIED_URL=tcp://127.0.0.1:$port
+}

@@ -13,6 +13,10 @@
  *   *fail.slow* 200 after 8 s to the first request, then 200 at once
  *   *stall.body* 200 at once, then a body (chunked) that never ends: a byte
  *               every 500 ms until the client hangs up
+ *   *push.429*  429 without Retry-After, always (and *push.503*, *push.408*)
+ *   *push.twice* 429 with Retry-After: 1 to the first two requests, then 200
+ *   *push.reset* no answer: the connection is closed at once
+ *   *hang*      accepted, never answered (until the server stops, at most 60 s)
  *   otherwise   200
  * With -s, the X-Signature header must be sha256=<hex HMAC-SHA256 of the
  * body> keyed with the variable's value, else 401. Every request is one
@@ -46,6 +50,7 @@ static const char *secret;
 static seen *table[65536];
 static long seq;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* table, seq, records */
+static volatile int stopping; /* a *hang* answer gives up: MHD_stop_daemon joins its thread */
 
 typedef struct {
     char *buf;
@@ -163,6 +168,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         usleep(8000 * 1000); /* past the client's timeout (3 s in the test): it has hung up */
     } else if (strstr(f[1], "stall.body")) {
         stall = 1;
+    } else if (strstr(f[1], "push.429") || strstr(f[1], "push.503") || strstr(f[1], "push.408")) {
+        status = (unsigned)atoi(strstr(f[1], "push.") + 5), text = "not now\n";
+    } else if (strstr(f[1], "push.twice") && nth <= 2) {
+        status = 429, text = "slow down\n", retry_after = "1";
+    } else if (strstr(f[1], "push.reset")) {
+        status = 0; /* recorded as 0: the connection is closed without an answer */
+    } else if (strstr(f[1], "hang")) {
+        for (int i = 0; i < 600 && !stopping; i++) /* the client hangs up long before */
+            usleep(100 * 1000);
+        status = 0;
     }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -177,6 +192,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
             field(c, "Content-Type", f[7], sizeof f[7]), sig_ok, nth, md5hex);
     fflush(records);
     pthread_mutex_unlock(&lock);
+    if (status == 0)
+        return MHD_NO; /* closes the connection, nothing sent */
     struct MHD_Response *r =
         stall ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, trickle, NULL, NULL)
               : MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
@@ -244,6 +261,7 @@ int main(int argc, char **argv)
         return fprintf(stderr, "whserver: cannot write %s\n", port_file), 1;
     int sig;
     sigwait(&stop, &sig);
+    stopping = 1;
     MHD_stop_daemon(d);
     fclose(records);
     return 0;
