@@ -78,7 +78,10 @@ struct obx_instance {
 
     amqp_table_entry_t *hdr; /* scratch headers table, grown as needed */
     size_t hdr_cap;
-    obx_held held; /* scratch: aggregates refused in the current batch */
+    /* scratch: aggregates refused or failed since the current batch began (held:
+     * for a reason of theirs; held_out: for the output's state), so that
+     * nothing later of theirs in the batch overtakes them */
+    obx_held held, held_out;
 };
 
 /* The monotonic clock, in milliseconds. */

@@ -44,6 +44,9 @@ static void rmq_finish(obx_instance *inst, rmq_entry *e, obx_status status, int 
     e->done = 1;
     inst->pending--;
     inst->waiting -= e->acked;
+    if (status != OBX_OK) /* the rest of a batch being written must not overtake it */
+        (void)obx_held_add(status == rmq_unavailable(inst) ? &inst->held_out : &inst->held,
+                           e->aggregate);
     inst->host->complete(inst->host->host_ctx, e->token, status, code, detail);
 }
 

@@ -390,9 +390,10 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
     /* A host busy elsewhere may not have polled for a while: the broker may
      * have dropped us for missed heartbeats. Reading first notices a closed
      * socket, so the batch goes out on a fresh connection instead of failing. */
+    obx_held_clear(&inst->held);
+    obx_held_clear(&inst->held_out);
     if (inst->conn && count > 0)
         rmq_pump(inst, 0);
-    obx_held_clear(&inst->held);
     obx_status down = OBX_OK; /* once the broker is unreachable, the rest waits too */
     size_t unread = 0;        /* bytes written since the broker's answers were last read */
     char why[400];
@@ -405,6 +406,9 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
             status = down;
         } else if (obx_held_has(&inst->held, aggregate)) {
             status = OBX_RETRIABLE;
+            snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
+        } else if (obx_held_has(&inst->held_out, aggregate)) {
+            status = rmq_unavailable(inst); /* behind one to be offered again: not its fault */
             snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
         } else if (rmq_reserve(inst) != 0 ||
                    rmq_reserve_headers(inst, OBX_ENVELOPE_MAX + m->header_count) != 0) {
@@ -428,7 +432,9 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
         if (unreachable)
             down = status;
         rmq_refuse(inst, m, &accept[i], status, code, why);
-        (void)obx_held_add(&inst->held, aggregate); /* out of memory: the rest may go out */
+        /* out of memory: the rest may go out */
+        (void)obx_held_add(status == rmq_unavailable(inst) ? &inst->held_out : &inst->held,
+                           aggregate);
     }
     if (inst->conn && inst->pending > 0)
         rmq_pump(inst, 0); /* confirms that are already here; keeps the socket drained */

@@ -27,6 +27,17 @@ field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
 PRIV_ENV=(SVC_DIR=/tmp/obx-rmqfault-$$ AMQP_PORT=${PRIV_AMQP_PORT:-57720} RMQ_DIST_PORT=${PRIV_DIST_PORT:-57721}
           RMQ_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57722} RMQ_EPMD_PORT=${PRIV_EPMD_PORT:-57730})
 priv() { env "${PRIV_ENV[@]}" "$SERVICES" "$@"; }
+# priv_make_conf LINE...: the private broker's rabbitmq.conf with these lines
+# (before priv_start: services.sh keeps an existing directory)
+priv_make_conf() {
+    local r=/tmp/obx-rmqfault-$$/rabbitmq
+    mkdir -p "$r/log" "$r/mnesia"
+    : >"$r/rabbitmq-env.conf"
+    echo '[].' >"$r/enabled_plugins"
+    { printf 'log.console = false\nlog.file.level = info\n'; printf '%s\n' "$@"; } >"$r/rabbitmq.conf"
+    chmod 755 /tmp/obx-rmqfault-$$
+    chown -R rabbitmq:rabbitmq "$r"
+}
 priv_start() {
     note "starting a private RabbitMQ on 127.0.0.1:${PRIV_AMQP_PORT:-57720}"
     PRIV_URL=amqp://guest:guest@127.0.0.1:${PRIV_AMQP_PORT:-57720}
