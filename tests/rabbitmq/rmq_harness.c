@@ -11,7 +11,8 @@
  *     of BYTES ({"n": K, "pad": "ppp..."}).
  *     With --wait-at, once K events went out (and were answered) it creates
  *     FILE and waits (60 s at most) until FILE.go exists: the test changes
- *     the broker in between.
+ *     the broker in between. With --pause-after S FILE, the first batch
+ *     after S seconds waits the same way (whatever is still to be sent).
  *     With --pause-at, once K events went out it creates FILE and, until
  *     FILE.go exists, leaves each batch in flight 500 ms before reading its
  *     acknowledgements: a fault lands on messages in flight however slow the
@@ -103,6 +104,18 @@ static void fill(obx_message *m, msg_text *text, size_t i, size_t aggs, const ch
         text->headers[m->header_count++] = (obx_header){"big", big};
 }
 
+/* Creates FILE, then waits (60 s at most) until FILE.go exists. */
+static void wait_for_go(const char *file)
+{
+    char go[512];
+    snprintf(go, sizeof go, "%s.go", file);
+    FILE *f = fopen(file, "w");
+    if (f)
+        fclose(f);
+    for (int w = 0; w < 600 && access(go, F_OK) != 0; w++)
+        fh_sleep_ms(100);
+}
+
 /* The tiny engine's view of one event. */
 typedef struct ev {
     int final; /* 0 pending, 1 OK, 2 PERMANENT */
@@ -121,7 +134,8 @@ static int cmd_publish(int argc, char **argv)
     size_t big_k[8], nbig = 0, bigp_k[8], nbigp = 0, bigp_len[8];
     char *big_text[8], *bigp_text[8];
     size_t wait_at = 0;
-    const char *wait_file = NULL;
+    const char *wait_file = NULL, *pause_after_file = NULL;
+    double pause_after = 0;
     double deadline = 300;
     size_t pause_at = 0;
     const char *pause_file = NULL;
@@ -154,6 +168,9 @@ static int cmd_publish(int argc, char **argv)
             memcpy(text + head + pad, "\"}", 2);
             bigp_len[nbigp] = (size_t)head + pad + 2;
             bigp_text[nbigp++] = text;
+        } else if (strcmp(argv[i], "--pause-after") == 0 && i + 2 < argc) {
+            pause_after = atof(argv[++i]);
+            pause_after_file = argv[++i];
         } else if (strcmp(argv[i], "--wait-at") == 0 && i + 2 < argc) {
             wait_at = strtoul(argv[++i], NULL, 10);
             wait_file = argv[++i];
@@ -199,14 +216,12 @@ static int cmd_publish(int argc, char **argv)
         if (slow && access(go_file, F_OK) == 0)
             slow = 0, pause_file = NULL;
         if (wait_file && next >= wait_at && nretry == 0) {
-            char go[512];
-            snprintf(go, sizeof go, "%s.go", wait_file);
-            FILE *f = fopen(wait_file, "w");
-            if (f)
-                fclose(f);
-            for (int w = 0; w < 600 && access(go, F_OK) != 0; w++)
-                fh_sleep_ms(100);
+            wait_for_go(wait_file);
             wait_file = NULL;
+        }
+        if (pause_after_file && now_s() - t0 >= pause_after) {
+            wait_for_go(pause_after_file);
+            pause_after_file = NULL;
         }
         size_t cnt = 0;
         /* retried events first, in id order, then fresh ones (up to a wait) */
