@@ -45,6 +45,21 @@ priv_start() {
     priv rmq-start
 }
 
+# priv_alarm on|off: raise or clear the private broker's memory alarm (a
+# watermark of 0.0001 of the machine's memory, or the default 0.4) and wait
+# until the broker says so (it checks its memory every second or so).
+priv_alarm() {
+    local mark=0.4 want=0 i
+    [ "$1" = on ] && mark=0.0001 want=1
+    priv rabbitmqctl -q set_vm_memory_high_watermark $mark >/dev/null
+    for ((i = 0; i < 100; i++)); do
+        [ "$(priv rabbitmqctl -q eval 'rabbit_alarm:get_alarms().' | grep -c memory)" -ge $want ] &&
+            [ $want = 1 -o "$(priv rabbitmqctl -q eval 'rabbit_alarm:get_alarms().' | grep -c memory)" = 0 ] && return 0
+        sleep 0.2
+    done
+    fail "the memory alarm did not turn $1"
+}
+
 # write_relay_cfg FILE URL DESTINATION [EXTRA_OPTIONS] [MAX_ATTEMPTS]
 # A relay config for the database in TEST_DSN, one rabbitmq output.
 write_relay_cfg() {
