@@ -100,16 +100,14 @@ hang_round() {
 }
 published_count() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
 
-# produce_paced N AGGREGATES [PAD]: in the background (PRODUCER), N events, 10
-# every 100 ms, over AGGREGATES aggregates: payload {"n": n} (with PAD: and
-# "pad", PAD x's), headers {"seq": "n"}, n growing in commit order.
+# produce_paced N AGGREGATES: in the background (PRODUCER), N events, 10 every
+# 100 ms, over AGGREGATES aggregates: payload {"n": n}, headers {"seq": "n"},
+# n growing in commit order.
 produce_paced() {
-    local payload="jsonb_build_object('n', n)"
-    [ -z "${3:-}" ] || payload="jsonb_build_object('n', n, 'pad', repeat('x', $3))"
     (
         for ((g = 0; g < $1; g += 10)); do
             sql "SELECT count(outbox_enqueue('Order', 'agg-' || (n % $2), 'order.created',
-                     $payload, jsonb_build_object('seq', n::text)))
+                     jsonb_build_object('n', n), jsonb_build_object('seq', n::text)))
                  FROM generate_series($g + 1, least($g + 10, $1)) n" >/dev/null
             sleep 0.1
         done

@@ -19,7 +19,7 @@ PRIV_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57882} PRIV_EPMD_PORT=${PRIV_EPMD_PORT:-5
 priv_start
 HANG_S=70
 BOUND_MS=5000 # relay.max_transaction_ms, the default
-N=6000        # about 80 s of producing here (psql per 10 events): they outlast the alarm
+N=8000        # 100 events/s for 80 s: the producer outlasts the alarm
 Q=$(rmq_queue e2e_alarm)
 fresh_db rmq_e2e_alarm
 write_relay_cfg "$WORK/relay.cfg" "$PRIV_URL" "$Q" "declare_queue = \"$Q\";" 3
@@ -27,9 +27,26 @@ sed -i 's/^relay = {/relay = {\n  lease_seconds = 2;/' "$WORK/relay.cfg"
 "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db"
 bystander_make
 
+# produce N events in the background (PRODUCER): 10 every 100 ms from one
+# session (a psql per 10 events runs far slower on a busy machine), as
+# produce_paced: payload {"n": n, "pad": 20 KB}, headers {"seq": "n"}
+produce_steady() {
+    sql "DO \$\$ BEGIN
+           FOR g IN 0..$((N / 10 - 1)) LOOP
+             PERFORM outbox_enqueue('Order', 'agg-' || (n % 50), 'order.created',
+                         jsonb_build_object('n', n, 'pad', repeat('x', 20000)),
+                         jsonb_build_object('seq', n::text))
+             FROM generate_series(g * 10 + 1, g * 10 + 10) n;
+             COMMIT;
+             PERFORM pg_sleep(0.1);
+           END LOOP;
+         END \$\$" >/dev/null &
+    PRODUCER=$!
+}
+
 "$OBX_BIN" run -c "$WORK/relay.cfg" 2>"$WORK/relay.log" &
 RELAY=$!
-produce_paced $N 50 20000
+produce_steady
 trap 'kill "$RELAY" "$PRODUCER" 2>/dev/null || true; priv stop >/dev/null 2>&1 || true;
       rm -rf /tmp/obx-rmqfault-$$ "$WORK"' EXIT
 for ((i = 0; i < 300; i++)); do [ "$(published_count)" -ge 200 ] && break; sleep 0.1; done
