@@ -1,6 +1,6 @@
 /* RabbitMQ driver internals (rabbitmq-c 0.11): the instance every file works on.
  * Each file declares its functions in its own header; they depend one way:
- * rmq_driver -> rmq_options, rmq_publish -> rmq_conn -> rmq_confirm -> rmq.h. */
+ * rmq_driver -> rmq_options, rmq_publish -> rmq_channel -> rmq_conn -> rmq_confirm -> rmq.h. */
 #ifndef OBX_RMQ_H
 #define OBX_RMQ_H
 
