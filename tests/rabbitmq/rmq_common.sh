@@ -38,11 +38,29 @@ priv_make_conf() {
     chmod 755 /tmp/obx-rmqfault-$$
     chown -R rabbitmq:rabbitmq "$r"
 }
+# Its ports lie in the kernel's ephemeral range: a client connection of
+# anything on the machine may hold one as its local port when the broker
+# binds it (eaddrinuse). Then it starts again 1000 ports higher (twice at most).
 priv_start() {
-    note "starting a private RabbitMQ on 127.0.0.1:${PRIV_AMQP_PORT:-57720}"
-    PRIV_URL=amqp://guest:guest@127.0.0.1:${PRIV_AMQP_PORT:-57720}
+    local try e shifted port
     trap 'priv stop >/dev/null 2>&1 || true; rm -rf /tmp/obx-rmqfault-$$ "$WORK"' EXIT
-    priv rmq-start
+    for try in 1 2 3; do
+        port=$(printf '%s\n' "${PRIV_ENV[@]}" | sed -n 's/^AMQP_PORT=//p')
+        PRIV_URL=amqp://guest:guest@127.0.0.1:$port
+        note "starting a private RabbitMQ on 127.0.0.1:$port"
+        priv rmq-start && return 0
+        priv stop >/dev/null 2>&1 || true
+        note "the private RabbitMQ did not start (a port taken meanwhile?): the next ports"
+        shifted=()
+        for e in "${PRIV_ENV[@]}"; do
+            case $e in
+            *_PORT=* | *_PORT_MIN=*) shifted+=("${e%%=*}=$((${e#*=} + 1000))") ;;
+            *) shifted+=("$e") ;;
+            esac
+        done
+        PRIV_ENV=("${shifted[@]}")
+    done
+    fail "the private RabbitMQ did not start"
 }
 
 # priv_alarm on|off: raise or clear the private broker's memory alarm (a
