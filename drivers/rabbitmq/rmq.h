@@ -1,6 +1,6 @@
 /* RabbitMQ driver internals (rabbitmq-c 0.11): the instance every file works on.
  * Each file declares its functions in its own header; they depend one way:
- * rmq_driver -> rmq_options, rmq_publish -> rmq_conn -> rmq_confirm -> rmq.h. */
+ * rmq_driver -> rmq_options, rmq_publish -> rmq_channel -> rmq_conn -> rmq_confirm -> rmq.h. */
 #ifndef OBX_RMQ_H
 #define OBX_RMQ_H
 
@@ -26,11 +26,14 @@ typedef struct rmq_entry {
     char return_text[128]; /* the broker's reply text, e.g. "NO_ROUTE ..." */
 } rmq_entry;
 
-/* Exchanges known to exist (or, with missing set, known not to). */
+/* Events the broker may have closed the publishing channel for (rmq_channel.c):
+ * each is sent alone when offered again. A ring: the oldest is forgotten first. */
+#define RMQ_SUSPECTS_MAX 1024
+
+/* Exchanges known to exist (missing 0); -1 unknown, 1 missing when last asked. */
 typedef struct rmq_exchange {
     char *name;
     int missing;
-    int64_t checked_ms;
 } rmq_exchange;
 
 struct obx_instance {
@@ -41,7 +44,7 @@ struct obx_instance {
     int port, ssl;
     char *tls_ca, *tls_cert, *tls_key;
     int tls_verify;
-    int heartbeat_ms, connect_timeout_ms;
+    int heartbeat_ms, connect_timeout_ms, write_timeout_ms;
     int mandatory, persistent;
     obx_status unroutable; /* OBX_PERMANENT or OBX_RETRIABLE */
     const char *content_type_default;
@@ -63,15 +66,22 @@ struct obx_instance {
     rmq_entry *ring;
     size_t cap, head;
     uint64_t base_tag, next_tag;
-    size_t pending; /* entries not done */
-    size_t waiting; /* of those, acked behind an open earlier one of their aggregate */
+    uint64_t answered_tag; /* highest tag the broker acked, nacked or returned */
+    size_t pending;        /* entries not done */
+    size_t waiting;        /* of those, acked behind an open earlier one of their aggregate */
+
+    uint64_t suspects[RMQ_SUSPECTS_MAX]; /* event id hashes */
+    size_t suspect_count, suspect_next;
 
     rmq_exchange *exchanges;
     size_t exchange_count;
 
     amqp_table_entry_t *hdr; /* scratch headers table, grown as needed */
     size_t hdr_cap;
-    obx_held held; /* scratch: aggregates refused in the current batch */
+    /* scratch: aggregates refused or failed since the current batch began (held:
+     * for a reason of theirs; held_out: for the output's state), so that
+     * nothing later of theirs in the batch overtakes them */
+    obx_held held, held_out;
 };
 
 /* The monotonic clock, in milliseconds. */

@@ -44,6 +44,9 @@ static void rmq_finish(obx_instance *inst, rmq_entry *e, obx_status status, int 
     e->done = 1;
     inst->pending--;
     inst->waiting -= e->acked;
+    if (status != OBX_OK) /* the rest of a batch being written must not overtake it */
+        (void)obx_held_add(status == rmq_unavailable(inst) ? &inst->held_out : &inst->held,
+                           e->aggregate);
     inst->host->complete(inst->host->host_ctx, e->token, status, code, detail);
 }
 
@@ -55,10 +58,12 @@ void rmq_fail(obx_instance *inst, uint64_t tag, obx_status status, int code, con
         return;
     uint64_t aggregate = e->aggregate;
     rmq_finish(inst, e, status, code, detail);
+    /* behind the output's state, the later ones are the output's state too */
+    obx_status behind = status == rmq_unavailable(inst) ? status : OBX_RETRIABLE;
     for (uint64_t t = tag + 1; t < inst->next_tag; t++) {
         rmq_entry *later = rmq_entry_at(inst, t);
         if (!later->done && later->aggregate == aggregate)
-            rmq_finish(inst, later, OBX_RETRIABLE, 0, RMQ_HELD_DETAIL);
+            rmq_finish(inst, later, behind, 0, RMQ_HELD_DETAIL);
     }
 }
 
@@ -110,6 +115,8 @@ int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
 {
     int done = 0;
     uint64_t from = multiple ? inst->base_tag : tag;
+    if (tag > inst->answered_tag && tag < inst->next_tag)
+        inst->answered_tag = tag; /* the channel went past it: rmq_channel.c */
     /* Confirms taken from the oldest open message on find every earlier one
      * done when they reach a message: no look back (it made each ack cost the
      * whole window). */
@@ -119,7 +126,10 @@ int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
         if (!e || e->done)
             continue;
         if (!ack) {
-            rmq_fail(inst, t, OBX_RETRIABLE, 0, "nacked by the broker");
+            /* pushback (a full queue with reject-publish, a queue process
+             * down): the output's state, not the event's */
+            rmq_fail(inst, t, rmq_unavailable(inst), 0,
+                     "nacked by the broker (a queue refused it: full, or unavailable)");
         } else if (e->return_code) {
             rmq_fail(inst, t, inst->unroutable, e->return_code, e->return_text);
         } else if (!in_turn && rmq_earlier_open(inst, t, e->aggregate)) {

@@ -8,9 +8,12 @@
  */
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include "rmq_confirm.h"
@@ -18,7 +21,6 @@
 
 #define RMQ_BACKOFF_FIRST_MS 200
 #define RMQ_BACKOFF_MAX_MS 5000
-#define RMQ_MISSING_RECHECK_MS 5000 /* a missing exchange is checked again after this */
 #define RMQ_EXCHANGE_CACHE_MAX 1024
 
 void rmq_reply_text(amqp_rpc_reply_t r, const char *what, char *buf, size_t size)
@@ -121,7 +123,7 @@ static amqp_socket_t *rmq_socket(obx_instance *inst, amqp_connection_state_t con
 }
 
 /* Opens the publishing channel in confirm mode; its delivery tags start at 1. */
-static int rmq_open_publishing(obx_instance *inst, amqp_connection_state_t conn)
+int rmq_open_publishing(obx_instance *inst, amqp_connection_state_t conn)
 {
     amqp_channel_open(conn, RMQ_CHANNEL);
     if (rmq_rpc_ok(inst, conn, "channel.open") != 0)
@@ -130,8 +132,45 @@ static int rmq_open_publishing(obx_instance *inst, amqp_connection_state_t conn)
     if (rmq_rpc_ok(inst, conn, "confirm.select") != 0)
         return -1;
     inst->base_tag = inst->next_tag = 1;
+    inst->answered_tag = 0;
     inst->head = 0;
     return 0;
+}
+
+/* rabbitmq-c 0.11 advertises no `connection.blocked` capability, and a broker
+ * only tells the clients that do when a resource alarm stops it reading
+ * their publishes. The table is merged into the library's own. */
+static amqp_rpc_reply_t rmq_login(obx_instance *inst, amqp_connection_state_t conn)
+{
+    amqp_table_entry_t caps[] = {
+        {amqp_cstring_bytes("connection.blocked"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+        {amqp_cstring_bytes("publisher_confirms"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+        {amqp_cstring_bytes("basic.nack"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+    };
+    amqp_table_entry_t props[] = {
+        {amqp_cstring_bytes("capabilities"),
+         {AMQP_FIELD_KIND_TABLE, {.table = {(int)(sizeof caps / sizeof *caps), caps}}}},
+    };
+    amqp_table_t table = {(int)(sizeof props / sizeof *props), props};
+    int heartbeat_s = (int)(((int64_t)inst->heartbeat_ms + 999) / 1000); /* AMQP counts seconds */
+    return amqp_login_with_properties(conn, inst->vhost, 0, 131072, heartbeat_s, &table,
+                                      AMQP_SASL_METHOD_PLAIN, inst->user, inst->password);
+}
+
+/* rabbitmq-c writes a publish with no deadline: it waits for the socket as
+ * long as the broker's heartbeats come, and a broker under a resource alarm
+ * stops reading but keeps sending them. The kernel bounds it instead: with
+ * TCP_USER_TIMEOUT, data the broker does not take for that long (its window
+ * stays shut) aborts the connection, and the write fails. */
+static void rmq_bound_writes(obx_instance *inst, amqp_connection_state_t conn)
+{
+    unsigned ms = (unsigned)inst->write_timeout_ms;
+    int fd = amqp_get_sockfd(conn);
+    if (ms > 0 && fd >= 0 && setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) != 0)
+        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                        "cannot bound writes to %d ms (TCP_USER_TIMEOUT): a stalled broker can "
+                        "block a publish",
+                        inst->write_timeout_ms);
 }
 
 int rmq_connect(obx_instance *inst)
@@ -157,11 +196,10 @@ int rmq_connect(obx_instance *inst)
                  amqp_error_string2(rc));
         goto fail;
     }
+    rmq_bound_writes(inst, conn);
     amqp_set_handshake_timeout(conn, &tv);
     amqp_set_rpc_timeout(conn, &tv);
-    int heartbeat_s = (int)(((int64_t)inst->heartbeat_ms + 999) / 1000); /* AMQP counts seconds */
-    amqp_rpc_reply_t r = amqp_login(conn, inst->vhost, 0, 131072, heartbeat_s,
-                                    AMQP_SASL_METHOD_PLAIN, inst->user, inst->password);
+    amqp_rpc_reply_t r = rmq_login(inst, conn);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         char what[200];
         snprintf(what, sizeof(what), "login to %s as %s", where, inst->user);
@@ -244,10 +282,12 @@ static rmq_exchange *rmq_lookup_exchange(obx_instance *inst, const char *name, s
     return NULL;
 }
 
-/* Is the cached answer for this exchange missing or due again? */
-static int rmq_check_due(const rmq_exchange *x, int64_t now)
+/* Is the exchange to be checked on the broker? Only one known to exist is
+ * cached: a missing one is asked for again before each event is declared
+ * unroutable, so an exchange created again is used at once. */
+static int rmq_check_due(const rmq_exchange *x)
 {
-    return x->missing < 0 || (x->missing == 1 && now - x->checked_ms >= RMQ_MISSING_RECHECK_MS);
+    return x->missing != 0;
 }
 
 int rmq_exchange_unchecked(obx_instance *inst, const char *name, size_t len)
@@ -255,7 +295,7 @@ int rmq_exchange_unchecked(obx_instance *inst, const char *name, size_t len)
     if (len == 0 || !inst->check_exchanges)
         return 0;
     rmq_exchange *x = rmq_lookup_exchange(inst, name, len);
-    return !x || rmq_check_due(x, rmq_now_ms());
+    return !x || rmq_check_due(x);
 }
 
 static rmq_exchange *rmq_find_exchange(obx_instance *inst, const char *name, size_t len)
@@ -274,15 +314,15 @@ static rmq_exchange *rmq_find_exchange(obx_instance *inst, const char *name, siz
     if (!x->name)
         return NULL;
     x->missing = -1; /* unknown */
-    x->checked_ms = 0;
     inst->exchange_count++;
     return x;
 }
 
 /* Publishing to a missing exchange makes the broker close the publishing
- * channel, failing every unconfirmed message with it. A passive declare on a
- * separate channel, once per exchange name, finds that out first and only
- * that message fails, with the broker's own text. */
+ * channel (rmq_channel.c then has to find which event it was). A passive
+ * declare on a separate channel (once per existing exchange; before every
+ * event to a missing one) finds that out first and only that message fails,
+ * with the broker's own text. */
 int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *why,
                         size_t why_size)
 {
@@ -291,13 +331,8 @@ int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *
     rmq_exchange *x = rmq_find_exchange(inst, name, len);
     if (!x)
         return 1; /* out of memory: let the broker decide */
-    int64_t now = rmq_now_ms();
-    if (!rmq_check_due(x, now)) {
-        if (x->missing)
-            snprintf(why, why_size, "NOT_FOUND - no exchange '%s' in vhost '%s'", x->name,
-                     inst->vhost);
-        return !x->missing;
-    }
+    if (!rmq_check_due(x))
+        return 1;
     int shared = inst->check_channel == RMQ_CHANNEL;
     if (shared && inst->pending > 0)
         return 1; /* the caller could not settle them: let the broker decide */
@@ -313,7 +348,6 @@ int rmq_exchange_exists(obx_instance *inst, const char *name, size_t len, char *
     amqp_exchange_declare(inst->conn, inst->check_channel, xname, rmq_bytes("direct"), 1, 0, 0, 0,
                           amqp_empty_table);
     amqp_rpc_reply_t r = amqp_get_rpc_reply(inst->conn);
-    x->checked_ms = now;
     if (r.reply_type == AMQP_RESPONSE_NORMAL) {
         x->missing = 0;
         return 1;

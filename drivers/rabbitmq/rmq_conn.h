@@ -8,6 +8,8 @@
 
 int rmq_connect(obx_instance *inst);          /* 0 or -1 with inst->last_error */
 int rmq_ensure_connected(obx_instance *inst); /* respects backoff; 0 when connected */
+/* (Re)opens the publishing channel in confirm mode: 0, or -1 with inst->last_error. */
+int rmq_open_publishing(obx_instance *inst, amqp_connection_state_t conn);
 /* Drops the connection; every unconfirmed publish completes unavailable. */
 void rmq_disconnect(obx_instance *inst, const char *why, int graceful);
 /* 1 exists, 0 missing (text in why), -1 connection failed */

@@ -127,6 +127,7 @@ static void rmq_destroy(obx_instance *inst)
     free(inst->ring);
     free(inst->hdr);
     obx_held_free(&inst->held);
+    obx_held_free(&inst->held_out);
     free(inst);
 }
 

@@ -20,10 +20,14 @@ const obx_option rmq_options[] = {
     {"password", OBX_OPT_STRING, OBX_OPT_SECRET, "password (overrides the URL's)"},
     {"vhost", OBX_OPT_STRING, 0, "virtual host (overrides the URL's; without either: /)"},
     {"heartbeat_ms", OBX_OPT_INT, 0,
-     "AMQP heartbeat (sent in whole seconds, rounded up); it also bounds a publish to a stalled "
-     "broker; 0 = off"},
+     "AMQP heartbeat (sent in whole seconds, rounded up): a silent broker is given up after two; "
+     "0 = off"},
     {"heartbeat_s", OBX_OPT_INT, OBX_OPT_DEPRECATED, "deprecated: use heartbeat_ms (seconds)"},
     {"connect_timeout_ms", OBX_OPT_INT, 0, "connect, login and RPC timeout"},
+    {"write_timeout_ms", OBX_OPT_INT, 0,
+     "a broker that takes none of the data written to it for this long (a resource alarm, a "
+     "frozen broker) loses the connection, so no write blocks longer (TCP_USER_TIMEOUT); 0 = the "
+     "system's"},
     {"mandatory", OBX_OPT_BOOL, 0, "publish mandatory: unroutable messages fail"},
     {"unroutable", OBX_OPT_STRING, 0, "status of an unroutable message"},
     {"persistent", OBX_OPT_BOOL, 0, "delivery_mode 2"},
@@ -53,6 +57,7 @@ const obx_option_spec rmq_specs[] = {
     {"30000", 0, 65535000, NULL, NULL},                /* heartbeat_ms */
     {NULL, 0, 65535, NULL, NULL},                      /* heartbeat_s */
     {"5000", 1, 3600000, NULL, NULL},                  /* connect_timeout_ms */
+    {"2000", 0, 3600000, NULL, NULL},                  /* write_timeout_ms */
     {"true", 0, 0, NULL, NULL},                        /* mandatory */
     {"permanent", 0, 0, rmq_unroutable_choices, NULL}, /* unroutable */
     {"true", 0, 0, NULL, NULL},                        /* persistent */
@@ -177,6 +182,7 @@ int rmq_read_options(obx_instance *inst, char *errstr, size_t errstr_size)
     if (host->get_int(host->host_ctx, "heartbeat_s", &old_s)) /* deprecated, in seconds */
         inst->heartbeat_ms = (int)old_s * 1000;
     inst->connect_timeout_ms = rmq_opt_int(host, "connect_timeout_ms");
+    inst->write_timeout_ms = rmq_opt_int(host, "write_timeout_ms");
     inst->mandatory = rmq_opt_bool(host, "mandatory");
     inst->persistent = rmq_opt_bool(host, "persistent");
     inst->check_exchanges = rmq_opt_bool(host, "check_exchanges");

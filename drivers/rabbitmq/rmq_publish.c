@@ -7,7 +7,9 @@
  * basic.return (mandatory, unroutable) carries no delivery tag but comes
  * before the ack of its message: it is matched by message_id (the event id)
  * and fails that message with the broker's reply text (its ack then finds it
- * done).
+ * done). A nack is pushback (a full queue with reject-publish): the output's
+ * state, not the message's. A channel.close is about one message:
+ * rmq_channel.c.
  *
  * In order: one channel routes its publishes in order, so an aggregate's
  * messages reach their queues in order. Acks may come in any order, though
@@ -19,6 +21,7 @@
  * batch every message after a refused one of its aggregate is refused: none
  * is acknowledged ahead of a failed one.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +30,15 @@
 
 #include "obx/driver_util.h"
 #include "obx/envelope.h"
+#include "rmq_channel.h"
 #include "rmq_confirm.h"
 #include "rmq_conn.h"
 #include "rmq_limits.h"
 #include "rmq_publish.h"
+
+/* What a publish adds to its body, about (method, header frame, properties). */
+#define RMQ_FRAME_OVERHEAD 512
+#define RMQ_READ_EVERY_BYTES 65536
 
 /* A basic.return: read its content to learn which message it was. */
 static int rmq_on_return(obx_instance *inst, amqp_channel_t channel, const amqp_basic_return_t *ret)
@@ -60,6 +68,8 @@ static int rmq_on_return(obx_instance *inst, amqp_channel_t channel, const amqp_
                 e->return_code = code ? code : 312;
                 snprintf(e->return_text, sizeof(e->return_text), "%s", text);
                 matched = 1;
+                if (t > inst->answered_tag)
+                    inst->answered_tag = t; /* the channel went past it */
                 /* fail it now: later messages of its aggregate may be acked
                  * before its own ack comes */
                 rmq_fail(inst, t, inst->unroutable, e->return_code, e->return_text);
@@ -86,17 +96,37 @@ static void rmq_on_close(obx_instance *inst, const amqp_frame_t *f)
         return;
     }
     const amqp_channel_close_t *m = f->payload.method.decoded;
-    snprintf(why, sizeof(why), "broker closed the channel: %.*s", (int)m->reply_text.len,
-             (const char *)m->reply_text.bytes);
+    char text[256];
+    snprintf(text, sizeof(text), "%.*s", (int)m->reply_text.len, (const char *)m->reply_text.bytes);
     amqp_channel_close_ok_t ok = {0};
     int sent = amqp_send_method(inst->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
-    if (f->channel != RMQ_CHANNEL && f->channel == inst->check_channel && sent >= 0) {
-        inst->check_channel_open = 0;
-        return;
+    if (sent < 0) {
+        snprintf(why, sizeof(why), "connection lost: %s", amqp_error_string2(sent));
+        rmq_disconnect(inst, why, 0);
+    } else if (f->channel != RMQ_CHANNEL) {
+        if (f->channel == inst->check_channel)
+            inst->check_channel_open = 0;
+    } else if (rmq_channel_closed(inst, m->reply_code, text) != 0) {
+        rmq_disconnect(inst, inst->last_error, 1); /* could not open it again */
     }
-    /* The publishing channel is gone with its unconfirmed messages: start
-     * over on a fresh connection (graceful, the connection itself is fine). */
-    rmq_disconnect(inst, why, sent >= 0);
+}
+
+/* A resource alarm: the broker reads no more publishes until it lifts it.
+ * The unconfirmed ones wait in the broker's socket buffer, unread: they
+ * complete as the output's state (offered again once it lifts: duplicates,
+ * never lost, nothing counted), and new ones are refused until then. */
+static int rmq_on_blocked(obx_instance *inst, const amqp_connection_blocked_t *b)
+{
+    size_t before = inst->pending;
+    char why[160];
+    inst->blocked = 1;
+    snprintf(inst->blocked_reason, sizeof(inst->blocked_reason), "%.*s", (int)b->reason.len,
+             (const char *)b->reason.bytes);
+    inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "broker blocked publishing: %s",
+                    inst->blocked_reason);
+    snprintf(why, sizeof(why), "broker blocked publishing: %s", inst->blocked_reason);
+    rmq_fail_pending(inst, rmq_unavailable(inst), why);
+    return (int)before;
 }
 
 /* Handles one frame; returns completions made, or -1 when the connection is gone. */
@@ -119,23 +149,28 @@ static int rmq_on_frame(obx_instance *inst, const amqp_frame_t *f)
     case AMQP_CONNECTION_CLOSE_METHOD: {
         size_t before = inst->pending;
         rmq_on_close(inst, f);
-        return inst->conn ? 0 : (int)before;
+        return (int)(before - inst->pending);
     }
-    case AMQP_CONNECTION_BLOCKED_METHOD: {
-        const amqp_connection_blocked_t *b = f->payload.method.decoded;
-        inst->blocked = 1;
-        snprintf(inst->blocked_reason, sizeof(inst->blocked_reason), "%.*s", (int)b->reason.len,
-                 (const char *)b->reason.bytes);
-        inst->host->log(inst->host->host_ctx, OBX_LOG_WARN, "broker blocked publishing: %s",
-                        inst->blocked_reason);
-        return 0;
-    }
+    case AMQP_CONNECTION_BLOCKED_METHOD: return rmq_on_blocked(inst, f->payload.method.decoded);
     case AMQP_CONNECTION_UNBLOCKED_METHOD:
         inst->blocked = 0;
         inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "broker unblocked publishing");
         return 0;
     default: return 0;
     }
+}
+
+/* Why the connection is gone after rabbitmq-c returned rc (errno as it left it). */
+static void rmq_lost_text(const obx_instance *inst, int rc, int err, const char *what, char *buf,
+                          size_t size)
+{
+    if (rc == AMQP_STATUS_SOCKET_ERROR && err == ETIMEDOUT && inst->write_timeout_ms > 0)
+        snprintf(buf, size,
+                 "%sconnection lost: the broker took none of the data written to it for %d ms "
+                 "(write_timeout_ms)",
+                 what, inst->write_timeout_ms);
+    else
+        snprintf(buf, size, "%sconnection lost: %s", what, amqp_error_string2(rc));
 }
 
 int rmq_pump(obx_instance *inst, int timeout_ms)
@@ -149,12 +184,14 @@ int rmq_pump(obx_instance *inst, int timeout_ms)
             left = 0;
         struct timeval tv = {(time_t)(left / 1000), (suseconds_t)((left % 1000) * 1000)};
         amqp_frame_t f;
+        errno = 0;
         int rc = amqp_simple_wait_frame_noblock(inst->conn, &f, &tv);
+        int err = errno;
         if (rc == AMQP_STATUS_TIMEOUT)
             break;
         if (rc != AMQP_STATUS_OK) {
-            char why[160];
-            snprintf(why, sizeof(why), "connection lost: %s", amqp_error_string2(rc));
+            char why[200];
+            rmq_lost_text(inst, rc, err, "", why, sizeof(why));
             size_t before = inst->pending;
             rmq_disconnect(inst, why, 0);
             return done + (int)before;
@@ -217,16 +254,10 @@ static int rmq_reserve_headers(obx_instance *inst, size_t count)
     return 0;
 }
 
-/* With one channel (the broker's channel_max is 1) a failed exchange check
- * closes the publishing channel, so a check waits until nothing is
- * unconfirmed (bounded by connect_timeout_ms); then the channel can be
- * opened again at once, losing nothing. 0, or -1 with why. */
-static int rmq_settle_for_check(obx_instance *inst, const char *exchange, size_t len, char *why,
-                                size_t why_size)
+/* Waits (bounded by connect_timeout_ms) until nothing is unconfirmed, so
+ * that what follows is judged alone. 0, or -1 with why. */
+static int rmq_settle(obx_instance *inst, const char *purpose, char *why, size_t why_size)
 {
-    if (inst->check_channel != RMQ_CHANNEL || inst->pending == 0 ||
-        !rmq_exchange_unchecked(inst, exchange, len))
-        return 0;
     int64_t deadline = rmq_now_ms() + inst->connect_timeout_ms;
     while (inst->conn && inst->pending > 0) {
         int64_t left = deadline - rmq_now_ms();
@@ -237,11 +268,22 @@ static int rmq_settle_for_check(obx_instance *inst, const char *exchange, size_t
     if (!inst->conn)
         snprintf(why, why_size, "not connected: %s", inst->last_error);
     else if (inst->pending > 0)
-        snprintf(why, why_size,
-                 "%zu messages not confirmed within %d ms; an exchange check on the only "
-                 "channel (the broker's channel_max is 1) waits for them",
-                 inst->pending, inst->connect_timeout_ms);
+        snprintf(why, why_size, "%zu messages not confirmed within %d ms; %s waits for them",
+                 inst->pending, inst->connect_timeout_ms, purpose);
     return inst->conn && inst->pending == 0 ? 0 : -1;
+}
+
+/* With one channel (the broker's channel_max is 1) a failed exchange check
+ * closes the publishing channel, so a check waits until nothing is
+ * unconfirmed; then the channel can be opened again at once, losing nothing. */
+static int rmq_settle_for_check(obx_instance *inst, const char *exchange, size_t len, char *why,
+                                size_t why_size)
+{
+    if (inst->check_channel != RMQ_CHANNEL || inst->pending == 0 ||
+        !rmq_exchange_unchecked(inst, exchange, len))
+        return 0;
+    return rmq_settle(inst, "an exchange check on the only channel (the broker's channel_max is 1)",
+                      why, why_size);
 }
 
 /* Sends one message. OBX_OK: it gets exactly one completion, now or later;
@@ -286,6 +328,14 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
         *code = 404;
         return inst->unroutable;
     }
+    /* one the broker may have closed the channel for: alone, so that a close names it */
+    uint64_t event = inst->suspect_count ? rmq_event_hash(m->event_id) : 0;
+    int alone = event && rmq_suspect(inst, event);
+    if (alone && rmq_settle(inst, "sending alone a message the channel may have closed for", why,
+                            why_size) != 0) {
+        *down = 1;
+        return rmq_unavailable(inst);
+    }
 
     uint64_t tag = inst->next_tag++;
     rmq_entry *e = rmq_entry_at(inst, tag);
@@ -298,16 +348,22 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
     snprintf(e->event_id, sizeof(e->event_id), "%s", m->event_id ? m->event_id : "");
     inst->pending++;
     amqp_bytes_t body = {m->payload_len, (void *)m->payload};
+    errno = 0;
     int rc = amqp_basic_publish(inst->conn, RMQ_CHANNEL, exchange, routing_key, inst->mandatory, 0,
                                 &p, body);
+    int err = errno;
     if (rc < 0) {
-        char lost[160];
-        snprintf(lost, sizeof(lost), "publish failed, connection lost: %s", amqp_error_string2(rc));
+        char lost[200];
+        rmq_lost_text(inst, rc, err, "publish failed, ", lost, sizeof(lost));
         /* the frame check missed (never expected): the method is out without
          * its header, so the connection goes, but the message is at fault */
         if (rc == AMQP_STATUS_TABLE_TOO_BIG)
             rmq_fail(inst, tag, OBX_PERMANENT, 0, "headers too large for one frame");
         rmq_disconnect(inst, lost, 0); /* completes this one too */
+    } else if (alone) {
+        char ignored[200];
+        (void)rmq_settle(inst, "a message sent alone", ignored, sizeof(ignored));
+        rmq_suspect_remove(inst, event); /* confirmed, judged, or in flight like any other */
     }
     return OBX_OK;
 }
@@ -334,10 +390,12 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
     /* A host busy elsewhere may not have polled for a while: the broker may
      * have dropped us for missed heartbeats. Reading first notices a closed
      * socket, so the batch goes out on a fresh connection instead of failing. */
+    obx_held_clear(&inst->held);
+    obx_held_clear(&inst->held_out);
     if (inst->conn && count > 0)
         rmq_pump(inst, 0);
-    obx_held_clear(&inst->held);
     obx_status down = OBX_OK; /* once the broker is unreachable, the rest waits too */
+    size_t unread = 0;        /* bytes written since the broker's answers were last read */
     char why[400];
     for (size_t i = 0; i < count; i++) {
         const obx_message *m = &msgs[i];
@@ -349,6 +407,9 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
         } else if (obx_held_has(&inst->held, aggregate)) {
             status = OBX_RETRIABLE;
             snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
+        } else if (obx_held_has(&inst->held_out, aggregate)) {
+            status = rmq_unavailable(inst); /* behind one to be offered again: not its fault */
+            snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
         } else if (rmq_reserve(inst) != 0 ||
                    rmq_reserve_headers(inst, OBX_ENVELOPE_MAX + m->header_count) != 0) {
             status = OBX_RETRIABLE;
@@ -358,12 +419,22 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
         }
         if (status == OBX_OK) {
             accept[i] = OBX_OK;
+            /* read what the broker says meanwhile: connection.blocked stops the
+             * batch before it fills the socket, a channel.close before the rest
+             * of the batch is written to a closed channel */
+            unread += m->payload_len + RMQ_FRAME_OVERHEAD;
+            if (unread >= RMQ_READ_EVERY_BYTES && inst->conn) {
+                rmq_pump(inst, 0);
+                unread = 0;
+            }
             continue;
         }
         if (unreachable)
             down = status;
         rmq_refuse(inst, m, &accept[i], status, code, why);
-        (void)obx_held_add(&inst->held, aggregate); /* out of memory: the rest may go out */
+        /* out of memory: the rest may go out */
+        (void)obx_held_add(status == rmq_unavailable(inst) ? &inst->held_out : &inst->held,
+                           aggregate);
     }
     if (inst->conn && inst->pending > 0)
         rmq_pump(inst, 0); /* confirms that are already here; keeps the socket drained */

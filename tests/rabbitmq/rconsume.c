@@ -3,8 +3,10 @@
  * relay sent.
  *
  *   rconsume URL declare QUEUE [EXCHANGE ROUTING_KEY]   durable queue (+ topic exchange, binding)
+ *   rconsume URL declare-bounded QUEUE MAX   durable queue of MAX messages that refuses more
+ *                                             (x-overflow reject-publish: the broker nacks them)
  *   rconsume URL purge QUEUE
- *   rconsume URL delete QUEUE
+ *   rconsume URL delete QUEUE [EXCHANGE]
  *   rconsume URL read QUEUE EXPECTED IDLE_MS [--header-n KEY PREFIX] [--content-type CT]
  *                     [--ids FILE]
  *
@@ -211,12 +213,27 @@ int main(int argc, char **argv)
                             amqp_cstring_bytes(argv[5]), amqp_empty_table);
             die_reply(amqp_get_rpc_reply(conn), "queue.bind");
         }
+    } else if (strcmp(cmd, "declare-bounded") == 0 && argc >= 5) {
+        amqp_table_entry_t args[2];
+        args[0].key = amqp_cstring_bytes("x-max-length");
+        args[0].value.kind = AMQP_FIELD_KIND_I64;
+        args[0].value.value.i64 = atol(argv[4]);
+        args[1].key = amqp_cstring_bytes("x-overflow");
+        args[1].value.kind = AMQP_FIELD_KIND_UTF8;
+        args[1].value.value.bytes = amqp_cstring_bytes("reject-publish");
+        amqp_table_t table = {2, args};
+        amqp_queue_declare(conn, 1, amqp_cstring_bytes(queue), 0, 1, 0, 0, table);
+        die_reply(amqp_get_rpc_reply(conn), "queue.declare");
     } else if (strcmp(cmd, "purge") == 0) {
         amqp_queue_purge(conn, 1, amqp_cstring_bytes(queue));
         die_reply(amqp_get_rpc_reply(conn), "queue.purge");
     } else if (strcmp(cmd, "delete") == 0) {
         amqp_queue_delete(conn, 1, amqp_cstring_bytes(queue), 0, 0);
         die_reply(amqp_get_rpc_reply(conn), "queue.delete");
+        if (argc >= 5) {
+            amqp_exchange_delete(conn, 1, amqp_cstring_bytes(argv[4]), 0);
+            die_reply(amqp_get_rpc_reply(conn), "exchange.delete");
+        }
     } else if (strcmp(cmd, "read") == 0 && argc >= 6) {
         const char *hkey = NULL, *hprefix = NULL, *ctype = NULL;
         FILE *ids = NULL;

@@ -27,11 +27,55 @@ field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
 PRIV_ENV=(SVC_DIR=/tmp/obx-rmqfault-$$ AMQP_PORT=${PRIV_AMQP_PORT:-57720} RMQ_DIST_PORT=${PRIV_DIST_PORT:-57721}
           RMQ_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57722} RMQ_EPMD_PORT=${PRIV_EPMD_PORT:-57730})
 priv() { env "${PRIV_ENV[@]}" "$SERVICES" "$@"; }
+# priv_make_conf LINE...: the private broker's rabbitmq.conf with these lines
+# (before priv_start: services.sh keeps an existing directory)
+priv_make_conf() {
+    local r=/tmp/obx-rmqfault-$$/rabbitmq
+    mkdir -p "$r/log" "$r/mnesia"
+    : >"$r/rabbitmq-env.conf"
+    echo '[].' >"$r/enabled_plugins"
+    { printf 'log.console = false\nlog.file.level = info\n'; printf '%s\n' "$@"; } >"$r/rabbitmq.conf"
+    chmod 755 /tmp/obx-rmqfault-$$
+    chown -R rabbitmq:rabbitmq "$r"
+}
+# Its ports lie in the kernel's ephemeral range: a client connection of
+# anything on the machine may hold one as its local port when the broker
+# binds it (eaddrinuse). Then it starts again 1000 ports higher (twice at most).
 priv_start() {
-    note "starting a private RabbitMQ on 127.0.0.1:${PRIV_AMQP_PORT:-57720}"
-    PRIV_URL=amqp://guest:guest@127.0.0.1:${PRIV_AMQP_PORT:-57720}
+    local try e shifted port
     trap 'priv stop >/dev/null 2>&1 || true; rm -rf /tmp/obx-rmqfault-$$ "$WORK"' EXIT
-    priv rmq-start
+    for try in 1 2 3; do
+        port=$(printf '%s\n' "${PRIV_ENV[@]}" | sed -n 's/^AMQP_PORT=//p')
+        PRIV_URL=amqp://guest:guest@127.0.0.1:$port
+        note "starting a private RabbitMQ on 127.0.0.1:$port"
+        priv rmq-start && return 0
+        priv stop >/dev/null 2>&1 || true
+        note "the private RabbitMQ did not start (a port taken meanwhile?): the next ports"
+        shifted=()
+        for e in "${PRIV_ENV[@]}"; do
+            case $e in
+            *_PORT=* | *_PORT_MIN=*) shifted+=("${e%%=*}=$((${e#*=} + 1000))") ;;
+            *) shifted+=("$e") ;;
+            esac
+        done
+        PRIV_ENV=("${shifted[@]}")
+    done
+    fail "the private RabbitMQ did not start"
+}
+
+# priv_alarm on|off: raise or clear the private broker's memory alarm (a
+# watermark of 0.0001 of the machine's memory, or the default 0.4) and wait
+# until the broker says so (it checks its memory every second or so).
+priv_alarm() {
+    local mark=0.4 want=0 i
+    [ "$1" = on ] && mark=0.0001 want=1
+    priv rabbitmqctl -q set_vm_memory_high_watermark $mark >/dev/null
+    for ((i = 0; i < 100; i++)); do
+        [ "$(priv rabbitmqctl -q eval 'rabbit_alarm:get_alarms().' | grep -c memory)" -ge $want ] &&
+            [ $want = 1 -o "$(priv rabbitmqctl -q eval 'rabbit_alarm:get_alarms().' | grep -c memory)" = 0 ] && return 0
+        sleep 0.2
+    done
+    fail "the memory alarm did not turn $1"
 }
 
 # write_relay_cfg FILE URL DESTINATION [EXTRA_OPTIONS] [MAX_ATTEMPTS]

@@ -4,10 +4,15 @@
  *
  *   rmq_harness DRIVER.so [-o key=value]... publish N AGGREGATES DEST [--bad-dest K DEST2]...
  *       [--long-type K] [--long-header K] [--big-header K BYTES] [--deadline S]
- *       [--pause-at K FILE]
+ *       [--pause-at K FILE] [--wait-at K FILE] [--big-payload K BYTES]
  *     --long-type / --long-header give event K a 300-character event type /
  *     header key (over AMQP's 255-byte short-string limit); --big-header
- *     gives it a header "big" of BYTES characters.
+ *     gives it a header "big" of BYTES characters; --big-payload a payload
+ *     of BYTES ({"n": K, "pad": "ppp..."}).
+ *     With --wait-at, once K events went out (and were answered) it creates
+ *     FILE and waits (60 s at most) until FILE.go exists: the test changes
+ *     the broker in between. With --pause-after S FILE, the first batch
+ *     after S seconds waits the same way (whatever is still to be sent).
  *     With --pause-at, once K events went out it creates FILE and, until
  *     FILE.go exists, leaves each batch in flight 500 ms before reading its
  *     acknowledgements: a fault lands on messages in flight however slow the
@@ -16,7 +21,9 @@
  *     completion, republishes RETRIABLE ones (100 ms .. 1 s backoff) until all
  *     are OK or PERMANENT. Event K (each --bad-dest) goes to DEST2. Payload
  *     {"n": i}, aggregate agg-(i % AGGREGATES), header trace=t-i.
- *     Prints "ok=.. permanent=.. retriable=.. refused=.. held=.. protocol_errors=.."
+ *     Prints "ok=.. permanent=.. retriable=.. refused=.. unavailable=.. held=.. protocol_errors=.."
+ *     (retriable: RETRIABLE completions, which an engine counts as attempts;
+ *     unavailable: UNAVAILABLE refusals and completions, which it does not)
  *     and every PERMANENT detail; exits 0 when every event ended and no
  *     completion broke the contract (twice, unknown token, after close, for
  *     a refused message). The host is tests/common's recording host (the
@@ -97,6 +104,18 @@ static void fill(obx_message *m, msg_text *text, size_t i, size_t aggs, const ch
         text->headers[m->header_count++] = (obx_header){"big", big};
 }
 
+/* Creates FILE, then waits (60 s at most) until FILE.go exists. */
+static void wait_for_go(const char *file)
+{
+    char go[512];
+    snprintf(go, sizeof go, "%s.go", file);
+    FILE *f = fopen(file, "w");
+    if (f)
+        fclose(f);
+    for (int w = 0; w < 600 && access(go, F_OK) != 0; w++)
+        fh_sleep_ms(100);
+}
+
 /* The tiny engine's view of one event. */
 typedef struct ev {
     int final; /* 0 pending, 1 OK, 2 PERMANENT */
@@ -112,8 +131,11 @@ static int cmd_publish(int argc, char **argv)
     const char *dest = argv[2], *bad_dest[8];
     size_t bad_k[8], nbad = 0, long_k[8], nlong = 0;
     int long_shape[8];
-    size_t big_k[8], nbig = 0;
-    char *big_text[8];
+    size_t big_k[8], nbig = 0, bigp_k[8], nbigp = 0, bigp_len[8];
+    char *big_text[8], *bigp_text[8];
+    size_t wait_at = 0;
+    const char *wait_file = NULL, *pause_after_file = NULL;
+    double pause_after = 0;
     double deadline = 300;
     size_t pause_at = 0;
     const char *pause_file = NULL;
@@ -134,6 +156,24 @@ static int cmd_publish(int argc, char **argv)
                 return 2;
             memset(big_text[nbig], 'h', bytes);
             big_text[nbig++][bytes] = '\0';
+        } else if (strcmp(argv[i], "--big-payload") == 0 && i + 2 < argc && nbigp < 8) {
+            bigp_k[nbigp] = strtoul(argv[++i], NULL, 10);
+            size_t bytes = strtoul(argv[++i], NULL, 10);
+            char *text = malloc(bytes + 64);
+            if (!text)
+                return 2;
+            int head = snprintf(text, 64, "{\"n\": %zu, \"pad\": \"", bigp_k[nbigp]);
+            size_t pad = bytes > (size_t)head + 2 ? bytes - (size_t)head - 2 : 0;
+            memset(text + head, 'p', pad);
+            memcpy(text + head + pad, "\"}", 2);
+            bigp_len[nbigp] = (size_t)head + pad + 2;
+            bigp_text[nbigp++] = text;
+        } else if (strcmp(argv[i], "--pause-after") == 0 && i + 2 < argc) {
+            pause_after = atof(argv[++i]);
+            pause_after_file = argv[++i];
+        } else if (strcmp(argv[i], "--wait-at") == 0 && i + 2 < argc) {
+            wait_at = strtoul(argv[++i], NULL, 10);
+            wait_file = argv[++i];
         } else if (strcmp(argv[i], "--deadline") == 0 && i + 1 < argc) {
             deadline = atof(argv[++i]);
         } else if (strcmp(argv[i], "--pause-at") == 0 && i + 2 < argc) {
@@ -175,15 +215,25 @@ static int cmd_publish(int argc, char **argv)
         }
         if (slow && access(go_file, F_OK) == 0)
             slow = 0, pause_file = NULL;
+        if (wait_file && next >= wait_at && nretry == 0) {
+            wait_for_go(wait_file);
+            wait_file = NULL;
+        }
+        if (pause_after_file && now_s() - t0 >= pause_after) {
+            wait_for_go(pause_after_file);
+            pause_after_file = NULL;
+        }
         size_t cnt = 0;
-        /* retried events first, in id order, then fresh ones */
+        /* retried events first, in id order, then fresh ones (up to a wait) */
         size_t r = 0;
         while (r < nretry && cnt < BATCH)
             idx[cnt++] = retry[r++];
         memmove(retry, retry + r, (nretry - r) * sizeof(*retry));
         nretry -= r;
-        while (next < n && cnt < BATCH)
+        while (next < n && cnt < BATCH && !(wait_file && next >= wait_at))
             idx[cnt++] = next++;
+        if (cnt == 0 && wait_file)
+            continue;
         if (cnt == 0)
             break;
         for (size_t k = 0; k < cnt; k++) {
@@ -202,6 +252,11 @@ static int cmd_publish(int argc, char **argv)
                 if (idx[k] == big_k[j])
                     big = big_text[j];
             fill(&msgs[k], &texts[k], idx[k], aggs, d, e->attempts, shape, big);
+            for (size_t j = 0; j < nbigp; j++)
+                if (idx[k] == bigp_k[j]) {
+                    msgs[k].payload = bigp_text[j];
+                    msgs[k].payload_len = bigp_len[j];
+                }
         }
         obx_status rc = fh_publish(fh, inst, msgs, cnt, accept);
         if (slow) /* the batch stays in flight (acknowledgements unread) for a while */
@@ -220,16 +275,15 @@ static int cmd_publish(int argc, char **argv)
             e->last = st;
             if (strncmp(t->detail, HELD_PREFIX, strlen(HELD_PREFIX)) == 0)
                 held++;
-            if (accept[k] != OBX_OK) {
+            if (accept[k] != OBX_OK)
                 refused++;
-                unavailable += st == OBX_UNAVAILABLE;
-            }
+            unavailable += st == OBX_UNAVAILABLE;
             if (st == OBX_OK)
                 e->final = 1;
             else if (st == OBX_PERMANENT || (st == OBX_FATAL && accept[k] == OBX_OK))
                 e->final = 2;
-            else if (accept[k] == OBX_OK)
-                retriable++;
+            else if (accept[k] == OBX_OK && st == OBX_RETRIABLE)
+                retriable++; /* what an engine would count as an attempt */
             if (!e->final) {
                 retry[nretry++] = idx[k];
                 failed++;
@@ -283,6 +337,8 @@ static int cmd_publish(int argc, char **argv)
     free(evs);
     for (size_t j = 0; j < nbig; j++)
         free(big_text[j]);
+    for (size_t j = 0; j < nbigp; j++)
+        free(bigp_text[j]);
     fh_free(fh);
     printf("ok=%ld permanent=%ld unfinished=%ld retriable=%ld refused=%ld unavailable=%ld held=%ld "
            "protocol_errors=%ld seconds=%.2f\n",
