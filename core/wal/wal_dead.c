@@ -58,7 +58,7 @@ int wal_dead_insert(PGconn *conn, const relay_config *cfg, const wal_row *row, u
     snprintf(n, sizeof n, "%u", attempts);
     snprintf(lsn, sizeof lsn, "%X/%X", (unsigned)(commit_lsn >> 32), (unsigned)commit_lsn);
     const char *params[11];
-    for (int f = 0; f < WF_COUNT; f++)
+    for (int f = 0; f < WF_AGGREGATE_SEQ; f++)
         params[f] = row->v[f];
     params[8] = n;
     params[9] = error;
@@ -81,9 +81,9 @@ int wal_dead_insert_raw(PGconn *conn, const relay_config *cfg, const wal_row *ro
                         unsigned attempts, const char *error, const char *refusal,
                         uint64_t commit_lsn, char *err, size_t err_size)
 {
-    static const char *const names[WF_COUNT] = {"event_id",    "aggregate_type", "aggregate_id",
-                                                "event_type",  "payload",        "headers",
-                                                "destination", "created_at"};
+    static const char *const names[WF_COUNT] = {
+        "event_id",    "aggregate_type", "aggregate_id",  "event_type",    "payload",     "headers",
+        "destination", "created_at",     "aggregate_seq", "event_version", "available_at"};
     json_t *raw = json_object();
     for (int f = 0; f < WF_COUNT; f++) {
         if (!row->v[f])
