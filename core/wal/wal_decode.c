@@ -130,7 +130,7 @@ static int field_of(const relay_config *cfg, const char *name)
         cfg->col.payload,       cfg->col.headers,        cfg->col.destination,  cfg->col.created_at,
         cfg->col.aggregate_seq, cfg->col.event_version,  cfg->col.available_at};
     for (int f = 0; f < WF_COUNT; f++)
-        if (strcmp(names[f], name) == 0)
+        if (names[f] && strcmp(names[f], name) == 0)
             return f;
     return -1;
 }
