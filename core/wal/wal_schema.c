@@ -21,6 +21,8 @@ static const char *const wal_steps[] = {
     " now() AS dl_at, '0/0'::pg_lsn AS dl_commit_lsn FROM {table} WITH NO DATA",
     /* the fields of an event the typed columns refused, as a JSON object (wal_dead.c) */
     "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS dl_raw text",
+    /* schema 3: requeued, an event keeps its version (its number is the next one) */
+    "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS {c.event_version} text",
     "CREATE UNIQUE INDEX IF NOT EXISTS {n._dead_letter_event}"
     " ON {schema}.{n._dead_letter} ({c.event_id})",
     /*
