@@ -55,7 +55,7 @@ typedef struct cfg_route {
 #define CFG_COLUMNS(X)                                                                             \
     X(id) X(event_id) X(aggregate_type) X(aggregate_id) X(event_type) X(payload) X(headers)       \
     X(destination) X(created_at) X(available_at) X(attempts) X(lease_owner) X(lease_until)        \
-    X(published_at) X(dead_at) X(last_error)
+    X(published_at) X(dead_at) X(last_error) X(aggregate_seq) X(event_version)
 /* clang-format on */
 
 typedef struct cfg_columns {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "enqueue.h"
 #include "pgarray.h"
 #include "sql.h"
 
@@ -13,7 +14,8 @@ static const char *const index_suffixes[] = {
     "_event_id", "_pending", "_aggregate_live", "_aggregate_dead", "_published", "_dead", NULL};
 /* suffixes of version 1 objects no longer made: dropped by init-db */
 static const char *const retired_index_suffixes[] = {"_aggregate_pending", NULL};
-static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify", NULL};
+static const char *const function_suffixes[] = {"_enqueue", "_order", "_notify",
+                                                "_idempotency_prune", NULL};
 /* each trigger calls the function of the same suffix */
 static const char *const trigger_suffixes[] = {"_order", "_notify", NULL};
 
@@ -119,36 +121,6 @@ static const char *const object_steps[] = {
     "CREATE OR REPLACE FUNCTION {schema}." SCHEMA_PAYLOAD_SIZE_FUNCTION "(p jsonb) RETURNS bigint"
     " LANGUAGE plpgsql STABLE AS {$} BEGIN RETURN octet_length(p::text);"
     " EXCEPTION WHEN OTHERS THEN RETURN 1073741824; END {$}",
-    /* as its caller: only a role that may INSERT into the outbox can enqueue,
-     * and INSERT is all it needs (the id is drawn here: RETURNING would need
-     * SELECT too) */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._enqueue}("
-    " p_aggregate_type text, p_aggregate_id text, p_event_type text,"
-    " p_payload {table}.{c.payload}%TYPE,"
-    " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL)"
-    " RETURNS uuid LANGUAGE sql SECURITY INVOKER AS {$}"
-    " WITH v AS (SELECT gen_random_uuid() AS id), i AS (INSERT INTO {table} ({c.event_id},"
-    " {c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload}, {c.headers},"
-    " {c.destination}) SELECT v.id, $1, $2, $3, $4, $5, $6 FROM v) SELECT id FROM v {$}",
-    /*
-     * Per-aggregate commit order: an insert takes a transaction-scoped lock on
-     * its aggregate, then draws its id. A second transaction writing the same
-     * aggregate waits for the first to end, so its ids are higher AND commit
-     * later: a lower id of an aggregate can never still be uncommitted when a
-     * higher one is visible. Other aggregates never wait. TG_ARGV[0]: the id
-     * column. As the table's owner, so that INSERT on the outbox is the one
-     * grant a writer needs (not the sequence too); a trigger runs only for an
-     * insert its caller may make.
-     */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql"
-    " SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {$}"
-    " BEGIN PERFORM pg_advisory_xact_lock(TG_RELID::int,"
-    " hashtext(NEW.{c.aggregate_type} || '/' || NEW.{c.aggregate_id}));"
-    " NEW.{c.id} := nextval(pg_get_serial_sequence("
-    "format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME), TG_ARGV[0])); RETURN NEW; END {$}",
-    "DROP TRIGGER IF EXISTS {n._order} ON {table}",
-    "CREATE TRIGGER {n._order} BEFORE INSERT ON {table}"
-    " FOR EACH ROW EXECUTE FUNCTION {schema}.{n._order}({lit.c.id})",
     /* one notification per inserting statement; PostgreSQL folds equal
      * notifications of one transaction into one. TG_ARGV[0]: the channel. */
     "CREATE OR REPLACE FUNCTION {schema}.{n._notify}() RETURNS trigger LANGUAGE plpgsql AS {$}"
@@ -299,6 +271,7 @@ int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_
     if (schema_run_steps(conn, cfg, table_steps, sizeof table_steps / sizeof table_steps[0], why,
                          sizeof why) < 0 ||
         drop_v1_objects(conn, cfg, why, sizeof why) < 0 ||
+        schema_run_steps(conn, cfg, enqueue_steps, enqueue_step_count, why, sizeof why) < 0 ||
         schema_run_steps(conn, cfg, object_steps, sizeof object_steps / sizeof object_steps[0], why,
                          sizeof why) < 0 ||
         verify_objects(conn, cfg, why, sizeof why) < 0) {

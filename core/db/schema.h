@@ -7,9 +7,10 @@
 #include "config.h"
 
 /* 2: object names that cannot collide, quoted names in the triggers; the
- * aggregate indexes of the fair ordered claim. */
-#define SCHEMA_VERSION 2
-#define SCHEMA_VERSION_TEXT "2"
+ * aggregate indexes of the fair ordered claim. 3: aggregate_seq and
+ * event_version, enqueue's delay and idempotency key. */
+#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION_TEXT "3"
 
 /* Creates or upgrades the table, indexes, enqueue function and triggers,
  * idempotently, then checks each of them exists. Returns 0 or -1 with err. */

@@ -62,8 +62,9 @@ int delivery_switch(delivery *d)
     return 1;
 }
 
-size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs, size_t count,
-                        obx_status *accept, char (*refusal)[DELIVERY_DETAIL_MAX])
+size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs,
+                        const obx_message_ext *ext, size_t count, obx_status *accept,
+                        char (*refusal)[DELIVERY_DETAIL_MAX])
 {
     output_instance *oi = &d->outs.out[out];
     for (size_t k = 0; k < count; k++) {
@@ -75,7 +76,11 @@ size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs, size_t
     d->publishing_count = count;
     d->refusal = refusal;
     atomic_fetch_add(&oi->host->owed, (long)count); /* completions may come before it returns */
+    oi->host->pub_msgs = msgs;
+    oi->host->pub_ext = ext;
+    oi->host->pub_count = count;
     obx_status rc = oi->host->driver->def.publish_batch(oi->inst, msgs, count, accept);
+    oi->host->pub_count = 0;
     d->publishing_count = 0;
     if (rc == OBX_FATAL)
         atomic_store(&oi->broken, 1);

@@ -66,13 +66,15 @@ void delivery_free(delivery *d);
  * rebuilds the policy from it. Returns 1 when the generation changed. */
 int delivery_switch(delivery *d);
 
-/* Offers output out the count messages (tokens set), in order. accept[k]:
+/* Offers output out the count messages (tokens set), in order, with ext[k]
+ * (or NULL) as message k's host->message_ext. accept[k]:
  * OBX_OK, or the refusal's status (OBX_FATAL when the instance failed: it
  * is then marked broken); refusal[k]: the driver's reason, or a default.
  * Completions may arrive before it returns, from any thread. Returns how
  * many were accepted. */
-size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs, size_t count,
-                        obx_status *accept, char (*refusal)[DELIVERY_DETAIL_MAX]);
+size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs,
+                        const obx_message_ext *ext, size_t count, obx_status *accept,
+                        char (*refusal)[DELIVERY_DETAIL_MAX]);
 
 /* One message to settle. */
 typedef struct settle_item {

@@ -27,6 +27,7 @@ void flights_init(flights *fs, int capacity, delivery *dl, const char *scope)
         f->lane = k;
         f->slots = calloc(capacity, sizeof *f->slots);
         f->scratch = calloc(capacity, sizeof *f->scratch);
+        f->scratch_ext = calloc(capacity, sizeof *f->scratch_ext);
         f->scratch_index = calloc(capacity, sizeof *f->scratch_index);
         f->accept = calloc(capacity, sizeof *f->accept);
         f->refusal = calloc(capacity, sizeof *f->refusal);
@@ -39,6 +40,7 @@ void flights_free(flights *fs)
         flight *f = &fs->lane[k];
         free(f->slots);
         free(f->scratch);
+        free(f->scratch_ext);
         free(f->scratch_index);
         free(f->accept);
         free(f->refusal);
@@ -128,7 +130,8 @@ void flight_on_complete(void *arg, uint64_t key, uint32_t check, obx_status stat
                (unsigned long long)delivery_token(key, check));
 }
 
-void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send)
+void flight_publish(flight *f, size_t out, const obx_message *msgs, const obx_message_ext *ext,
+                    int may_send)
 {
     flights *fs = f->set;
     size_t n = 0;
@@ -142,6 +145,8 @@ void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send
         }
         s->offered = 1;
         f->scratch[n] = msgs[i];
+        if (ext)
+            f->scratch_ext[n] = ext[i];
         f->scratch_index[n++] = i;
     }
     if (n == 0)
@@ -150,7 +155,8 @@ void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send
     f->awaiting += (int)n; /* completions may arrive inside publish_batch */
     f->offered += (int)n;
     pthread_mutex_unlock(&fs->lock);
-    if (delivery_publish(fs->dl, out, f->scratch, n, f->accept, f->refusal) == n)
+    if (delivery_publish(fs->dl, out, f->scratch, ext ? f->scratch_ext : NULL, n, f->accept,
+                         f->refusal) == n)
         return;
     pthread_mutex_lock(&fs->lock);
     for (size_t k = 0; k < n; k++) {

@@ -47,6 +47,7 @@ typedef struct flight {
     int active;  /* between flight_begin and flight_end */
 
     obx_message *scratch; /* one output's messages, contiguous for publish_batch */
+    obx_message_ext *scratch_ext;
     int *scratch_index;
     obx_status *accept;
     char (*refusal)[DELIVERY_DETAIL_MAX];
@@ -80,9 +81,11 @@ verdict flight_verdict(const slot *s);
 /* Settles a slot the worker decided itself (before it is offered). */
 void flight_settle(slot *s, slot_state state, obx_status status, const char *detail);
 
-/* Offers output `out` its AWAITING messages of msgs, in order, or settles
+/* Offers output `out` its AWAITING messages of msgs (ext: their host->message_ext,
+ * parallel, or NULL), in order, or settles
  * them as NOT_SENT when may_send is 0. Settles refusals. */
-void flight_publish(flight *f, size_t out, const obx_message *msgs, int may_send);
+void flight_publish(flight *f, size_t out, const obx_message *msgs, const obx_message_ext *ext,
+                    int may_send);
 
 /* How many completions of f are still due. */
 int flight_left(flight *f);

@@ -70,6 +70,12 @@ static int read_payload(const message_source *src, const char *payload, size_t l
     return 0;
 }
 
+void message_ext_build(const event_fields *f, obx_message_ext *x)
+{
+    *x =
+        (obx_message_ext){sizeof *x, f->aggregate_seq > 0 ? f->aggregate_seq : 0, f->event_version};
+}
+
 int message_build(const message_source *src, const event_fields *f, obx_message *msg,
                   const cfg_route **route_out, char *err, size_t err_size)
 {

@@ -26,7 +26,9 @@ typedef struct event_fields {
     const char *payload, *headers, *destination;
     size_t payload_len;
     long long created_at_us;
-    unsigned attempt; /* 1 on the first */
+    unsigned attempt;          /* 1 on the first */
+    long long aggregate_seq;   /* 0: none */
+    const char *event_version; /* NULL: none */
 } event_fields;
 
 /* Builds msg from f. On success returns 0 and sets *route to the route it
@@ -34,5 +36,8 @@ typedef struct event_fields {
  * message returns -1 with a readable reason in err (it is dead-lettered). */
 int message_build(const message_source *src, const event_fields *f, obx_message *msg,
                   const cfg_route **route, char *err, size_t err_size);
+
+/* The fields of f a driver reads through host->message_ext. */
+void message_ext_build(const event_fields *f, obx_message_ext *x);
 
 #endif

@@ -92,6 +92,16 @@ static void refuse(void *arg, uint64_t token, int native_code, const char *detai
         ctx->on_refuse(ctx->on_complete_arg, token, native_code, detail);
 }
 
+/* Found by the message's place in the array being published: a driver's
+ * copy of a message, or a call outside publish_batch, finds nothing. */
+static const obx_message_ext *message_ext(void *arg, const obx_message *m)
+{
+    host_ctx *ctx = arg;
+    if (!ctx->pub_ext || !m || m < ctx->pub_msgs || m >= ctx->pub_msgs + ctx->pub_count)
+        return NULL;
+    return &ctx->pub_ext[m - ctx->pub_msgs];
+}
+
 void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *output,
                host_complete_fn on_complete, void *arg)
 {
@@ -115,6 +125,7 @@ void host_init(host_ctx *ctx, const loaded_driver *driver, const cfg_output *out
         .get_property = get_property,
         .complete = complete,
         .refuse = refuse,
+        .message_ext = message_ext,
     };
 }
 

@@ -25,6 +25,11 @@ typedef struct host_ctx {
     atomic_long owed;         /* messages handed to publish_batch, not yet completed or refused */
     atomic_int closing;       /* the host is closing the instance: see complete() */
     char scope[128];          /* log prefix: "output NAME (driver)" */
+    /* the array publish_batch is given and its extensions (host->message_ext),
+     * set by the publishing thread around the call */
+    const obx_message *pub_msgs;
+    const obx_message_ext *pub_ext; /* parallel to pub_msgs; NULL: none */
+    size_t pub_count;
 } host_ctx;
 
 /* Fills ctx so &ctx->host can be passed to the driver's create. The getters

@@ -169,7 +169,7 @@ static const char *value(const PGresult *res, int row, int col)
 }
 
 int batch_message(const batch *b, int i, const message_source *src, obx_message *msg,
-                  const cfg_route **route, char *err, size_t err_size)
+                  obx_message_ext *ext, const cfg_route **route, char *err, size_t err_size)
 {
     const PGresult *res = b->res;
     int row = b->rows[i].res_row;
@@ -184,6 +184,11 @@ int batch_message(const batch *b, int i, const message_source *src, obx_message 
         .payload_len = (size_t)PQgetlength(res, row, ROW_PAYLOAD),
         .created_at_us = strtoll(PQgetvalue(res, row, ROW_CREATED_US), NULL, 10),
         .attempt = b->rows[i].attempt,
+        .aggregate_seq = PQgetisnull(res, row, ROW_AGGREGATE_SEQ)
+                             ? 0
+                             : strtoll(PQgetvalue(res, row, ROW_AGGREGATE_SEQ), NULL, 10),
+        .event_version = value(res, row, ROW_EVENT_VERSION),
     };
+    message_ext_build(&f, ext);
     return message_build(src, &f, msg, route, err, err_size);
 }

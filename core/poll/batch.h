@@ -44,6 +44,6 @@ void batch_after_failure(batch *b, const int *published, int *after);
 
 /* Builds row i's message from its columns of the claim (message_build). */
 int batch_message(const batch *b, int i, const message_source *src, obx_message *msg,
-                  const cfg_route **route, char *err, size_t err_size);
+                  obx_message_ext *ext, const cfg_route **route, char *err, size_t err_size);
 
 #endif

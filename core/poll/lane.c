@@ -17,6 +17,7 @@ void lane_init(lane *l, lane_shared *sh, flight *f, const char *payload_type)
     size_t n = (size_t)sh->cfg->batch_size;
     batch_init(&l->b, (int)n);
     l->msgs = calloc(n, sizeof *l->msgs);
+    l->exts = calloc(n, sizeof *l->exts);
     l->published = calloc(n, sizeof *l->published);
     l->after_failure = calloc(n, sizeof *l->after_failure);
     l->decisions = calloc(n, sizeof *l->decisions);
@@ -30,6 +31,7 @@ void lane_free(lane *l)
     batch_free(&l->b);
     arena_free(&l->arena);
     free(l->msgs);
+    free(l->exts);
     free(l->published);
     free(l->after_failure);
     free(l->decisions);
@@ -92,8 +94,8 @@ static void publish(lane *l)
             snprintf(err, sizeof err, "payload of %lld bytes exceeds max_payload_bytes (%d)",
                      r->payload_bytes, cfg->max_payload_bytes);
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
-        } else if (batch_message(&l->b, i, &l->source, &l->msgs[i], &s->route, err, sizeof err) <
-                   0) {
+        } else if (batch_message(&l->b, i, &l->source, &l->msgs[i], &l->exts[i], &s->route, err,
+                                 sizeof err) < 0) {
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
         } else {
             l->msgs[i].token = flight_token(l->flight, i);
@@ -104,7 +106,7 @@ static void publish(lane *l)
     lane_hold_behind_bad_rows(l);
     outputs *outs = &sh->dl->outs;
     for (size_t out = 0; out < outs->count; out++)
-        flight_publish(l->flight, out, l->msgs, outputs_may_send(outs, out));
+        flight_publish(l->flight, out, l->msgs, l->exts, outputs_may_send(outs, out));
 }
 
 int lane_start(lane *l)

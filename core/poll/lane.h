@@ -33,6 +33,7 @@ typedef struct lane {
     long long claimed_at, renewed_at;
     flight *flight; /* one of the worker's flights */
     obx_message *msgs;
+    obx_message_ext *exts; /* parallel to msgs: host->message_ext */
     int *published, *after_failure;
     decision *decisions;
     settle_item *settle;

@@ -40,10 +40,12 @@
     " CASE WHEN coalesce(@SIZE@, 0) > $2 THEN NULL ELSE t.{c.payload} END AS c_payload,"         \
     " t.{c.headers} AS c_headers, t.{c.destination} AS c_dest,"                                 \
     " (extract(epoch FROM t.{c.created_at}) * 1000000)::bigint AS c_created,"                   \
+    " t.{c.aggregate_seq} AS c_seq, t.{c.event_version} AS c_version,"                           \
     " t.{c.attempts} AS c_attempts, @SIZE@ AS c_size, @TID@ AS c_tid"
 /* The same columns, by name, once selected. */
 #define CLAIMED                                                                               \
     " c_id, c_event, c_type, c_agg, c_etype, c_payload, c_headers, c_dest, c_created,"         \
+    " c_seq, c_version,"                                                                        \
     " c_attempts, c_size, c_tid"
 
 /*

@@ -18,6 +18,8 @@ enum {
     ROW_HEADERS,
     ROW_DESTINATION,
     ROW_CREATED_US,
+    ROW_AGGREGATE_SEQ, /* NULL before the column was filled (rows of an upgrade) */
+    ROW_EVENT_VERSION,
     ROW_ATTEMPTS,
     ROW_PAYLOAD_BYTES, /* NULL when small; the payload is NULL when over the limit */
     ROW_TID,           /* where the claim read the row version (the mark finds it there) */

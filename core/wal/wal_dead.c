@@ -16,7 +16,8 @@
 static const char insert_sql[] =
     "INSERT INTO {schema}.{n._dead_letter} ({c.event_id}, {c.aggregate_type}, {c.aggregate_id},"
     " {c.event_type}, {c.payload}, {c.headers}, {c.destination}, {c.created_at}, dl_attempts,"
-    " dl_error, dl_at, dl_commit_lsn) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), $11)"
+    " dl_error, dl_at, dl_commit_lsn, {c.event_version})"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), $11, $12)"
     " ON CONFLICT ({c.event_id}) DO UPDATE SET dl_attempts = EXCLUDED.dl_attempts,"
     " dl_error = EXCLUDED.dl_error, dl_at = now(), dl_commit_lsn = EXCLUDED.dl_commit_lsn";
 
@@ -53,9 +54,10 @@ static const char requeue_insert_sql[] =
     "WITH d AS (DELETE FROM {schema}.{n._dead_letter}"
     "   WHERE " REQUEUABLE " AND ($1 OR {c.event_id} = ANY($2::uuid[])) RETURNING *)"
     " INSERT INTO {table} ({c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type},"
-    " {c.payload}, {c.headers}, {c.destination}, {c.created_at})"
+    " {c.payload}, {c.headers}, {c.destination}, {c.created_at}, {c.event_version})"
     " SELECT coalesce({c.event_id}, gen_random_uuid()), {c.aggregate_type}, {c.aggregate_id},"
-    " {c.event_type}, {c.payload}, {c.headers}, {c.destination}, {c.created_at} FROM d"
+    " {c.event_type}, {c.payload}, {c.headers}, {c.destination}, {c.created_at},"
+    " {c.event_version} FROM d"
     " ORDER BY dl_commit_lsn, dl_at";
 /* clang-format on */
 
@@ -65,14 +67,15 @@ int wal_dead_insert(PGconn *conn, const relay_config *cfg, const wal_row *row, u
     char n[16], lsn[32];
     snprintf(n, sizeof n, "%u", attempts);
     snprintf(lsn, sizeof lsn, "%X/%X", (unsigned)(commit_lsn >> 32), (unsigned)commit_lsn);
-    const char *params[11];
-    for (int f = 0; f < WF_COUNT; f++)
+    const char *params[12];
+    for (int f = 0; f < WF_AGGREGATE_SEQ; f++)
         params[f] = row->v[f];
     params[8] = n;
     params[9] = error;
     params[10] = lsn;
+    params[11] = row->v[WF_EVENT_VERSION];
     char *sql = sql_render(cfg, insert_sql);
-    PGresult *res = PQexecParams(conn, sql, 11, NULL, params, NULL, NULL, 0);
+    PGresult *res = PQexecParams(conn, sql, 12, NULL, params, NULL, NULL, 0);
     free(sql);
     int rc = 0;
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -89,9 +92,9 @@ int wal_dead_insert_raw(PGconn *conn, const relay_config *cfg, const wal_row *ro
                         unsigned attempts, const char *error, const char *refusal,
                         uint64_t commit_lsn, char *err, size_t err_size)
 {
-    static const char *const names[WF_COUNT] = {"event_id",    "aggregate_type", "aggregate_id",
-                                                "event_type",  "payload",        "headers",
-                                                "destination", "created_at"};
+    static const char *const names[WF_COUNT] = {
+        "event_id",    "aggregate_type", "aggregate_id",  "event_type",    "payload",     "headers",
+        "destination", "created_at",     "aggregate_seq", "event_version", "available_at"};
     json_t *raw = json_object();
     for (int f = 0; f < WF_COUNT; f++) {
         if (!row->v[f])

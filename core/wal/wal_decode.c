@@ -126,10 +126,11 @@ void wal_decoder_init(wal_decoder *d, const relay_config *cfg)
 static int field_of(const relay_config *cfg, const char *name)
 {
     const char *names[WF_COUNT] = {
-        cfg->col.event_id, cfg->col.aggregate_type, cfg->col.aggregate_id, cfg->col.event_type,
-        cfg->col.payload,  cfg->col.headers,        cfg->col.destination,  cfg->col.created_at};
+        cfg->col.event_id,      cfg->col.aggregate_type, cfg->col.aggregate_id, cfg->col.event_type,
+        cfg->col.payload,       cfg->col.headers,        cfg->col.destination,  cfg->col.created_at,
+        cfg->col.aggregate_seq, cfg->col.event_version,  cfg->col.available_at};
     for (int f = 0; f < WF_COUNT; f++)
-        if (strcmp(names[f], name) == 0)
+        if (names[f] && strcmp(names[f], name) == 0)
             return f;
     return -1;
 }
@@ -185,6 +186,8 @@ static wal_row *row_new(const char *const *values, const size_t *lens)
         at += lens[f] + 1;
     }
     row->created_at_us = wal_parse_timestamp(row->v[WF_CREATED_AT]);
+    if (row->v[WF_AVAILABLE_AT])
+        row->available_at_us = wal_parse_timestamp(row->v[WF_AVAILABLE_AT]);
     return row;
 }
 
@@ -281,14 +284,20 @@ static wal_row *decode_message(wal_decoder *d, reader *r)
         return unreadable_message(content, n);
     }
     static const char *const keys[WF_COUNT] = {
-        "event_id", "aggregate_type", "aggregate_id", "event_type",
-        "payload",  "headers",        "destination",  NULL};
+        "event_id", "aggregate_type", "aggregate_id", "event_type", "payload",
+        "headers",  "destination",    NULL,           NULL,         "event_version"};
     const char *values[WF_COUNT] = {0};
     size_t lens[WF_COUNT] = {0};
     for (int f = 0; f < WF_COUNT; f++) {
         json_t *v = keys[f] ? json_object_get(o, keys[f]) : NULL;
         if (json_is_string(v))
             values[f] = json_string_value(v), lens[f] = json_string_length(v);
+    }
+    char seq[24]; /* a number, as the column's text would be */
+    json_t *s = json_object_get(o, "aggregate_seq");
+    if (json_is_integer(s)) {
+        snprintf(seq, sizeof seq, "%lld", (long long)json_integer_value(s));
+        values[WF_AGGREGATE_SEQ] = seq, lens[WF_AGGREGATE_SEQ] = strlen(seq);
     }
     long long us = (long long)json_integer_value(json_object_get(o, "created_at_us"));
     char stamp[64];

@@ -18,6 +18,9 @@ enum {
     WF_HEADERS,
     WF_DESTINATION,
     WF_CREATED_AT,
+    WF_AGGREGATE_SEQ, /* from here on not kept by a dead letter's columns (dl_raw has them) */
+    WF_EVENT_VERSION,
+    WF_AVAILABLE_AT, /* enqueue's deliver_after: not sent before */
     WF_COUNT
 };
 
@@ -26,8 +29,9 @@ typedef struct wal_row {
     char *v[WF_COUNT]; /* NULL for SQL NULL */
     size_t len[WF_COUNT];
     long long created_at_us;
-    size_t size;         /* the allocation's bytes: the window's byte bound counts them */
-    const char *invalid; /* why it cannot be an event (static text), or NULL */
+    long long available_at_us; /* 0: no such column or value */
+    size_t size;               /* the allocation's bytes: the window's byte bound counts them */
+    const char *invalid;       /* why it cannot be an event (static text), or NULL */
 } wal_row;
 
 typedef enum { WAL_NONE, WAL_BEGIN, WAL_COMMIT, WAL_EVENT } wal_change_kind;

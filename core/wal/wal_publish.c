@@ -49,6 +49,8 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
     p->round_cap = ROUND;
     p->msgs = calloc(ROUND, sizeof *p->msgs);
     p->batch = calloc(ROUND, sizeof *p->batch);
+    p->exts = calloc(ROUND, sizeof *p->exts);
+    p->batch_ext = calloc(ROUND, sizeof *p->batch_ext);
     p->evs = calloc(ROUND, sizeof *p->evs);
     p->batch_evs = calloc(ROUND, sizeof *p->batch_evs);
     p->out_of = calloc(ROUND, sizeof *p->out_of);
@@ -70,6 +72,8 @@ void wal_publisher_free(wal_publisher *p)
     free(p->taken);
     free(p->msgs);
     free(p->batch);
+    free(p->exts);
+    free(p->batch_ext);
     free(p->evs);
     free(p->batch_evs);
     free(p->out_of);
@@ -151,13 +155,14 @@ static void publish_output(wal_publisher *p, size_t out, size_t count, long long
             p->msgs[i].token = TOKEN(p->evs[i]);
             p->msgs[i].attempt = p->evs[i]->attempt;
             p->batch[n] = p->msgs[i];
+            p->batch_ext[n] = p->exts[i];
             p->batch_evs[n] = p->evs[i];
             n++;
         }
     if (n == 0)
         return;
     p->in_flight += (long)n;
-    if (delivery_publish(&p->dl, out, p->batch, n, p->accept, p->refused) == n)
+    if (delivery_publish(&p->dl, out, p->batch, p->batch_ext, n, p->accept, p->refused) == n)
         return;
     for (size_t k = 0; k < n; k++) {
         if (p->accept[k] == OBX_OK)
@@ -166,6 +171,14 @@ static void publish_output(wal_publisher *p, size_t out, size_t count, long long
         verdict v = {VERDICT_REFUSED, p->accept[k], 0, p->refused[k]};
         decide(p, p->batch_evs[k], &v, now);
     }
+}
+
+/* The wall clock, as the database's available_at is written in. */
+static long long wall_clock_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 int wal_publisher_send(wal_publisher *p, long long now)
@@ -181,12 +194,26 @@ int wal_publisher_send(wal_publisher *p, long long now)
     p->paused = !any;
     if (!any)
         return 0; /* the stream pauses: nothing is built, nothing attempted */
+    long long wall_us = 0;
     while (count < p->round_cap && held < ROUND && (ev = wal_window_next(p->w, now))) {
-        event_fields f = {ev->row->v[WF_EVENT_ID],     ev->row->v[WF_AGGREGATE_TYPE],
-                          ev->row->v[WF_AGGREGATE_ID], ev->row->v[WF_EVENT_TYPE],
-                          ev->row->v[WF_PAYLOAD],      ev->row->v[WF_HEADERS],
-                          ev->row->v[WF_DESTINATION],  ev->row->len[WF_PAYLOAD],
-                          ev->row->created_at_us,      ev->attempt + 1};
+        if (!wall_us)
+            wall_us = wall_clock_us();
+        if (ev->row->available_at_us > wall_us) { /* enqueued with a delay: held until due */
+            wal_window_retry(p->w, ev, now + (ev->row->available_at_us - wall_us + 999) / 1000);
+            continue;
+        }
+        event_fields f = {ev->row->v[WF_EVENT_ID],
+                          ev->row->v[WF_AGGREGATE_TYPE],
+                          ev->row->v[WF_AGGREGATE_ID],
+                          ev->row->v[WF_EVENT_TYPE],
+                          ev->row->v[WF_PAYLOAD],
+                          ev->row->v[WF_HEADERS],
+                          ev->row->v[WF_DESTINATION],
+                          ev->row->len[WF_PAYLOAD],
+                          ev->row->created_at_us,
+                          ev->attempt + 1,
+                          ev->row->v[WF_AGGREGATE_SEQ] ? atoll(ev->row->v[WF_AGGREGATE_SEQ]) : 0,
+                          ev->row->v[WF_EVENT_VERSION]};
         if (ev->row->invalid)
             snprintf(err, sizeof err, "%s", ev->row->invalid);
         if (ev->row->invalid ||
@@ -197,6 +224,7 @@ int wal_publisher_send(wal_publisher *p, long long now)
             decide(p, ev, &v, now);
             continue;
         }
+        message_ext_build(&f, &p->exts[count]);
         ev->output = ev->route->output_index;
         if (!p->may_send[ev->output]) {
             hold[held++] = ev;

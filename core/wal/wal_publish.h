@@ -42,6 +42,7 @@ typedef struct wal_publisher {
 
     /* one round of sending (the relay's thread) */
     obx_message *msgs, *batch;
+    obx_message_ext *exts, *batch_ext; /* parallel to msgs, batch */
     wal_event **evs, **batch_evs;
     size_t *out_of;
     obx_status *accept;

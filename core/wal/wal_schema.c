@@ -21,6 +21,8 @@ static const char *const wal_steps[] = {
     " now() AS dl_at, '0/0'::pg_lsn AS dl_commit_lsn FROM {table} WITH NO DATA",
     /* the fields of an event the typed columns refused, as a JSON object (wal_dead.c) */
     "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS dl_raw text",
+    /* schema 3: requeued, an event keeps its version (its number is the next one) */
+    "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS {c.event_version} text",
     "CREATE UNIQUE INDEX IF NOT EXISTS {n._dead_letter_event}"
     " ON {schema}.{n._dead_letter} ({c.event_id})",
     /*
@@ -64,16 +66,32 @@ static const char *const wal_steps[] = {
     " WHEN (pg_column_size(NEW.*) > 8192 OR pg_column_compression(NEW.{c.payload}) IS NOT NULL"
     " OR pg_column_compression(NEW.{c.headers}) IS NOT NULL)"
     " EXECUTE FUNCTION {schema}.{n._wal_guard}()",
+    /* the version 2 signature (see enqueue.c) */
+    "DROP FUNCTION IF EXISTS {schema}.{n._emit}(text, text, text, {table}.{c.payload}%TYPE,"
+    " {table}.{c.headers}%TYPE, text)",
+    /* its insert takes the aggregate's lock and number as any other (the
+     * order trigger); the options are outbox_enqueue's */
     "CREATE OR REPLACE FUNCTION {schema}.{n._emit}("
     " p_aggregate_type text, p_aggregate_id text, p_event_type text,"
     " p_payload {table}.{c.payload}%TYPE,"
-    " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL)"
+    " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL,"
+    " p_event_version text DEFAULT NULL, p_deliver_after interval DEFAULT NULL,"
+    " p_idempotency_key text DEFAULT NULL)"
     " RETURNS uuid LANGUAGE plpgsql SECURITY INVOKER AS {$}"
-    " DECLARE v_id uuid := gen_random_uuid(); BEGIN"
+    " DECLARE v_id uuid := gen_random_uuid(); w uuid; BEGIN"
+    " IF p_idempotency_key IS NOT NULL THEN"
+    "  INSERT INTO {schema}.{n._idempotency} (key, event_id) VALUES (p_idempotency_key, v_id)"
+    "  ON CONFLICT (key) DO NOTHING RETURNING event_id INTO w;"
+    "  IF w IS NULL THEN"
+    "   SELECT event_id INTO w FROM {schema}.{n._idempotency} WHERE key = p_idempotency_key;"
+    "   RETURN w;"
+    "  END IF;"
+    " END IF;"
     " PERFORM set_config('outbox_relay.emitting', 'on', true);"
     " INSERT INTO {table} ({c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type},"
-    " {c.payload}, {c.headers}, {c.destination}) VALUES (v_id, p_aggregate_type,"
-    " p_aggregate_id, p_event_type, p_payload, p_headers, p_destination);"
+    " {c.payload}, {c.headers}, {c.destination}, {c.event_version}, {c.available_at})"
+    " VALUES (v_id, p_aggregate_type, p_aggregate_id, p_event_type, p_payload, p_headers,"
+    " p_destination, p_event_version, now() + coalesce(greatest(p_deliver_after, '0'), '0'));"
     " PERFORM set_config('outbox_relay.emitting', '', true);"
     " RETURN v_id; END {$}",
 };

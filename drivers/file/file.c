@@ -153,11 +153,14 @@ static json_t *file_payload(const obx_message *m, int *base64)
     return payload;
 }
 
-/* One envelope field as JSON (the attempt as a number), or NULL with why. */
+/* One envelope field as JSON (the attempt and the sequence as numbers), or
+ * NULL with why. */
 static json_t *file_field(const obx_message *m, const obx_envelope_field *f, file_refusal *why)
 {
     if (f->field == OBX_ENVELOPE_ATTEMPT)
         return json_integer((json_int_t)m->attempt);
+    if (f->field == OBX_ENVELOPE_AGGREGATE_SEQ)
+        return json_integer((json_int_t)strtoll(f->value, NULL, 10));
     json_t *s = file_string(f->value, NULL, why);
     if (!s && why->status == OBX_PERMANENT) {
         snprintf(why->text, sizeof why->text, "%s is not valid UTF-8", f->name);
@@ -167,10 +170,10 @@ static json_t *file_field(const obx_message *m, const obx_envelope_field *f, fil
 }
 
 /* Builds the JSON object of one message; NULL with why when it cannot. */
-static json_t *file_to_json(const obx_message *m, file_refusal *why)
+static json_t *file_to_json(const obx_host *host, const obx_message *m, file_refusal *why)
 {
     obx_envelope env;
-    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_ALL);
+    obx_envelope_fill_host(&env, host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_ALL);
     *why = (file_refusal){OBX_RETRIABLE, "out of memory", ""};
 
     json_t *obj = json_object();
@@ -257,7 +260,7 @@ static obx_status file_publish_batch(obx_instance *inst, const obx_message *msgs
             continue;
         }
         file_refusal why;
-        json_t *obj = file_to_json(&msgs[i], &why);
+        json_t *obj = file_to_json(inst->host, &msgs[i], &why);
         char *line = obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         if (line && file_append(inst, line, strlen(line)) != 0) {
             free(line);

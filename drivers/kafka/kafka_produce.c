@@ -210,10 +210,10 @@ static void kafka_add_header(rd_kafka_headers_t *hdrs, const char *key, const ch
     rd_kafka_header_add(hdrs, key, -1, value, value ? -1 : 0);
 }
 
-static rd_kafka_headers_t *kafka_headers(const obx_message *m)
+static rd_kafka_headers_t *kafka_headers(const obx_instance *inst, const obx_message *m)
 {
     obx_envelope env;
-    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
     rd_kafka_headers_t *hdrs = rd_kafka_headers_new(env.count + 1 + m->header_count);
     for (size_t i = 0; i < env.count; i++) /* rd_kafka_header_add copies */
         kafka_add_header(hdrs, env.field[i].name, env.field[i].value);
@@ -310,7 +310,7 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
     *why = '\0';
     if (!m->destination || kafka_topic_illegal(m->destination, why, why_size))
         return RD_KAFKA_RESP_ERR__INVALID_ARG;
-    rd_kafka_headers_t *hdrs = kafka_headers(m);
+    rd_kafka_headers_t *hdrs = kafka_headers(inst, m);
     size_t size = kafka_wire_size(key_len, m->payload_len, hdrs);
     if (inst->max_msg_size > 0 && size > (size_t)inst->max_msg_size) {
         snprintf(why, why_size,

@@ -125,7 +125,7 @@ static obx_status tpl_publish_batch(obx_instance *inst, const obx_message *msgs,
         /* BROKER: the standard fields as the broker's headers, named as the
          * relay's other drivers name them (obx/envelope.h) */
         obx_envelope env;
-        obx_envelope_fill(&env, &msgs[i], OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+        obx_envelope_fill_host(&env, host, &msgs[i], OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
         for (size_t f = 0; f < env.count; f++)
             host->log(host->host_ctx, OBX_LOG_DEBUG, "header %s: %s", env.field[f].name,
                       env.field[f].value);

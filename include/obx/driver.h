@@ -56,7 +56,7 @@ extern "C" {
 
 #define OBX_DRIVER_MAGIC 0x4F425844u /* "OBXD" */
 #define OBX_ABI_MAJOR 1
-#define OBX_ABI_MINOR 1
+#define OBX_ABI_MINOR 2
 
 /**
  * The outcome of a message, at accept time or in its completion.
@@ -174,6 +174,18 @@ typedef struct obx_message {
     uint32_t attempt; /* 1 on the first attempt */
 } obx_message;
 
+/**
+ * Since 1.2: the fields of a message that came after obx_message froze,
+ * from host->message_ext (obx_envelope_fill_host reads them for a driver).
+ * Valid as long as its message. Fields are appended only: read one only
+ * when struct_size covers it.
+ */
+typedef struct obx_message_ext {
+    uint32_t struct_size;      /* sizeof(obx_message_ext) as the host knows it */
+    int64_t aggregate_seq;     /* 1, 2, 3... within the aggregate, no gap; 0: not known */
+    const char *event_version; /* the payload's schema version; NULL: not given */
+} obx_message_ext;
+
 typedef struct obx_instance obx_instance; /* a driver's own, opaque to the host */
 
 /**
@@ -221,6 +233,16 @@ typedef struct obx_host {
      * copies detail.
      */
     void (*refuse)(void *host_ctx, uint64_t token, int native_code, const char *detail);
+
+    /* ---- since 1.2 ---- */
+
+    /**
+     * The fields of message m beyond obx_message (obx_message_ext), or NULL
+     * when the host has none for it. Only inside publish_batch, on its
+     * thread, for a message of the array it was given (a pointer into that
+     * array, not a copy); the result is valid as long as the message.
+     */
+    const obx_message_ext *(*message_ext)(void *host_ctx, const obx_message *m);
 } obx_host;
 
 /** True when the host table provides service MEMBER (a later minor may add more). */

@@ -72,7 +72,7 @@ EOF
 }
 
 # check_objects CASE [WANT]: 2 triggers (enabled, each calling the function of
-# its name), 6 indexes besides the primary key, 4 functions in the schema (3 of
+# its name), 6 indexes besides the primary key, 5 functions in the schema (4 of
 # the table's, and the schema's payload size function).
 check_objects() {
     local got
@@ -85,7 +85,7 @@ SELECT (SELECT count(*) FROM pg_trigger g JOIN pg_proc p ON p.oid = g.tgfoid
               WHERE n.nspname = :'s');
 EOF
 )
-    expect_eq "$1: triggers/indexes/functions" "$got" "${2:-2/6/4}"
+    expect_eq "$1: triggers/indexes/functions" "$got" "${2:-2/6/5}"
 }
 
 # 1. Mixed case, with public.orders beside it: ids must come from the
@@ -111,11 +111,11 @@ P=t$(printf 'x%.0s' {1..60})
 S=shared T=${P}_a
 end_to_end long_a
 T=${P}_b
-end_to_end long_b 2/6/7  # the schema holds the functions of both, and one payload size function
+end_to_end long_b 2/6/9  # the schema holds the functions of both, and one payload size function
 T=${P}_a
-check_objects "long_a after long_b" 2/6/7
+check_objects "long_a after long_b" 2/6/9
 expect_eq "objects in schema shared" "$(sql "SELECT (SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'shared')
-  || '/' || (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shared' AND c.relkind = 'i')")" "7/15"  # functions: 2 x 3 and the shared payload size; indexes: 2 x 7, the registry key
+  || '/' || (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'shared' AND c.relkind = 'i')")" "9/21"  # functions: 2 x 4 and the shared payload size; indexes: 2 x (7, the counters' key, the idempotency keys' two), the registry key
 
 # 5. Upgrade: a version 1 install of a 61-byte table, its objects under the
 #    names version 1 gave them: PostgreSQL cut them to 63 bytes, so
@@ -144,16 +144,16 @@ CREATE TRIGGER :f_order BEFORE INSERT ON :qt FOR EACH ROW EXECUTE FUNCTION :qs.:
 CREATE TRIGGER :f_notify AFTER INSERT ON :qt FOR EACH STATEMENT EXECUTE FUNCTION :qs.:f_notify();
 UPDATE :qs.outbox_relay_schema SET version = 1;
 EOF
-check_objects "upgrade: version 1 state" "4/10/7"
+check_objects "upgrade: version 1 state" "4/10/8"
 rc=0
 "$OBX_BIN" run --drain -c "$WORK/upgrade.cfg" >"$WORK/upgrade.run.log" 2>&1 || rc=$?
-[ "$rc" -eq 1 ] && grep -q "schema version 1, this relay needs 2" "$WORK/upgrade.run.log" ||
+[ "$rc" -eq 1 ] && grep -q "schema version 1, this relay needs 3" "$WORK/upgrade.run.log" ||
     fail "upgrade: run on a version 1 schema (exit $rc): $(cat "$WORK/upgrade.run.log")"
 "$OBX_BIN" init-db -c "$WORK/upgrade.cfg" >/dev/null || fail "upgrade: init-db"
 check_objects "upgrade: after init-db"
 "$OBX_BIN" init-db -c "$WORK/upgrade.cfg" >/dev/null || fail "upgrade: init-db again"
 check_objects "upgrade: after a second init-db"
-expect_eq "upgrade: version" "$(sql "SELECT version FROM upgrade.outbox_relay_schema")" 2
+expect_eq "upgrade: version" "$(sql "SELECT version FROM upgrade.outbox_relay_schema")" 3
 end_to_end upgraded
 
 check_logs_clean

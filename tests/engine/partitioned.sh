@@ -1,6 +1,6 @@
 #!/bin/bash
 # A partitioned outbox (the high-volume layout: a table per id range, dropped
-# whole), kept by its owner and registered as version 2. Each partition
+# whole), kept by its owner and registered under the current version. Each partition
 # numbers its row versions from block 0, so one ctid names a row in every
 # partition: in a plain table the mark finds its rows where the claim locked
 # them, here it must find them by id. Two partitions of 1,500 rows each (their

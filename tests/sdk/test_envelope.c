@@ -1,5 +1,6 @@
 /* include/obx/envelope.h: the fields, their order and names in each style,
- * the mask, the formatted created_at and attempt, and NULL texts. */
+ * the mask, the formatted created_at and attempt, NULL texts, and the fields
+ * a 1.2 host gives beside the message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -69,7 +70,9 @@ static void test_kebab_names(void **state)
     /* not one known bit: no name; a style out of range reads as snake */
     assert_null(obx_envelope_name(0, OBX_ENVELOPE_SNAKE));
     assert_null(obx_envelope_name(OBX_ENVELOPE_EVENT_ID | OBX_ENVELOPE_ATTEMPT, OBX_ENVELOPE_HTTP));
-    assert_null(obx_envelope_name(0x40u, OBX_ENVELOPE_HTTP));
+    assert_null(obx_envelope_name(0x100u, OBX_ENVELOPE_HTTP));
+    assert_string_equal(obx_envelope_name(OBX_ENVELOPE_AGGREGATE_SEQ, OBX_ENVELOPE_HTTP),
+                        "X-Aggregate-Seq");
     assert_string_equal(obx_envelope_name(OBX_ENVELOPE_EVENT_ID, (obx_envelope_style)7),
                         "event_id");
 }
@@ -84,8 +87,8 @@ static void test_mask_keeps_order(void **state)
     assert_string_equal(env.field[0].name, "event_type");
     assert_string_equal(env.field[1].name, "attempt");
     assert_int_equal(obx_envelope_fill(&env, &m, OBX_ENVELOPE_SNAKE, 0), 0);
-    /* bits beyond the known ones are ignored */
-    assert_int_equal(obx_envelope_fill(&env, &m, OBX_ENVELOPE_SNAKE, ~0u), OBX_ENVELOPE_MAX);
+    /* bits beyond the known ones are ignored; without the host, the 1.2 fields too */
+    assert_int_equal(obx_envelope_fill(&env, &m, OBX_ENVELOPE_SNAKE, ~0u), 6);
 }
 
 static void test_far_times_and_nulls(void **state)
@@ -108,12 +111,51 @@ static void test_far_times_and_nulls(void **state)
     assert_string_equal(env.field[0].value, want);
 }
 
+/* A host of 1.2 hands the extension of the messages of its array only. */
+static const obx_message *ext_array;
+static obx_message_ext ext_of[2];
+static const obx_message_ext *ext_lookup(void *ctx, const obx_message *m)
+{
+    (void)ctx;
+    return m >= ext_array && m < ext_array + 2 ? &ext_of[m - ext_array] : NULL;
+}
+
+static void test_host_fields(void **state)
+{
+    (void)state;
+    obx_message ms[2] = {envelope_message(), envelope_message()};
+    ext_array = ms;
+    ext_of[0] = (obx_message_ext){sizeof(obx_message_ext), 9223372036854775807LL, "v2"};
+    ext_of[1] = (obx_message_ext){sizeof(obx_message_ext), 0, NULL}; /* neither known */
+    obx_host host;
+    memset(&host, 0, sizeof host);
+    host.struct_size = sizeof host;
+    host.message_ext = ext_lookup;
+    obx_envelope env;
+    assert_int_equal(
+        obx_envelope_fill_host(&env, &host, &ms[0], OBX_ENVELOPE_KEBAB, OBX_ENVELOPE_STANDARD), 7);
+    assert_string_equal(env.field[5].name, "aggregate-seq");
+    assert_string_equal(env.field[5].value, "9223372036854775807");
+    assert_string_equal(env.field[6].name, "event-version");
+    assert_string_equal(env.field[6].value, "v2");
+    assert_int_equal(
+        obx_envelope_fill_host(&env, &host, &ms[1], OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_ALL), 6);
+    obx_message copy = ms[0]; /* not of the array: nothing found */
+    assert_int_equal(
+        obx_envelope_fill_host(&env, &host, &copy, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_ALL), 6);
+    host.struct_size = (uint32_t)offsetof(obx_host, message_ext); /* a 1.1 host */
+    assert_int_equal(
+        obx_envelope_fill_host(&env, &host, &ms[0], OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_ALL), 6);
+    assert_int_equal(
+        obx_envelope_fill_host(&env, NULL, &ms[0], OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_ALL), 6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_snake_standard),      cmocka_unit_test(test_http_all),
         cmocka_unit_test(test_kebab_names),         cmocka_unit_test(test_mask_keeps_order),
-        cmocka_unit_test(test_far_times_and_nulls),
+        cmocka_unit_test(test_far_times_and_nulls), cmocka_unit_test(test_host_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,7 +93,7 @@ static void test_publish_refusal_keeps_the_reason(void **state)
                            fixture_message("refusing.no", "2", delivery_token(8, 3))};
     obx_status accept[2];
     char refusal[2][DELIVERY_DETAIL_MAX];
-    assert_int_equal(delivery_publish(&f->d, OUT_REFUSING, msgs, 2, accept, refusal), 1);
+    assert_int_equal(delivery_publish(&f->d, OUT_REFUSING, msgs, NULL, 2, accept, refusal), 1);
     assert_int_equal(accept[0], OBX_OK);
     assert_int_equal(accept[1], OBX_RETRIABLE);
     assert_string_equal(refusal[0], "");
@@ -114,7 +114,7 @@ static void test_publish_fatal_marks_broken(void **state)
                            fixture_message("fatal.b", "2", delivery_token(2, 1))};
     obx_status accept[2];
     char refusal[2][DELIVERY_DETAIL_MAX];
-    assert_int_equal(delivery_publish(&f->d, OUT_FATAL, msgs, 2, accept, refusal), 1);
+    assert_int_equal(delivery_publish(&f->d, OUT_FATAL, msgs, NULL, 2, accept, refusal), 1);
     assert_int_equal(accept[0], OBX_OK);
     assert_int_equal(accept[1], OBX_FATAL);
     assert_string_equal(refusal[1], "driver instance failed"); /* the driver gave none */
@@ -129,7 +129,7 @@ static void test_publish_unavailable(void **state)
                            fixture_message("down.b", "1", delivery_token(2, 1))};
     obx_status accept[2];
     char refusal[2][DELIVERY_DETAIL_MAX];
-    assert_int_equal(delivery_publish(&f->d, OUT_DOWN, msgs, 2, accept, refusal), 0);
+    assert_int_equal(delivery_publish(&f->d, OUT_DOWN, msgs, NULL, 2, accept, refusal), 0);
     for (int k = 0; k < 2; k++) {
         assert_int_equal(accept[k], OBX_UNAVAILABLE);
         assert_string_equal(refusal[k], "unavailable_file exists");
@@ -214,7 +214,7 @@ static void test_settle_learns_health_first(void **state)
     output_health *h = outputs_health(&f->d.outs, OUT_PLAIN);
     health_down(h, "earlier outage");
     pthread_mutex_lock(&h->lock);
-    h->backoff_ms = 1000; /* doubled by message 2 (to the 2 s cap) */
+    h->backoff_ms = 1000;          /* doubled by message 2 (to the 2 s cap) */
     h->probe_at_ms = now_ms() - 1; /* its probe is due: this batch */
     pthread_mutex_unlock(&h->lock);
     settle_item it[2] = {

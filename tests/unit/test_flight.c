@@ -57,7 +57,7 @@ static flight *start(fixture *f, unsigned k, int count, size_t out, const char *
         fl->slots[i].output = out;
         f->msgs[i] = fixture_message(type, i % 2 ? "odd" : "even", flight_token(fl, i));
     }
-    flight_publish(fl, out, f->msgs, 1);
+    flight_publish(fl, out, f->msgs, NULL, 1);
     return fl;
 }
 
@@ -181,8 +181,8 @@ static void test_publish_settles_slots(void **state)
         fl->slots[i].output = i < 2 ? OUT_REFUSING : OUT_PLAIN;
         f->msgs[i] = fixture_message(types[i], "agg", flight_token(fl, i));
     }
-    flight_publish(fl, OUT_REFUSING, f->msgs, 1);
-    flight_publish(fl, OUT_PLAIN, f->msgs, 0); /* its output is paused */
+    flight_publish(fl, OUT_REFUSING, f->msgs, NULL, 1);
+    flight_publish(fl, OUT_PLAIN, f->msgs, NULL, 0); /* its output is paused */
     assert_states(fl, "drn");
     assert_string_equal(fl->slots[1].detail, "refuse_event_type: this event type is refused");
     assert_int_equal(flight_verdict(&fl->slots[1]).kind, VERDICT_REFUSED);

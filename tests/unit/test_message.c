@@ -41,7 +41,8 @@ static int build_from(const relay_config *cfg, PGresult *res, payload_kind kind,
     message_source src = {cfg, kind, &scratch};
     const cfg_route *route = NULL;
     err[0] = '\0';
-    int rc = batch_message(&held, 0, &src, msg, &route, err, sizeof err);
+    obx_message_ext ext;
+    int rc = batch_message(&held, 0, &src, msg, &ext, &route, err, sizeof err);
     if (rc == 0)
         *output = route->output_index;
     return rc;

@@ -21,10 +21,11 @@ static relay_config config_for(char *schema, char *table)
     memset(&cfg, 0, sizeof cfg);
     cfg.schema = schema;
     cfg.table = table;
-    cfg.col = (cfg_columns){"id",          "event_id",     "aggregate_type", "aggregate_id",
-                            "event_type",  "payload",      "headers",        "destination",
-                            "created_at",  "available_at", "attempts",       "lease_owner",
-                            "lease_until", "published_at", "dead_at",        "last_error"};
+    cfg.col = (cfg_columns){
+        "id",         "event_id",      "aggregate_type", "aggregate_id", "event_type",
+        "payload",    "headers",       "destination",    "created_at",   "available_at",
+        "attempts",   "lease_owner",   "lease_until",    "published_at", "dead_at",
+        "last_error", "aggregate_seq", "event_version"};
     return cfg;
 }
 

@@ -34,9 +34,11 @@ static void put_str(buf *m, const char *s)
 }
 
 static relay_config cfg;
-static const char *const columns[] = {"id",         "event_id", "aggregate_type", "aggregate_id",
-                                      "event_type", "payload",  "headers",        "destination",
-                                      "created_at", "attempts"};
+static const char *const columns[] = {"id",          "event_id", "aggregate_type", "aggregate_id",
+                                      "event_type",  "payload",  "headers",        "destination",
+                                      "created_at",  "attempts", "aggregate_seq",  "event_version",
+                                      "available_at"};
+#define NCOLS 13
 
 static int setup(void **state)
 {
@@ -46,7 +48,8 @@ static int setup(void **state)
     cfg.col.id = "id", cfg.col.event_id = "event_id", cfg.col.aggregate_type = "aggregate_type";
     cfg.col.aggregate_id = "aggregate_id", cfg.col.event_type = "event_type";
     cfg.col.payload = "payload", cfg.col.headers = "headers", cfg.col.destination = "destination";
-    cfg.col.created_at = "created_at";
+    cfg.col.created_at = "created_at", cfg.col.aggregate_seq = "aggregate_seq";
+    cfg.col.event_version = "event_version", cfg.col.available_at = "available_at";
     return 0;
 }
 
@@ -59,8 +62,8 @@ static buf relation_of(uint32_t relid, const char *table, const char *const *nam
     put_str(&m, "public");
     put_str(&m, table);
     put(&m, 'd', 1);
-    put(&m, 10, 2);
-    for (int i = 0; i < 10; i++) {
+    put(&m, NCOLS, 2);
+    for (int i = 0; i < NCOLS; i++) {
         put(&m, 0, 1);
         put_str(&m, names ? names[i] : columns[i]);
         put(&m, 25, 4);
@@ -75,7 +78,7 @@ static buf relation(uint32_t relid, const char *table)
 }
 
 /* An insert: id, event_id, aggregate 'Order'/agg, type, payload, headers NULL, destination NULL,
- * created_at, attempts unchanged-toast. */
+ * created_at, attempts unchanged-toast, aggregate_seq, event_version, available_at. */
 static buf insert(uint32_t relid, const char *agg)
 {
     const char *values[] = {"7",
@@ -86,13 +89,21 @@ static buf insert(uint32_t relid, const char *agg)
                             "{\"n\": 1}",
                             NULL,
                             NULL,
-                            "2026-12-01 15:12:22.5+00"};
+                            "2026-12-01 15:12:22.5+00",
+                            NULL, /* attempts: unchanged-toast, below */
+                            "3",
+                            "v2",
+                            "2026-12-01 15:12:25+00"};
     buf m = {.n = 0};
     put(&m, 'I', 1);
     put(&m, relid, 4);
     put(&m, 'N', 1);
-    put(&m, 10, 2);
-    for (int i = 0; i < 9; i++) {
+    put(&m, NCOLS, 2);
+    for (int i = 0; i < NCOLS; i++) {
+        if (i == 9) {
+            put(&m, 'u', 1);
+            continue;
+        }
         if (!values[i]) {
             put(&m, 'n', 1);
             continue;
@@ -102,7 +113,6 @@ static buf insert(uint32_t relid, const char *agg)
         memcpy(m.b + m.n, values[i], strlen(values[i]));
         m.n += strlen(values[i]);
     }
-    put(&m, 'u', 1);
     return m;
 }
 
@@ -146,6 +156,9 @@ static void test_decode_transaction(void **state)
     assert_string_equal(c.row->v[WF_PAYLOAD], "{\"n\": 1}");
     assert_int_equal(c.row->len[WF_PAYLOAD], 8);
     assert_null(c.row->v[WF_HEADERS]);
+    assert_string_equal(c.row->v[WF_AGGREGATE_SEQ], "3");
+    assert_string_equal(c.row->v[WF_EVENT_VERSION], "v2");
+    assert_int_equal(c.row->available_at_us - c.row->created_at_us, 2500000);
     assert_int_equal(c.row->created_at_us, 1796137942500000LL);
     free(c.row);
 

@@ -120,8 +120,8 @@ static int find(uint64_t token)
 /* Publishes one message per destination through a host of the given size. */
 static void run(const loaded_driver *drv, uint32_t host_size)
 {
-    obx_host host = {sizeof host, NULL,     h_log,      h_string,   h_int,
-                     h_bool,      h_double, h_property, h_complete, h_refuse};
+    obx_host host = {sizeof host, NULL,       h_log,      h_string, h_int, h_bool,
+                     h_double,    h_property, h_complete, h_refuse, NULL};
     host.struct_size = host_size;
     char err[256] = "";
     obx_instance *inst = drv->def.create(&host, err, sizeof err);
@@ -214,8 +214,8 @@ static void stalled_answer(const loaded_driver *drv)
     pthread_t t;
     if (pthread_create(&t, NULL, stall_serve, NULL) != 0)
         exit(2);
-    obx_host host = {sizeof host, NULL,     h_log,      h_string,   h_int,
-                     h_bool,      h_double, h_property, h_complete, h_refuse};
+    obx_host host = {sizeof host, NULL,       h_log,      h_string, h_int, h_bool,
+                     h_double,    h_property, h_complete, h_refuse, NULL};
     char err[256] = "";
     obx_instance *inst = drv->def.create(&host, err, sizeof err);
     CHECK(inst, "create: %s", err);
