@@ -107,7 +107,7 @@ const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m)
     /* a non-UTF-8 string would make the broker drop the connection for everyone */
     size_t props = 0;
     obx_envelope env;
-    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
     for (size_t i = 0; i < env.count; i++) {
         if (!mqtt_header_ok(env.field[i].value))
             return "invalid header: an event field is not valid UTF-8 or has control characters";
@@ -162,7 +162,7 @@ static void mqtt_user_prop(MQTTProperty *p, char **cur, const char *key, const c
 mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m)
 {
     obx_envelope env;
-    obx_envelope_fill(&env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
     const char *ct = mqtt_content_type(inst, m);
     size_t nprops = env.count, bytes = strlen(m->destination) + 1 + m->payload_len + 1;
     for (size_t i = 0; i < env.count; i++)

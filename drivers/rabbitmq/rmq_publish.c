@@ -220,7 +220,7 @@ static void rmq_properties(obx_instance *inst, const obx_message *m, obx_envelop
                            amqp_basic_properties_t *p)
 {
     size_t n = 0;
-    obx_envelope_fill(env, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    obx_envelope_fill_host(env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
     for (size_t i = 0; i < env->count; i++)
         inst->hdr[n++] = rmq_hdr(env->field[i].name, env->field[i].value);
     for (size_t i = 0; i < m->header_count; i++)

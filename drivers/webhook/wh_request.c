@@ -103,7 +103,7 @@ obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char
     memcpy(r->data, m->payload ? m->payload : "", m->payload_len);
     obx_status st = wh_url(inst, dest, r->url = r->data + m->payload_len, err, err_size);
     obx_envelope env;
-    obx_envelope_fill(&env, m, OBX_ENVELOPE_HTTP, OBX_ENVELOPE_STANDARD);
+    obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_HTTP, OBX_ENVELOPE_STANDARD);
     const char *ct = m->content_type ? m->content_type : "application/octet-stream";
     if (st == OBX_OK)
         st = wh_header(&r->headers, "", "Content-Type", ct, err, err_size);
