@@ -13,6 +13,7 @@
 #include "loader.h"
 #include "log.h"
 #include "options.h"
+#include "purge_cmd.h"
 #include "reload.h"
 #include "status_cmd.h"
 
@@ -38,6 +39,12 @@ static const char usage_text[] =
     "                               aggregates held back; --watch refreshes (2 s)\n"
     "  requeue -c FILE --all | EVENT_ID...\n"
     "                               put dead events back to pending\n"
+    "  purge -c FILE (--id EVENT_ID... | --older-than INTERVAL | --route N | --all)\n"
+    "        [--dry-run]            remove dead events (poll: rows with dead_at set;\n"
+    "                               wal: the dead-letter table) by event id, age\n"
+    "                               (dead longer than INTERVAL, e.g. '7 days') or route\n"
+    "                               (the events route N, from 1, would take), in one\n"
+    "                               transaction; --dry-run lists them, removes nothing\n"
     "  drivers [-c FILE] [--drivers-dir DIR] [-v]\n"
     "                               list the drivers found, their version, ABI, options\n"
     "  check-driver DRIVER [-c FILE] [-o OUTPUT] [--drivers-dir DIR]\n"
@@ -98,18 +105,7 @@ static int parse_options(int argc, char **argv, cli *c)
 
 static relay_config *load_config(const cli *c, const char *command)
 {
-    if (!c->config) {
-        fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
-        return NULL;
-    }
-    char err[1024];
-    relay_config *cfg = config_load(c->config, err, sizeof err);
-    if (!cfg) {
-        fprintf(stderr, "outbox-relay: config error: %s\n", err);
-        return NULL;
-    }
-    log_setup(cfg->log_level, cfg->log_format);
-    return cfg;
+    return command_load_config(c->config, command);
 }
 
 static void ignore_completion(void *arg, uint64_t token, obx_status status, int code,
@@ -217,6 +213,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(command, "check-driver"))
         return conformance_main(argc - 1, argv + 1);
+    if (!strcmp(command, "purge"))
+        return purge_main(argc - 1, argv + 1);
 
     cli c = {0};
     if (parse_options(argc - 1, argv + 1, &c) < 0) {

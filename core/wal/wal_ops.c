@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "service_notify.h"
 #include "wal_dead.h"
+#include "wal_purge.h"
 #include "wal_schema.h"
 #include "wal_source.h"
 
@@ -64,4 +65,6 @@ const source_ops wal_ops = {
     .finish = finish,
     .status = wal_command_status,
     .requeue = wal_command_requeue,
+    .purge_select = wal_purge_select,
+    .purge_delete = wal_purge_delete,
 };
