@@ -15,6 +15,7 @@
 #include "options.h"
 #include "purge_cmd.h"
 #include "reload.h"
+#include "replay_cmd.h"
 #include "status_cmd.h"
 
 static const char usage_text[] =
@@ -215,6 +216,8 @@ int main(int argc, char **argv)
         return conformance_main(argc - 1, argv + 1);
     if (!strcmp(command, "purge"))
         return purge_main(argc - 1, argv + 1);
+    if (!strcmp(command, "replay"))
+        return replay_main(argc - 1, argv + 1);
 
     cli c = {0};
     if (parse_options(argc - 1, argv + 1, &c) < 0) {

@@ -14,7 +14,10 @@
 
 typedef struct source_ops {
     const char *name;
-    int has_slot;       /* it streams a replication slot: --reset-slot, the slot gauges */
+    int has_slot; /* it streams a replication slot: --reset-slot, the slot gauges */
+    /* `replay`: an SQL condition (sql_render template) on the outbox row
+     * `o` that holds when it was published: what replay may send again. */
+    const char *replayable;
     const char *thread; /* its threads' name in /healthz and /metrics ("worker" N) */
 
     /* What `run` needs beyond the outbox table (NULL: nothing). Returns 0 or

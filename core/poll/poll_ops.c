@@ -93,6 +93,7 @@ const source_ops poll_ops = {
     .stopping = stopping,
     .finish = finish,
     .status = poll_command_status,
+    .replayable = "o.{c.published_at} IS NOT NULL",
     .requeue = poll_command_requeue,
     .purge_select = poll_purge_select,
     .purge_delete = poll_purge_delete,
