@@ -1,15 +1,15 @@
 # The replay tests' shared part (tests/engine/replay.sh, tests/wal/replay.sh):
 # source after elib.sh (or wlib.sh).
 
-# replay_setup CFG SOURCE_SETTINGS: two memory outputs, "mem" (the record
-# file $REC) and "copy" ($WORK/copy.jsonl); one route to mem, destination
-# from the aggregate type.
+# replay_setup CFG SOURCE_SETTINGS [MEM_OPTIONS]: two memory outputs, "mem"
+# (the record file $REC) and "copy" ($WORK/copy.jsonl); one route to mem,
+# destination from the aggregate type.
 replay_setup() {
     COPY=$WORK/copy.jsonl
     cat >"$1" <<CFG
 database = { conninfo = "\${TEST_DSN}"; };
 relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; $2 };
-outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; }; },
+outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; ${3:-} }; },
             { name = "copy"; driver = "memory"; options = { record_file = "$COPY"; }; } );
 routes = ( { output = "mem"; destination = "replayed.\${aggregate_type}"; } );
 CFG
@@ -91,10 +91,12 @@ replay_round() {
     expect_eq "lines sent to mem (not the --to output)" "$(record_lines)" "$mem_before"
     expect_eq "the outbox table after the replays" "$(sql "$sum")" "$before"
 
-    # one aggregate, to its route's output
+    # one aggregate, to its route's output (a fresh record: a relay wrote there before)
+    : >"$REC"
     "$OBX_BIN" replay -c "$CFG" --since "$since" --aggregate Order/agg-7 --rate 100000 >"$WORK/a.out" 2>&1 ||
         fail "replay --aggregate: $(cat "$WORK/a.out")"
     load_record
+    expect_eq "lines of the --aggregate replay" "$(record_lines)" "$(sql "SELECT count(*) FROM want WHERE aggregate_id = 'agg-7'")"
     expect_eq "events of agg-7 sent to mem, in id order" \
         "$(sql "SELECT string_agg(w.id::text, ',' ORDER BY r.line) FROM r JOIN want w USING (event_id)")" \
         "$(sql "SELECT string_agg(id::text, ',' ORDER BY id) FROM want WHERE aggregate_id = 'agg-7'")"
