@@ -13,6 +13,7 @@
 
 #define ROUND 500
 #define PAGE 1000
+#define SAVE_MS 100 /* the progress row, at most this often */
 
 typedef struct replay_done {
     uint64_t seq;
@@ -289,7 +290,7 @@ static void finish_in_flight(replayer *r)
 static int run(replayer *r, PGconn *conn, const replay_filter *f)
 {
     long long after = r->p->done_through, base = r->p->replayed + r->p->failed, last_done = 0;
-    long long last_report = now_ms();
+    long long last_report = now_ms(), last_save = last_report, saved_through = after;
     int read_all = 0, rc = 0;
     char err[1024];
     r->refilled_ms = now_ms();
@@ -310,8 +311,13 @@ static int run(replayer *r, PGconn *conn, const replay_filter *f)
         int sent = send_round(r, now);
         if (now - last_report >= 1000) {
             report(r, base, &last_done, now - last_report);
-            save(r, conn);
             last_report = now;
+        }
+        /* a crash sends again what was acknowledged since the last save */
+        if (now - last_save >= SAVE_MS && r->p->done_through != saved_through) {
+            save(r, conn);
+            saved_through = r->p->done_through;
+            last_save = now;
         }
         if (sent == 0 || r->tokens < 1)
             wait_some(r, r->in_flight > 0 ? 5 : 20);

@@ -23,7 +23,7 @@ typedef struct replay_opts {
 } replay_opts;
 
 /* Runs the replay from p->done_through on, reading on conn; saves the
- * progress every second and at the end. Returns 0 when every event was
+ * progress every 100 ms and at the end. Returns 0 when every event was
  * sent, 1 when stopped or on a database error (progress saved as far as it
  * got). skipped: events whose route --route left out. */
 int replay_send(relay_state *st, PGconn *conn, const replay_filter *f, replay_progress *p,

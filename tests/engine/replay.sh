@@ -24,4 +24,4 @@ sql "UPDATE outbox SET published_at = now() WHERE event_type = 'order.created';
      UPDATE outbox SET dead_at = now(), last_error = 'x' WHERE event_type = 'order.dead';
      DROP TABLE IF EXISTS want; CREATE TABLE want AS SELECT id, event_id, aggregate_id FROM outbox WHERE event_type = 'order.created'" >/dev/null
 replay_round "poll"
-echo "PASS replay (poll): $N events, stopped at $STOPPED_AT and resumed, $DUPS duplicates, order kept, table unchanged"
+echo "PASS replay (poll): $N events, stopped at $STOPPED_AT and resumed, $DUPS duplicates; SIGKILL: $CRASH_DUPS sent again; order kept, table unchanged"

@@ -23,4 +23,4 @@ expect_eq "dead letters" "$(sql "SELECT count(*) FROM outbox_dead_letter")" 100
 sql "DROP TABLE IF EXISTS want; CREATE TABLE want AS SELECT id, event_id, aggregate_id FROM outbox WHERE event_type = 'order.created'" >/dev/null
 replay_round "wal"
 drop_wal_slots
-echo "PASS replay (wal): $N events, stopped at $STOPPED_AT and resumed, $DUPS duplicates, order kept, dead letters not replayed, table unchanged"
+echo "PASS replay (wal): $N events, stopped at $STOPPED_AT and resumed, $DUPS duplicates; SIGKILL: $CRASH_DUPS sent again; order kept, dead letters not replayed, table unchanged"
