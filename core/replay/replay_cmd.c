@@ -68,6 +68,8 @@ static int parse(int argc, char **argv, replay_args *a)
     }
     if (optind < argc)
         return usage("unexpected argument");
+    if (a->name && (!a->name[0] || strlen(a->name) > 100))
+        return usage("--name takes 1 to 100 characters");
     if (!a->since)
         return usage(
             "--since TIME is required (a PostgreSQL timestamptz, e.g. '2026-12-01 10:00')");
