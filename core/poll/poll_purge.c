@@ -1,10 +1,8 @@
 #include "poll_purge.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-#include "db.h"
-#include "sql.h"
+#include "sql_run.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -27,31 +25,16 @@ static const char delete_sql[] =
 PGresult *poll_purge_select(PGconn *conn, const relay_config *cfg, const char *ids_array,
                             const char *older_than, int *bad_input, char *err, size_t err_size)
 {
-    char *sql = sql_render(cfg, select_sql);
     const char *params[] = {ids_array, older_than};
-    PGresult *res = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
-    free(sql);
-    if (PQresultStatus(res) == PGRES_TUPLES_OK)
-        return res;
-    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    *bad_input = state && strncmp(state, "22", 2) == 0; /* a bad uuid or interval */
-    db_error(conn, res, err, err_size);
-    PQclear(res);
-    return NULL;
+    return sql_run(conn, cfg, select_sql, 2, params, PGRES_TUPLES_OK, bad_input, err, err_size);
 }
 
 long long poll_purge_delete(PGconn *conn, const relay_config *cfg, const char *keys_array,
                             char *err, size_t err_size)
 {
-    char *sql = sql_render(cfg, delete_sql);
     const char *params[] = {keys_array};
-    PGresult *res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0);
-    free(sql);
-    long long n = -1;
-    if (PQresultStatus(res) == PGRES_TUPLES_OK)
-        n = atoll(PQgetvalue(res, 0, 0));
-    else
-        db_error(conn, res, err, err_size);
+    PGresult *res = sql_run(conn, cfg, delete_sql, 1, params, PGRES_TUPLES_OK, NULL, err, err_size);
+    long long n = res ? atoll(PQgetvalue(res, 0, 0)) : -1;
     PQclear(res);
     return n;
 }

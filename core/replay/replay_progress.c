@@ -6,6 +6,7 @@
 
 #include "db.h"
 #include "sql.h"
+#include "sql_run.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -33,25 +34,14 @@ static const char save_sql[] =
     " updated_at = now(), finished_at = CASE WHEN $5 THEN now() END WHERE name = $1";
 /* clang-format on */
 
-static PGresult *exec(PGconn *conn, const relay_config *cfg, const char *tmpl, int n,
-                      const char *const *params)
-{
-    char *sql = sql_render(cfg, tmpl);
-    PGresult *res = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
-    free(sql);
-    return res;
-}
-
 /* The statement sees no row of its own insert: read it again. */
 static int begin_once(PGconn *conn, const relay_config *cfg, const char *const *params,
                       replay_progress *p, char *err, size_t err_size)
 {
-    PGresult *res = exec(conn, cfg, begin_sql, 4, params);
-    int rc = 1;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        db_error(conn, res, err, err_size);
-        rc = state && strncmp(state, "22", 2) == 0 ? 2 : 1; /* a time that does not parse */
+    int bad = 0, rc;
+    PGresult *res = sql_run(conn, cfg, begin_sql, 4, params, PGRES_TUPLES_OK, &bad, err, err_size);
+    if (!res) {
+        rc = bad ? 2 : 1; /* 2: a time that does not parse */
     } else if (PQgetisnull(res, 0, 1)) {
         rc = -1; /* inserted just now */
     } else if (PQgetvalue(res, 0, 1)[0] != 't') {
@@ -96,10 +86,7 @@ int replay_progress_save(PGconn *conn, const relay_config *cfg, const replay_pro
     snprintf(replayed, sizeof replayed, "%lld", p->replayed);
     snprintf(failed, sizeof failed, "%lld", p->failed);
     const char *params[] = {p->name, done, replayed, failed, p->finished ? "true" : "false"};
-    PGresult *res = exec(conn, cfg, save_sql, 5, params);
-    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
-    if (rc < 0)
-        db_error(conn, res, err, err_size);
+    PGresult *res = sql_run(conn, cfg, save_sql, 5, params, PGRES_COMMAND_OK, NULL, err, err_size);
     PQclear(res);
-    return rc;
+    return res ? 0 : -1;
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "db.h"
-#include "sql.h"
+#include "sql_run.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -31,19 +31,18 @@ void replay_row_free(replay_row *r)
 
 /* The statement: the selection and the source's condition, then tail. */
 static PGresult *run(PGconn *conn, const relay_config *cfg, const char *head,
-                     const replay_filter *f, long long after, const char *tail)
+                     const replay_filter *f, long long after, const char *tail, char *err,
+                     size_t err_size)
 {
     size_t len = strlen(head) + strlen(f->replayable) + strlen(tail) + 1;
     char *tmpl = malloc(len);
     snprintf(tmpl, len, "%s%s%s", head, f->replayable, tail);
-    char *sql = sql_render(cfg, tmpl);
-    free(tmpl);
     char from[24], to[24];
     snprintf(from, sizeof from, "%lld", after);
     snprintf(to, sizeof to, "%lld", f->max_id);
     const char *params[] = {from, to, f->since, f->until, f->types, f->ids};
-    PGresult *res = PQexecParams(conn, sql, 6, NULL, params, NULL, NULL, 0);
-    free(sql);
+    PGresult *res = sql_run(conn, cfg, tmpl, 6, params, PGRES_TUPLES_OK, NULL, err, err_size);
+    free(tmpl);
     return res;
 }
 
@@ -52,12 +51,9 @@ int replay_read_page(PGconn *conn, const relay_config *cfg, const replay_filter 
 {
     char tail[64];
     snprintf(tail, sizeof tail, " ORDER BY o.{c.id} LIMIT %d", limit);
-    PGresult *res = run(conn, cfg, page_sql, f, after, tail);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        db_error(conn, res, err, err_size);
-        PQclear(res);
+    PGresult *res = run(conn, cfg, page_sql, f, after, tail, err, err_size);
+    if (!res)
         return -1;
-    }
     int n = PQntuples(res);
     for (int i = 0; i < n; i++) {
         replay_row *r = &rows[i];
@@ -74,12 +70,8 @@ int replay_read_page(PGconn *conn, const relay_config *cfg, const replay_filter 
 long long replay_count(PGconn *conn, const relay_config *cfg, const replay_filter *f,
                        long long after, char *err, size_t err_size)
 {
-    PGresult *res = run(conn, cfg, count_sql, f, after, "");
-    long long n = -1;
-    if (PQresultStatus(res) == PGRES_TUPLES_OK)
-        n = atoll(PQgetvalue(res, 0, 0));
-    else
-        db_error(conn, res, err, err_size);
+    PGresult *res = run(conn, cfg, count_sql, f, after, "", err, err_size);
+    long long n = res ? atoll(PQgetvalue(res, 0, 0)) : -1;
     PQclear(res);
     return n;
 }
