@@ -7,11 +7,28 @@
 #include "control.h"
 #include "db.h"
 #include "inbox.h"
+#include "log.h"
 #include "schema.h"
 #include "source.h"
 #include "sql.h"
 
-static PGconn *connect_or_report(const relay_config *cfg)
+relay_config *command_load_config(const char *path, const char *command)
+{
+    if (!path) {
+        fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
+        return NULL;
+    }
+    char err[1024];
+    relay_config *cfg = config_load(path, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "outbox-relay: config error: %s\n", err);
+        return NULL;
+    }
+    log_setup(cfg->log_level, cfg->log_format);
+    return cfg;
+}
+
+PGconn *command_connect(const relay_config *cfg)
 {
     char err[1024];
     PGconn *conn = db_connect(cfg, "outbox-relay", err, sizeof err);
@@ -27,7 +44,7 @@ int command_init_db(const relay_config *cfg, int reset_slot, int inbox)
         fprintf(stderr, "outbox-relay init-db: --reset-slot is for relay.source = \"wal\"\n");
         return 2;
     }
-    PGconn *conn = connect_or_report(cfg);
+    PGconn *conn = command_connect(cfg);
     if (!conn)
         return 1;
     char err[1024];
@@ -61,7 +78,7 @@ int command_requeue(const relay_config *cfg, int all, char **ids, int count)
         fprintf(stderr, "outbox-relay requeue: give either --all or one or more event ids\n");
         return 2;
     }
-    PGconn *conn = connect_or_report(cfg);
+    PGconn *conn = command_connect(cfg);
     if (!conn)
         return 1;
     int rc = source_for(cfg)->requeue(conn, cfg, all, ids, count);
@@ -84,7 +101,7 @@ int command_pause(const relay_config *cfg, int pause, const char *output, int so
         fprintf(stderr, "outbox-relay %s: %s has no output \"%s\"\n", verb, cfg->path, output);
         return 2;
     }
-    PGconn *conn = connect_or_report(cfg);
+    PGconn *conn = command_connect(cfg);
     if (!conn)
         return 1;
     char err[1024];

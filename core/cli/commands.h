@@ -1,9 +1,18 @@
-/* The database commands: init-db, requeue, pause and resume (status: status.h). Each returns an
- * exit code. */
+/* The database commands: init-db, requeue, pause and resume (status:
+ * status_cmd.h, purge: purge_cmd.h), and what every command does first.
+ * Each returns an exit code. */
 #ifndef OBX_COMMANDS_H
 #define OBX_COMMANDS_H
 
+#include <libpq-fe.h>
+
 #include "config.h"
+
+/* Loads the config at path (NULL: says -c is missing) and sets the log up
+ * from it; NULL after saying why on stderr. */
+relay_config *command_load_config(const char *path, const char *command);
+/* A session, or NULL after saying why on stderr. */
+PGconn *command_connect(const relay_config *cfg);
 
 /* reset_slot: WAL mode, drop and re-create the replication slot; inbox:
  * also the consumer inbox (inbox.h) */

@@ -13,7 +13,9 @@
 #include "loader.h"
 #include "log.h"
 #include "options.h"
+#include "purge_cmd.h"
 #include "reload.h"
+#include "replay_cmd.h"
 #include "status_cmd.h"
 
 static const char usage_text[] =
@@ -44,6 +46,21 @@ static const char usage_text[] =
     "                               on the table, until resume; seen within a second\n"
     "  resume -c FILE --output NAME | --source\n"
     "                               undo pause\n"
+    "  replay -c FILE --since TIME [--until TIME] [--aggregate TYPE/ID ...]\n"
+    "         [--route N ...] [--to OUTPUT] [--rate N] [--name NAME]\n"
+    "                               publish again the published events created in\n"
+    "                               [since, until) (PostgreSQL timestamptz; until: now),\n"
+    "                               as run would (or all to OUTPUT), in id order per\n"
+    "                               aggregate, at most N a second (1000), rows untouched;\n"
+    "                               stopped (SIGINT/SIGTERM, a crash), the same command\n"
+    "                               (or --name) sends the rest. Exit 0 once all is sent\n"
+    "  purge -c FILE (--id EVENT_ID... | --older-than INTERVAL | --route N\n"
+    "        | --all) [--dry-run]\n"
+    "                               remove dead events (poll: rows with dead_at set;\n"
+    "                               wal: the dead-letter table) by event id, age\n"
+    "                               (dead longer than INTERVAL, e.g. '7 days') or route\n"
+    "                               (the events route N, from 1, would take), in one\n"
+    "                               transaction; --dry-run lists them, removes nothing\n"
     "  drivers [-c FILE] [--drivers-dir DIR] [-v]\n"
     "                               list the drivers found, their version, ABI, options\n"
     "  check-driver DRIVER [-c FILE] [-o OUTPUT] [--drivers-dir DIR]\n"
@@ -112,18 +129,7 @@ static int parse_options(int argc, char **argv, cli *c)
 
 static relay_config *load_config(const cli *c, const char *command)
 {
-    if (!c->config) {
-        fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
-        return NULL;
-    }
-    char err[1024];
-    relay_config *cfg = config_load(c->config, err, sizeof err);
-    if (!cfg) {
-        fprintf(stderr, "outbox-relay: config error: %s\n", err);
-        return NULL;
-    }
-    log_setup(cfg->log_level, cfg->log_format);
-    return cfg;
+    return command_load_config(c->config, command);
 }
 
 static void ignore_completion(void *arg, uint64_t token, obx_status status, int code,
@@ -231,6 +237,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(command, "check-driver"))
         return conformance_main(argc - 1, argv + 1);
+    if (!strcmp(command, "purge"))
+        return purge_main(argc - 1, argv + 1);
+    if (!strcmp(command, "replay"))
+        return replay_main(argc - 1, argv + 1);
 
     cli c = {0};
     if (parse_options(argc - 1, argv + 1, &c) < 0) {

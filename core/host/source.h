@@ -14,7 +14,10 @@
 
 typedef struct source_ops {
     const char *name;
-    int has_slot;       /* it streams a replication slot: --reset-slot, the slot gauges */
+    int has_slot; /* it streams a replication slot: --reset-slot, the slot gauges */
+    /* `replay`: an SQL condition (sql_render template) on the outbox row
+     * `o` that holds when it was published: what replay may send again. */
+    const char *replayable;
     const char *thread; /* its threads' name in /healthz and /metrics ("worker" N) */
 
     /* What `run` needs beyond the outbox table (NULL: nothing). Returns 0 or
@@ -39,6 +42,17 @@ typedef struct source_ops {
     /* `status` and `requeue` on conn. Status returns 0 or 1; requeue an exit code. */
     int (*status)(PGconn *conn, const relay_config *cfg, int json);
     int (*requeue)(PGconn *conn, const relay_config *cfg, int all, char **ids, int count);
+
+    /* `purge`, in the caller's transaction: the dead events the filter
+     * selects, locked (FOR UPDATE), oldest first, as rows of (key, event_id,
+     * event_type, aggregate_type, last error); then the delete of the keys
+     * chosen among them (a PostgreSQL array literal), still dead only.
+     * Select returns NULL on an error (err: SQLSTATE class 22, a bad id or
+     * interval, sets *bad_input); delete returns the count or -1 with err. */
+    PGresult *(*purge_select)(PGconn *conn, const relay_config *cfg, const char *ids_array,
+                              const char *older_than, int *bad_input, char *err, size_t err_size);
+    long long (*purge_delete)(PGconn *conn, const relay_config *cfg, const char *keys_array,
+                              char *err, size_t err_size);
 } source_ops;
 
 /* The configured source's table. */

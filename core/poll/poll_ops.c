@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "cleanup.h"
 #include "poll_admin.h"
+#include "poll_purge.h"
 #include "service_notify.h"
 #include "worker.h"
 
@@ -92,5 +93,8 @@ const source_ops poll_ops = {
     .stopping = stopping,
     .finish = finish,
     .status = poll_command_status,
+    .replayable = "o.{c.published_at} IS NOT NULL",
     .requeue = poll_command_requeue,
+    .purge_select = poll_purge_select,
+    .purge_delete = poll_purge_delete,
 };

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "service_notify.h"
 #include "wal_dead.h"
+#include "wal_purge.h"
 #include "wal_schema.h"
 #include "wal_source.h"
 
@@ -63,5 +64,10 @@ const source_ops wal_ops = {
     .join = join, /* no .stopping: the stream sees the stop and settles up to the deadline itself */
     .finish = finish,
     .status = wal_command_status,
+    /* rows stay in the table: those never dead-lettered were published */
+    .replayable = "NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_letter} d WHERE d.{c.event_id} = "
+                  "o.{c.event_id})",
     .requeue = wal_command_requeue,
+    .purge_select = wal_purge_select,
+    .purge_delete = wal_purge_delete,
 };

@@ -17,15 +17,16 @@ MAX_LINES = 400
 # part -> parts it must never include. The delivery core serves every
 # source, so it knows none of them; sources never know each other.
 NEVER = {
-    'base': {'config', 'db', 'host', 'deliver', 'poll', 'wal', 'ops', 'cli', 'conformance'},
-    'config': {'db', 'host', 'deliver', 'poll', 'wal', 'ops', 'cli', 'conformance'},
-    'db': {'host', 'deliver', 'poll', 'wal', 'ops', 'cli', 'conformance'},
-    'deliver': {'poll', 'wal', 'cli', 'conformance'},
-    'poll': {'wal', 'cli', 'conformance'},
-    'wal': {'poll', 'cli', 'conformance'},
-    'ops': {'cli', 'conformance'},
-    'host': {'cli', 'conformance'},
-    'conformance': {'poll', 'wal', 'cli', 'ops'},
+    'base': {'config', 'db', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
+    'config': {'db', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
+    'db': {'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
+    'deliver': {'poll', 'wal', 'replay', 'cli', 'conformance'},
+    'poll': {'wal', 'replay', 'cli', 'conformance'},
+    'wal': {'poll', 'replay', 'cli', 'conformance'},
+    'replay': {'poll', 'wal', 'cli', 'conformance'},
+    'ops': {'cli', 'replay', 'conformance'},
+    'host': {'cli', 'replay', 'conformance'},
+    'conformance': {'poll', 'wal', 'replay', 'cli', 'ops'},
     'cli': set(),
 }
 

@@ -1,0 +1,105 @@
+#include "replay_read.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "sql_run.h"
+
+/* SQL text reads best as written. */
+/* clang-format off */
+#define SELECTED                                                                                   \
+    " FROM {table} o WHERE o.{c.id} > $1 AND o.{c.id} <= $2"                                      \
+    " AND o.{c.created_at} >= $3::timestamptz AND o.{c.created_at} < $4::timestamptz"             \
+    " AND ($5::text[] IS NULL OR (o.{c.aggregate_type}, o.{c.aggregate_id}) IN"                   \
+    "   (SELECT * FROM unnest($5::text[], $6::text[])))"                                           \
+    " AND "
+static const char page_sql[] =
+    "SELECT o.{c.id}, o.{c.event_id}, o.{c.aggregate_type}, o.{c.aggregate_id}, o.{c.event_type},"
+    " o.{c.payload}, o.{c.headers}, o.{c.destination},"
+    " (extract(epoch FROM o.{c.created_at}) * 1000000)::bigint" SELECTED;
+static const char count_sql[] = "SELECT count(*)" SELECTED;
+/* clang-format on */
+
+void replay_row_free(replay_row *r)
+{
+    for (int f = 0; f < RF_COUNT; f++)
+        free(r->v[f]);
+    memset(r, 0, sizeof *r);
+}
+
+/* The statement: the selection and the source's condition, then tail. */
+static PGresult *run(PGconn *conn, const relay_config *cfg, const char *head,
+                     const replay_filter *f, long long after, const char *tail, char *err,
+                     size_t err_size)
+{
+    size_t len = strlen(head) + strlen(f->replayable) + strlen(tail) + 1;
+    char *tmpl = malloc(len);
+    snprintf(tmpl, len, "%s%s%s", head, f->replayable, tail);
+    char from[24], to[24];
+    snprintf(from, sizeof from, "%lld", after);
+    snprintf(to, sizeof to, "%lld", f->max_id);
+    const char *params[] = {from, to, f->since, f->until, f->types, f->ids};
+    PGresult *res = sql_run(conn, cfg, tmpl, 6, params, PGRES_TUPLES_OK, NULL, err, err_size);
+    free(tmpl);
+    return res;
+}
+
+int replay_read_page(PGconn *conn, const relay_config *cfg, const replay_filter *f, long long after,
+                     int limit, replay_row *rows, char *err, size_t err_size)
+{
+    char tail[64];
+    snprintf(tail, sizeof tail, " ORDER BY o.{c.id} LIMIT %d", limit);
+    PGresult *res = run(conn, cfg, page_sql, f, after, tail, err, err_size);
+    if (!res)
+        return -1;
+    int n = PQntuples(res);
+    for (int i = 0; i < n; i++) {
+        replay_row *r = &rows[i];
+        r->id = atoll(PQgetvalue(res, i, 0));
+        for (int k = 0; k < RF_COUNT; k++)
+            r->v[k] = PQgetisnull(res, i, k + 1) ? NULL : strdup(PQgetvalue(res, i, k + 1));
+        r->payload_len = (size_t)PQgetlength(res, i, RF_PAYLOAD + 1);
+        r->created_at_us = atoll(PQgetvalue(res, i, RF_COUNT + 1));
+    }
+    PQclear(res);
+    return n;
+}
+
+long long replay_count(PGconn *conn, const relay_config *cfg, const replay_filter *f,
+                       long long after, char *err, size_t err_size)
+{
+    PGresult *res = run(conn, cfg, count_sql, f, after, "", err, err_size);
+    long long n = res ? atoll(PQgetvalue(res, 0, 0)) : -1;
+    PQclear(res);
+    return n;
+}
+
+int replay_payload_kind(PGconn *conn, const relay_config *cfg, payload_kind *kind, char *err,
+                        size_t err_size)
+{
+    const char *params[] = {cfg->schema, cfg->table, cfg->col.payload};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT format_type(a.atttypid, NULL) FROM pg_attribute a"
+                                 " JOIN pg_class c ON c.oid = a.attrelid"
+                                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                                 " WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3"
+                                 " AND NOT a.attisdropped",
+                                 3, NULL, params, NULL, NULL, 0);
+    int rc = -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        db_error(conn, res, err, err_size);
+    } else if (PQntuples(res) == 0) {
+        snprintf(err, err_size, "table %s.%s has no payload column \"%s\"", cfg->schema, cfg->table,
+                 cfg->col.payload);
+    } else {
+        const char *type = PQgetvalue(res, 0, 0);
+        *kind = !strcmp(type, "bytea")                            ? PAYLOAD_BYTES
+                : !strcmp(type, "json") || !strcmp(type, "jsonb") ? PAYLOAD_JSON
+                                                                  : PAYLOAD_TEXT;
+        rc = 0;
+    }
+    PQclear(res);
+    return rc;
+}
