@@ -189,9 +189,11 @@ static void test_decode_transaction(void **state)
 static void test_decode_renamed(void **state)
 {
     (void)state;
-    static const char *const swapped[] = {
-        "id",      "event_id", "aggregate_type", "aggregate_id", "event_type",
-        "headers", "payload",  "destination",    "created_at",   "attempts"};
+    static const char *const swapped[NCOLS] = {"id",           "event_id",      "aggregate_type",
+                                               "aggregate_id", "event_type",    "headers",
+                                               "payload",      "destination",   "created_at",
+                                               "attempts",     "aggregate_seq", "event_version",
+                                               "available_at"};
     wal_decoder d;
     wal_decoder_init(&d, &cfg);
     wal_change c;
