@@ -9,7 +9,9 @@ ENG_TEST=prom_alerts
 . "$(dirname "$0")/../engine/elib.sh"
 MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 PORT=$("$MC" freeport)
-PROM_PORT=$("$MC" freeport)
+# a fixed port in the range tests/run.sh reserves: two ephemeral ones picked
+# in a row can be the same, or taken by a connection before Prometheus binds
+PROM_PORT=${PROMETHEUS_TEST_PORT:-59090}
 PROM=http://127.0.0.1:$PROM_PORT
 
 fresh_db prom_alerts
