@@ -28,4 +28,9 @@ int schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_si
  * schema, whatever the table (a table registered by hand has it too). */
 #define SCHEMA_PAYLOAD_SIZE_FUNCTION "outbox_relay_payload_size"
 
+/* Reads the payload column's type: "jsonb", "json", "bytea", "text"... into
+ * out. Returns 0 or -1 with err. */
+int schema_payload_type(PGconn *conn, const relay_config *cfg, char *out, size_t out_size,
+                        char *err, size_t err_size);
+
 #endif

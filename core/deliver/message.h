@@ -4,6 +4,8 @@
 #ifndef OBX_MESSAGE_H
 #define OBX_MESSAGE_H
 
+#include <string.h>
+
 #include <stddef.h>
 
 #include "arena.h"
@@ -11,6 +13,15 @@
 #include "obx/driver.h"
 
 typedef enum { PAYLOAD_JSON, PAYLOAD_TEXT, PAYLOAD_BYTES } payload_kind;
+
+/* The kind of a payload column of type type ("jsonb", "bytea"...): any other
+ * type is text, checked to hold JSON. */
+static inline payload_kind payload_kind_of(const char *type)
+{
+    return !strcmp(type, "bytea")                            ? PAYLOAD_BYTES
+           : !strcmp(type, "json") || !strcmp(type, "jsonb") ? PAYLOAD_JSON
+                                                             : PAYLOAD_TEXT;
+}
 
 /* What a source builds every message with. */
 typedef struct message_source {

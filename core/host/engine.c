@@ -85,7 +85,7 @@ static int preflight(relay_state *st, char *type, size_t type_size)
     }
     int rc = schema_check(conn, st->cfg, err, sizeof err);
     if (rc == 0)
-        rc = queries_payload_type(conn, st->cfg, type, type_size, err, sizeof err);
+        rc = schema_payload_type(conn, st->cfg, type, type_size, err, sizeof err);
     if (rc == 0)
         rc = queries_prepare(conn, st->cfg, type, err, sizeof err);
     PQfinish(conn);
@@ -93,12 +93,7 @@ static int preflight(relay_state *st, char *type, size_t type_size)
         log_error("%s", err);
         return -1;
     }
-    if (strcmp(type, "bytea") == 0)
-        st->payload = PAYLOAD_BYTES;
-    else if (strcmp(type, "json") == 0 || strcmp(type, "jsonb") == 0)
-        st->payload = PAYLOAD_JSON;
-    else
-        st->payload = PAYLOAD_TEXT; /* text columns are checked to hold JSON */
+    st->payload = payload_kind_of(type);
     return 0;
 }
 

@@ -312,28 +312,3 @@ int queries_prepare(PGconn *conn, const relay_config *cfg, const char *payload_t
             return -1;
     return 0;
 }
-
-int queries_payload_type(PGconn *conn, const relay_config *cfg, char *out, size_t out_size,
-                         char *err, size_t err_size)
-{
-    const char *params[] = {cfg->schema, cfg->table, cfg->col.payload};
-    PGresult *res = PQexecParams(conn,
-                                 "SELECT format_type(a.atttypid, NULL) FROM pg_attribute a"
-                                 " JOIN pg_class c ON c.oid = a.attrelid"
-                                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                                 " WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3"
-                                 " AND NOT a.attisdropped",
-                                 3, NULL, params, NULL, NULL, 0);
-    int rc = -1;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK)
-        db_error(conn, res, err, err_size);
-    else if (PQntuples(res) == 0)
-        snprintf(err, err_size, "table %s.%s has no payload column \"%s\"", cfg->schema, cfg->table,
-                 cfg->col.payload);
-    else {
-        snprintf(out, out_size, "%s", PQgetvalue(res, 0, 0));
-        rc = 0;
-    }
-    PQclear(res);
-    return rc;
-}

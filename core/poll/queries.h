@@ -51,9 +51,4 @@ int queries_prepare(PGconn *conn, const relay_config *cfg, const char *payload_t
  * claim, whose runs are not locked) rather than how many? */
 int queries_mark_returns_ids(const relay_config *cfg);
 
-/* Reads the payload column's type: "jsonb", "json", "bytea", "text"... into
- * out. Returns 0 or -1 with err. */
-int queries_payload_type(PGconn *conn, const relay_config *cfg, char *out, size_t out_size,
-                         char *err, size_t err_size);
-
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "schema.h"
 #include "sql_run.h"
 
 /* SQL text reads best as written. */
@@ -79,27 +80,9 @@ long long replay_count(PGconn *conn, const relay_config *cfg, const replay_filte
 int replay_payload_kind(PGconn *conn, const relay_config *cfg, payload_kind *kind, char *err,
                         size_t err_size)
 {
-    const char *params[] = {cfg->schema, cfg->table, cfg->col.payload};
-    PGresult *res = PQexecParams(conn,
-                                 "SELECT format_type(a.atttypid, NULL) FROM pg_attribute a"
-                                 " JOIN pg_class c ON c.oid = a.attrelid"
-                                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                                 " WHERE n.nspname = $1 AND c.relname = $2 AND a.attname = $3"
-                                 " AND NOT a.attisdropped",
-                                 3, NULL, params, NULL, NULL, 0);
-    int rc = -1;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        db_error(conn, res, err, err_size);
-    } else if (PQntuples(res) == 0) {
-        snprintf(err, err_size, "table %s.%s has no payload column \"%s\"", cfg->schema, cfg->table,
-                 cfg->col.payload);
-    } else {
-        const char *type = PQgetvalue(res, 0, 0);
-        *kind = !strcmp(type, "bytea")                            ? PAYLOAD_BYTES
-                : !strcmp(type, "json") || !strcmp(type, "jsonb") ? PAYLOAD_JSON
-                                                                  : PAYLOAD_TEXT;
-        rc = 0;
-    }
-    PQclear(res);
-    return rc;
+    char type[64];
+    if (schema_payload_type(conn, cfg, type, sizeof type, err, err_size) < 0)
+        return -1;
+    *kind = payload_kind_of(type);
+    return 0;
 }

@@ -31,6 +31,7 @@
 #include "db.h"
 #include "pgarray.h"
 #include "queries.h"
+#include "schema.h"
 
 static relay_config *cfg;
 static int run_length, explain;
@@ -68,7 +69,7 @@ static PGconn *open_session(void)
     }
     snprintf(timeout, sizeof timeout, "SET statement_timeout = %d", cfg->lease_ms);
     if (db_exec(c, timeout, err, sizeof err) < 0 ||
-        queries_payload_type(c, cfg, payload_type, sizeof payload_type, err, sizeof err) < 0 ||
+        schema_payload_type(c, cfg, payload_type, sizeof payload_type, err, sizeof err) < 0 ||
         queries_prepare(c, cfg, payload_type, err, sizeof err) < 0) {
         fprintf(stderr, "bench_db: %s\n", err);
         atomic_store(&failed, 1);

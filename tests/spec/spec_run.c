@@ -106,7 +106,7 @@ static int prepare_database(spec_ctx *ctx)
     for (int i = 0; i < ctx->s->nsetup; i++)
         if (exec_quiet(ctx, ctx->control, "setup", ctx->s->setup[i]) < 0)
             return -1;
-    if (queries_payload_type(ctx->control, ctx->cfg, ctx->payload_type, sizeof ctx->payload_type,
+    if (schema_payload_type(ctx->control, ctx->cfg, ctx->payload_type, sizeof ctx->payload_type,
                              err, sizeof err) < 0) {
         fprintf(stderr, "payload type: %s\n", err);
         return -1;
