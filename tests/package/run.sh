@@ -40,20 +40,24 @@ rm -f "$build"/outbox-relay_*.deb
 (cd "$build" && cpack -G DEB >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log" >&2; fail cpack; }
 deb=$(ls "$build"/outbox-relay_*.deb)
 version=$(sed -n 's/^project(outbox-relay VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+# The ABI the drivers are built with, from the public header (no copy to keep in step).
+abi_major=$(sed -n 's/^#define OBX_ABI_MAJOR \([0-9]*\).*/\1/p' "$root/include/obx/driver.h")
+abi_minor=$(sed -n 's/^#define OBX_ABI_MINOR \([0-9]*\).*/\1/p' "$root/include/obx/driver.h")
+abi="$abi_major.$abi_minor"
 expect_eq "package file" "$(basename "$deb")" "outbox-relay_${version}_$(dpkg --print-architecture).deb"
 
 echo "--- dpkg -i $(basename "$deb")"
 dpkg -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -i failed"; }
 expect_eq "package status" "$(dpkg-query -W -f '${Status}' outbox-relay)" "install ok installed"
 expect_eq "binary on PATH" "$(command -v outbox-relay)" /usr/bin/outbox-relay
-expect_eq "--version" "$(outbox-relay --version)" "outbox-relay $version (driver ABI 1.1)"
+expect_eq "--version" "$(outbox-relay --version)" "outbox-relay $version (driver ABI $abi)"
 
 libdir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 outbox-relay drivers >"$work/drivers.txt"
 grep -q "^drivers in $libdir/outbox-relay/drivers " "$work/drivers.txt" ||
     fail "drivers not listed from $libdir/outbox-relay/drivers: $(head -1 "$work/drivers.txt")"
 for d in file kafka mqtt rabbitmq webhook; do
-    grep -qE "^$d +[^ ]+ +ABI 1\.1 " "$work/drivers.txt" || fail "driver $d missing from: $(cat "$work/drivers.txt")"
+    grep -qE "^$d +[^ ]+ +ABI ${abi//./\\.} " "$work/drivers.txt" || fail "driver $d missing from: $(cat "$work/drivers.txt")"
 done
 if grep -q refused "$work/drivers.txt"; then fail "a driver was refused: $(grep refused "$work/drivers.txt")"; fi
 
