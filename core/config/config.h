@@ -39,13 +39,22 @@ typedef struct cfg_output {
     size_t property_count;
 } cfg_output;
 
+/* A route's condition on one header of the row: present, value matching glob. */
+typedef struct cfg_header_match {
+    char *name;
+    char *glob;
+} cfg_header_match;
+
 typedef struct cfg_route {
     char *event_type;     /* glob; "*" when absent */
     char *aggregate_type; /* glob; "*" when absent */
-    char *output;
-    size_t output_index;
-    char *destination; /* template with ${event_type} etc. */
+    char *output;         /* "" for a drop route */
+    size_t output_index;  /* the config's output_count for a drop route */
+    char *destination;    /* template with ${event_type} etc. */
     int line;
+    cfg_header_match *headers; /* all must match */
+    size_t header_count;
+    int drop; /* matching events are counted and marked done, never published */
 } cfg_route;
 
 /* The outbox table's columns, each mappable for an existing table: this one
@@ -105,7 +114,7 @@ typedef struct relay_config {
 
     obx_log_level log_level;
     log_format log_format;
-    char *metrics_listen; /* "host:port" or NULL */
+    char *metrics_listen;  /* "host:port" or NULL */
     char *admin_listen;    /* loopback "host:port" or NULL: the admin endpoint is off */
     char *admin_token_env; /* the environment variable holding its bearer token */
 

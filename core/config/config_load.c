@@ -93,6 +93,11 @@ void config_free(relay_config *cfg)
         free(r->aggregate_type);
         free(r->output);
         free(r->destination);
+        for (size_t k = 0; k < r->header_count; k++) {
+            free(r->headers[k].name);
+            free(r->headers[k].glob);
+        }
+        free(r->headers);
     }
     settings_free(cfg);
     free(cfg->outputs);

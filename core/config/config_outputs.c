@@ -127,20 +127,58 @@ static void check_template(cfg_reader *st, const config_setting_t *s, const char
 /* Where an event goes when its route names no destination. */
 #define DEFAULT_DESTINATION "outbox.${aggregate_type}"
 
+/* A route's headers = { name = "glob"; ... }: every header must be present
+ * with a matching value. */
+static void load_header_matches(cfg_reader *st, const config_setting_t *group, cfg_route *route)
+{
+    if (!group)
+        return;
+    int n = config_setting_length(group);
+    if (!config_setting_is_group(group) || n == 0) {
+        cfg_fail(st, group, "route headers must be a group of name = \"glob\" pairs");
+        return;
+    }
+    route->headers = calloc(n, sizeof *route->headers);
+    for (int k = 0; k < n; k++) {
+        const config_setting_t *h = config_setting_get_elem(group, k);
+        const char *glob = config_setting_get_string(h);
+        if (!glob) {
+            cfg_fail(st, h, "route header %s must be a string (a glob on its value)",
+                     config_setting_name(h));
+            return;
+        }
+        route->headers[route->header_count++] =
+            (cfg_header_match){strdup(config_setting_name(h)), strdup(glob)};
+    }
+}
+
+/* A drop route names no output and no destination: its events go nowhere. */
+static int load_drop(cfg_reader *st, const config_setting_t *r, cfg_route *route)
+{
+    if (cfg_get_bool(st, r, "drop", &route->drop) < 0 || !route->drop)
+        return 0;
+    if (route->output || route->destination) {
+        cfg_fail(st, r, "a route with drop = true takes no output and no destination");
+        return -1;
+    }
+    route->output = strdup("");
+    route->destination = strdup("");
+    route->output_index = st->cfg->output_count;
+    return 0;
+}
+
 void config_load_routes(cfg_reader *st, const config_setting_t *list)
 {
-    static const char *const keys[] = {"event_type", "aggregate_type", "output", "destination",
-                                       NULL};
+    static const char *const keys[] = {"event_type",  "aggregate_type", "headers", "output",
+                                       "destination", "drop",           NULL};
     relay_config *cfg = st->cfg;
     if (!list) { /* one default route: everything to the first output */
         cfg->routes = calloc(1, sizeof *cfg->routes);
         cfg->route_count = 1;
-        cfg->routes[0] = (cfg_route){strdup("*"),
-                                     strdup("*"),
-                                     strdup(cfg->outputs[0].name),
-                                     0,
-                                     strdup(DEFAULT_DESTINATION),
-                                     0};
+        cfg->routes[0] = (cfg_route){.event_type = strdup("*"),
+                                     .aggregate_type = strdup("*"),
+                                     .output = strdup(cfg->outputs[0].name),
+                                     .destination = strdup(DEFAULT_DESTINATION)};
         return;
     }
     if (!config_setting_is_list(list) || config_setting_length(list) == 0) {
@@ -167,6 +205,9 @@ void config_load_routes(cfg_reader *st, const config_setting_t *list)
             route->event_type = strdup("*");
         if (!route->aggregate_type)
             route->aggregate_type = strdup("*");
+        load_header_matches(st, cfg_member(r, "headers"), route);
+        if (st->failed || load_drop(st, r, route) < 0 || route->drop)
+            continue;
         if (!route->destination)
             route->destination = strdup(DEFAULT_DESTINATION);
         check_template(st, cfg_member(r, "destination"), route->destination);

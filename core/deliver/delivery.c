@@ -120,6 +120,12 @@ void delivery_settle(delivery *d, const settle_item *items, size_t count, decisi
         learn_health(d, &items[i]);
     for (size_t i = 0; i < count; i++) {
         const settle_item *it = &items[i];
+        if (it->v.kind == VERDICT_DROPPED) { /* no output: counted on its route alone */
+            outcome_decide(&d->policy, &it->v, it->attempt, it->after_failure, 0, 0, &out[i]);
+            if (out[i].outcome == OUTCOME_PUBLISHED)
+                counters_dropped(d->st->metrics, d->cfg, it->route);
+            continue;
+        }
         long long pause = outputs_pause_ms(&d->outs, it->output);
         double r = (double)rand_r(&d->rand_state) / ((double)RAND_MAX + 1.0);
         outcome_decide(&d->policy, &it->v, it->attempt, it->after_failure,

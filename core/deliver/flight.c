@@ -86,6 +86,7 @@ verdict flight_verdict(const slot *s)
         [SLOT_AWAITING] = VERDICT_COMPLETED, [SLOT_DONE] = VERDICT_COMPLETED,
         [SLOT_REFUSED] = VERDICT_REFUSED,    [SLOT_ABORTED] = VERDICT_ABORTED,
         [SLOT_BAD] = VERDICT_BAD_ROW,        [SLOT_NOT_SENT] = VERDICT_NOT_SENT,
+        [SLOT_DROPPED] = VERDICT_DROPPED,
     };
     return (verdict){kinds[s->state], s->status, s->native_code, s->detail};
 }

@@ -18,7 +18,8 @@ typedef enum {
     SLOT_REFUSED,  /* refused at publish */
     SLOT_ABORTED,  /* still in flight at the shutdown deadline: released */
     SLOT_BAD,      /* the row could not become a message */
-    SLOT_NOT_SENT  /* its output was paused or its instance down */
+    SLOT_NOT_SENT, /* its output was paused or its instance down */
+    SLOT_DROPPED   /* a drop route matched it: never offered */
 } slot_state;
 
 typedef struct slot {
@@ -77,6 +78,12 @@ uint64_t flight_token(const flight *f, int index);
 
 /* What a settled slot says, for the delivery core's settle. */
 verdict flight_verdict(const slot *s);
+
+/* Is the slot's message done: acknowledged, or dropped by its route? */
+static inline int slot_succeeded(const slot *s)
+{
+    return (s->state == SLOT_DONE && s->status == OBX_OK) || s->state == SLOT_DROPPED;
+}
 
 /* Settles a slot the worker decided itself (before it is offered). */
 void flight_settle(slot *s, slot_state state, obx_status status, const char *detail);

@@ -102,6 +102,10 @@ int message_build(const message_source *src, const event_fields *f, obx_message 
         return -1;
     }
     *route_out = route;
+    if (route->drop) {
+        snprintf(err, err_size, "dropped by the route at %s:%d", src->cfg->path, route->line);
+        return MESSAGE_DROPPED;
+    }
     const char *override = f->destination;
     if (override && *override) {
         msg->destination = override;

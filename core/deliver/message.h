@@ -42,9 +42,14 @@ typedef struct event_fields {
     const char *event_version; /* NULL: none */
 } event_fields;
 
+/* message_build's answer for an event a drop route matched. */
+#define MESSAGE_DROPPED 1
+
 /* Builds msg from f. On success returns 0 and sets *route to the route it
- * takes (its output_index is the output). On an event that cannot become a
- * message returns -1 with a readable reason in err (it is dead-lettered). */
+ * takes (its output_index is the output). An event a drop route matches
+ * returns MESSAGE_DROPPED with *route set and why in err: it is counted and
+ * marked done, never offered. On an event that cannot become a message
+ * returns -1 with a readable reason in err (it is dead-lettered). */
 int message_build(const message_source *src, const event_fields *f, obx_message *msg,
                   const cfg_route **route, char *err, size_t err_size);
 

@@ -43,6 +43,10 @@ void outcome_decide(const retry_policy *p, const verdict *v, unsigned attempt, i
         out->outcome = OUTCOME_RELEASE;
         return;
     }
+    if (v->kind == VERDICT_DROPPED) {
+        out->outcome = OUTCOME_PUBLISHED;
+        return;
+    }
     if (v->kind == VERDICT_NOT_SENT || status == OBX_UNAVAILABLE || status == OBX_FATAL) {
         out->outcome = OUTCOME_DEFER;
         out->delay_ms = pause_ms;

@@ -24,6 +24,7 @@ typedef enum verdict_kind {
     VERDICT_BAD_ROW,   /* it could not become a message (no route, bad headers...) */
     VERDICT_ABORTED,   /* still in flight at the shutdown deadline */
     VERDICT_NOT_SENT,  /* its output was paused or its instance down: never offered */
+    VERDICT_DROPPED,   /* a drop route matched it: done, never offered */
 } verdict_kind;
 
 typedef struct verdict {

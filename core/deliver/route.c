@@ -7,12 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Does msg carry every header r names, each with a value its glob matches?
+ * A header given twice: its first value counts. */
+static int headers_match(const cfg_route *r, const obx_message *msg)
+{
+    for (size_t i = 0; i < r->header_count; i++) {
+        const obx_header *h = msg->headers, *end = msg->headers + msg->header_count;
+        while (h < end && strcmp(h->key, r->headers[i].name) != 0)
+            h++;
+        if (h == end || fnmatch(r->headers[i].glob, h->value, 0) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 const cfg_route *route_for(const relay_config *cfg, const obx_message *msg)
 {
     for (size_t i = 0; i < cfg->route_count; i++) {
         const cfg_route *r = &cfg->routes[i];
         if (fnmatch(r->event_type, msg->event_type, 0) == 0 &&
-            fnmatch(r->aggregate_type, msg->aggregate_type, 0) == 0)
+            fnmatch(r->aggregate_type, msg->aggregate_type, 0) == 0 && headers_match(r, msg))
             return r;
     }
     return NULL;

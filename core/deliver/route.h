@@ -8,7 +8,8 @@
 #include "config.h"
 #include "obx/driver.h"
 
-/* The first route whose globs match msg's event and aggregate types, or NULL. */
+/* The first route whose globs match msg's event and aggregate types and
+ * headers, or NULL. */
 const cfg_route *route_for(const relay_config *cfg, const obx_message *msg);
 
 /* Renders a destination template with msg's fields (in a, or tmpl itself

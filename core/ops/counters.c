@@ -222,6 +222,14 @@ void counters_observe_completion(relay_metrics *m, const relay_config *cfg, size
     histogram_observe(&o->commit_to_ack, counters_wall_us() - created_at_us);
 }
 
+void counters_dropped(relay_metrics *m, const relay_config *cfg, const cfg_route *route)
+{
+    if (m && route)
+        atomic_fetch_add_explicit(
+            &counters_route(m, (size_t)(route - cfg->routes) + 1, route->output)->n.dropped, 1,
+            memory_order_relaxed);
+}
+
 void counters_observe_statement(relay_metrics *m, const char *stmt, long long elapsed_us)
 {
     if (!m)

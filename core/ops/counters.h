@@ -29,6 +29,7 @@ typedef struct histogram {
  * lease was lost meanwhile is counted here and again by its next owner). */
 typedef struct outcome_counts {
     atomic_llong published, retried, dead, refused, deferred, released;
+    atomic_llong dropped; /* by a drop route (routes only) */
 } outcome_counts;
 
 /* One output's measures, found by the output's name: an output that a live
@@ -76,11 +77,11 @@ typedef struct relay_metrics {
     _Atomic(route_stats *) routes;
     pthread_mutex_t add_lock;
     histogram statements[STMT_COUNT];
-    int beat_count;       /* cfg->workers + BEAT_EXTRA */
-    atomic_llong *beats;  /* monotonic ms of the last progress; 0: not started */
-    long long stale_ms;   /* a beat older than this means the thread is stuck (at start) */
+    int beat_count;           /* cfg->workers + BEAT_EXTRA */
+    atomic_llong *beats;      /* monotonic ms of the last progress; 0: not started */
+    long long stale_ms;       /* a beat older than this means the thread is stuck (at start) */
     atomic_llong *open_since; /* per beat slot: when its oldest open transaction began; 0: none */
-    pthread_mutex_t lock; /* guards backlog */
+    pthread_mutex_t lock;     /* guards backlog */
     backlog_snapshot backlog;
 } relay_metrics;
 
@@ -130,6 +131,9 @@ void counters_sent(relay_metrics *m, const relay_config *cfg, size_t output);
 void counters_observe_completion(relay_metrics *m, const relay_config *cfg, size_t output,
                                  const cfg_route *route, int offered, long long created_at_us,
                                  long long sent_ms, int outcome, int refused);
+
+/* An event a drop route matched, decided done. */
+void counters_dropped(relay_metrics *m, const relay_config *cfg, const cfg_route *route);
 
 /* A statement (by session_run's name) took elapsed_us. Others are ignored. */
 void counters_observe_statement(relay_metrics *m, const char *stmt, long long elapsed_us);

@@ -124,6 +124,8 @@ static void outcomes(FILE *f, relay_metrics *m, const relay_config *cfg)
         PER(f, m, names[4], "Messages put back, no attempt counted: the output was unavailable.",
             deferred, routes);
     }
+    PER(f, m, "outbox_relay_route_dropped_total",
+        "Events a drop route matched: marked done, never published.", dropped, 1);
     family(f, "outbox_relay_output_in_flight", "gauge",
            "Messages of the batches being published to the output, outcome not decided yet.");
     for (size_t i = 0; i < cfg->output_count; i++) {

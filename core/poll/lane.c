@@ -90,13 +90,17 @@ static void publish(lane *l)
         slot *s = &l->flight->slots[i];
         const batch_row *r = &l->b.rows[i];
         char err[256];
+        int built;
         if (r->payload_bytes > cfg->max_payload_bytes) {
             snprintf(err, sizeof err, "payload of %lld bytes exceeds max_payload_bytes (%d)",
                      r->payload_bytes, cfg->max_payload_bytes);
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
-        } else if (batch_message(&l->b, i, &l->source, &l->msgs[i], &l->exts[i], &s->route, err,
-                                 sizeof err) < 0) {
+        } else if ((built = batch_message(&l->b, i, &l->source, &l->msgs[i], &l->exts[i], &s->route,
+                                          err, sizeof err)) < 0) {
             flight_settle(s, SLOT_BAD, OBX_PERMANENT, err);
+        } else if (built == MESSAGE_DROPPED) {
+            s->output = s->route->output_index; /* none: never offered */
+            flight_settle(s, SLOT_DROPPED, OBX_OK, err);
         } else {
             l->msgs[i].token = flight_token(l->flight, i);
             s->output = s->route->output_index;
@@ -141,7 +145,7 @@ void lane_decide(lane *l)
     const slot *slots = l->flight->slots;
     int failed = 0;
     for (int i = 0; i < l->b.count; i++)
-        failed |= !(l->published[i] = slots[i].state == SLOT_DONE && slots[i].status == OBX_OK);
+        failed |= !(l->published[i] = slot_succeeded(&slots[i]));
     if (sh->cfg->ordering == ORDERING_AGGREGATE &&
         failed) /* nothing is behind a failure without one */
         batch_after_failure(&l->b, l->published, l->after_failure);

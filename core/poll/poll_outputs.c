@@ -48,6 +48,8 @@ int poll_outputs_status(PGconn *conn, const relay_config *cfg, json_t *json)
         obx_message m = {.event_type = PQgetvalue(res, r, 0),
                          .aggregate_type = PQgetvalue(res, r, 1)};
         const cfg_route *route = route_for(cfg, &m);
+        if (route && route->drop)
+            continue; /* marked done as soon as claimed: nothing waits for an output */
         per_output *o = route ? &out[route->output_index] : unrouted;
         o->waiting += atoll(PQgetvalue(res, r, 2));
         o->failing += atoll(PQgetvalue(res, r, 3));

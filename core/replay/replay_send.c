@@ -169,7 +169,8 @@ static int build(replayer *r, replay_event *ev, size_t n, long long now)
                       0,
                       NULL};
     char err[OUTCOME_ERROR_MAX];
-    if (message_build(&r->source, &f, &r->msgs[n], &ev->route, err, sizeof err) < 0) {
+    int built = message_build(&r->source, &f, &r->msgs[n], &ev->route, err, sizeof err);
+    if (built < 0) {
         ev->output = 0;
         ev->attempt++;
         verdict v = {VERDICT_BAD_ROW, OBX_PERMANENT, 0, err};
@@ -177,8 +178,8 @@ static int build(replayer *r, replay_event *ev, size_t n, long long now)
         return -1;
     }
     size_t route = (size_t)(ev->route - r->dl.cfg->routes);
-    if (r->o->routes && !r->o->routes[route]) {
-        ev->state = REV_DONE; /* not this replay's route */
+    if (built == MESSAGE_DROPPED || (r->o->routes && !r->o->routes[route])) {
+        ev->state = REV_DONE; /* dropped, or not this replay's route */
         ev->result = REV_SKIPPED;
         r->skipped++;
         return -1;

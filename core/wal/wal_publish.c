@@ -118,7 +118,7 @@ static void decide(wal_publisher *p, wal_event *ev, const verdict *v, long long 
         .v = *v,
         .attempt = ev->attempt,
         .route = v->kind == VERDICT_BAD_ROW ? NULL : ev->route,
-        .offered = v->kind != VERDICT_BAD_ROW,
+        .offered = v->kind != VERDICT_BAD_ROW && v->kind != VERDICT_DROPPED,
         .created_at_us = ev->row->created_at_us,
         .since_ms = ev->sent_ms,
     };
@@ -126,7 +126,8 @@ static void decide(wal_publisher *p, wal_event *ev, const verdict *v, long long 
     delivery_settle(&p->dl, &it, 1, &d);
     switch (d.outcome) {
     case OUTCOME_PUBLISHED:
-        atomic_fetch_add(&p->st->stats.published, 1);
+        if (v->kind != VERDICT_DROPPED)
+            atomic_fetch_add(&p->st->stats.published, 1);
         wal_window_finish(p->w, ev);
         break;
     case OUTCOME_RETRY:
@@ -214,10 +215,18 @@ int wal_publisher_send(wal_publisher *p, long long now)
                           ev->attempt + 1,
                           ev->row->v[WF_AGGREGATE_SEQ] ? atoll(ev->row->v[WF_AGGREGATE_SEQ]) : 0,
                           ev->row->v[WF_EVENT_VERSION]};
+        int built = -1;
         if (ev->row->invalid)
             snprintf(err, sizeof err, "%s", ev->row->invalid);
-        if (ev->row->invalid ||
-            message_build(&p->source, &f, &p->msgs[count], &ev->route, err, sizeof err) < 0) {
+        else
+            built = message_build(&p->source, &f, &p->msgs[count], &ev->route, err, sizeof err);
+        if (built == MESSAGE_DROPPED) {
+            ev->output = ev->route->output_index; /* none: never offered */
+            verdict v = {VERDICT_DROPPED, OBX_OK, 0, err};
+            decide(p, ev, &v, now);
+            continue;
+        }
+        if (built < 0) {
             ev->output = 0; /* no route: counted on the first output, as poll mode does */
             ev->attempt++;
             verdict v = {VERDICT_BAD_ROW, OBX_PERMANENT, 0, err};

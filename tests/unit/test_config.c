@@ -353,6 +353,14 @@ static void test_errors_name_file_and_line(void **state)
          "setting \"destination\": ${payload} is neither a row field"},
         {MINIMAL "routes = ( {\n output = \"out\"; to = \"x\"; } );\n", 4,
          "unknown setting \"to\" in route"},
+        {MINIMAL "routes = ( { output = \"out\";\n headers = ( \"a\" ); } );\n", 4,
+         "route headers must be a group of name = \"glob\" pairs"},
+        {MINIMAL "routes = ( { output = \"out\"; headers = {\n tier = 1; }; } );\n", 4,
+         "route header tier must be a string (a glob on its value)"},
+        {MINIMAL "routes = (\n { event_type = \"debug.*\"; drop = true; output = \"out\"; } );\n", 4,
+         "a route with drop = true takes no output and no destination"},
+        {MINIMAL "routes = ( {\n drop = \"yes\"; } );\n", 4,
+         "setting \"drop\" must be true or false"},
         {"database = { conninfo = \"x\"; };\n"
          "outputs = ( { name = \"a\"; driver = \"m\"; }, { name = \"b\"; driver = \"m\"; } );\n"
          "routes = (\n { destination = \"d\"; } );\n",

@@ -124,9 +124,24 @@ static void test_render_refusals(void **state)
 
 /* Two outputs; orders to output 1 by aggregate id, users by name, the rest to 0. */
 static cfg_route routes[] = {
-    {"order.*", "Order", "b", 1, "orders.${aggregate_id}", 10},
-    {"*", "User", "a", 0, "users", 11},
-    {"*", "*", "a", 0, "${event_type}", 12},
+    {.event_type = "order.*",
+     .aggregate_type = "Order",
+     .output = "b",
+     .output_index = 1,
+     .destination = "orders.${aggregate_id}",
+     .line = 10},
+    {.event_type = "*",
+     .aggregate_type = "User",
+     .output = "a",
+     .output_index = 0,
+     .destination = "users",
+     .line = 11},
+    {.event_type = "*",
+     .aggregate_type = "*",
+     .output = "a",
+     .output_index = 0,
+     .destination = "${event_type}",
+     .line = 12},
 };
 
 static relay_config config(void)
@@ -269,7 +284,12 @@ static void test_build_refusals(void **state)
         obx_message m;
         size_t output;
         relay_config cfg = config();
-        cfg_route catch_none = {"order.*", "Order", "b", 1, "orders.${aggregate_id}", 10};
+        cfg_route catch_none = {.event_type = "order.*",
+                                .aggregate_type = "Order",
+                                .output = "b",
+                                .output_index = 1,
+                                .destination = "orders.${aggregate_id}",
+                                .line = 10};
         if (cases[i].column == ROW_EVENT_TYPE) {
             cfg.routes = &catch_none;
             cfg.route_count = 1;
@@ -296,7 +316,12 @@ static void test_build_payload_at_limit(void **state)
 static void test_build_empty_destination(void **state)
 {
     (void)state;
-    cfg_route blank = {"*", "*", "a", 0, "", 12};
+    cfg_route blank = {.event_type = "*",
+                       .aggregate_type = "*",
+                       .output = "a",
+                       .output_index = 0,
+                       .destination = "",
+                       .line = 12};
     relay_config cfg = config();
     cfg.routes = &blank;
     cfg.route_count = 1;
@@ -305,6 +330,74 @@ static void test_build_empty_destination(void **state)
     size_t output;
     assert_int_equal(build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output), -1);
     assert_string_equal(err, "destination is empty (route at relay.conf:12)");
+}
+
+/* Header conditions: every named header present, its first value matching
+ * the glob; a drop route answers MESSAGE_DROPPED with where it is. */
+static void test_build_header_routes_and_drop(void **state)
+{
+    (void)state;
+    cfg_header_match eu[] = {{"region", "eu-*"}, {"tier", "gold"}};
+    cfg_header_match debug[] = {{"debug", "*"}};
+    cfg_route rs[] = {
+        {.event_type = "*",
+         .aggregate_type = "*",
+         .output = "b",
+         .output_index = 1,
+         .destination = "eu",
+         .line = 20,
+         .headers = eu,
+         .header_count = 2},
+        {.event_type = "*",
+         .aggregate_type = "*",
+         .output = "",
+         .output_index = 2,
+         .destination = "",
+         .line = 21,
+         .headers = debug,
+         .header_count = 1,
+         .drop = 1},
+        {.event_type = "*",
+         .aggregate_type = "*",
+         .output = "a",
+         .output_index = 0,
+         .destination = "rest",
+         .line = 22},
+    };
+    relay_config cfg = config();
+    cfg.routes = rs;
+    cfg.route_count = 3;
+    cfg.output_count = 2;
+    static const struct {
+        const char *headers;
+        int rc;
+        size_t output;
+    } cases[] = {
+        {"{\"region\": \"eu-west\", \"tier\": \"gold\"}", 0, 1},
+        {"{\"tier\": \"gold\", \"region\": \"eu-west\", \"region\": \"us\"}", 0, 1},
+        {"{\"region\": \"us-east\", \"tier\": \"gold\"}", 0, 0}, /* glob misses */
+        {"{\"region\": \"eu-west\"}", 0, 0},                     /* tier absent */
+        {"{\"debug\": \"1\", \"tier\": \"gold\"}", MESSAGE_DROPPED, 99},
+        {NULL, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        claim_row row = claim_row_of("1", "Order", "1", "order.created");
+        row.v[ROW_HEADERS] = cases[i].headers;
+        obx_message m;
+        size_t output = 99;
+        int rc = build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output);
+        if (rc != cases[i].rc || output != cases[i].output)
+            fail_msg("case %zu: rc %d output %zu; want %d and %zu (%s)", i, rc, output, cases[i].rc,
+                     cases[i].output, err);
+    }
+    assert_string_equal(err, "");
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    row.v[ROW_HEADERS] = "{\"debug\": \"yes\"}";
+    obx_message m;
+    size_t output;
+    assert_int_equal(build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output),
+                     MESSAGE_DROPPED);
+    assert_string_equal(err, "dropped by the route at relay.conf:21");
 }
 
 /* bytea arrives as \x hex text and leaves as the bytes it encodes. */
@@ -354,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_build_refusals),
         cmocka_unit_test(test_build_payload_at_limit),
         cmocka_unit_test(test_build_empty_destination),
+        cmocka_unit_test(test_build_header_routes_and_drop),
         cmocka_unit_test(test_build_bytea_payload),
         cmocka_unit_test(test_build_text_payload),
     };
