@@ -64,6 +64,9 @@ static void test_decision_table(void **state)
         {VERDICT_BAD_ROW, OBX_PERMANENT, 1, OUTCOME_DEAD, 0, "broker said no (code 7)"},
         {VERDICT_ABORTED, OBX_OK, 1, OUTCOME_RELEASE, 0, ""},
         {VERDICT_NOT_SENT, OBX_OK, 1, OUTCOME_DEFER, PAUSE_MS, "not sent: broker said no (code 7)"},
+        /* a drop route's event is done, whatever its attempt */
+        {VERDICT_DROPPED, OBX_OK, 1, OUTCOME_PUBLISHED, 0, ""},
+        {VERDICT_DROPPED, OBX_OK, 3, OUTCOME_PUBLISHED, 0, ""},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         decision d = decide(table[i].kind, table[i].status, table[i].attempt, 0);
