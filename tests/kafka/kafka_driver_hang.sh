@@ -1,7 +1,8 @@
 #!/bin/bash
 # A hung cluster: a private mock stopped (SIGSTOP: connections stay open,
-# nothing answers) for 60 s (KDRV_HANG_MS) under a steady stream (2,000
-# messages a second, at most 1,000 in flight). No message
+# nothing answers) for 25 s (KDRV_HANG_MS; 2.5 times the 10 s message
+# timeout it sets) under a steady stream (2,000 messages a second, at most
+# 1,000 in flight). No message
 # completes RETRIABLE or PERMANENT (nothing would count an attempt or be
 # dead-lettered): timeouts complete UNAVAILABLE, the harness pauses and
 # probes as the host does; after the mock answers again every message is
@@ -11,8 +12,8 @@
 
 topic=kt.hang
 kmock_start "$topic:6"
-"$KDRV" hang -d "$KAFKA_SO" -b "$KM_BOOTSTRAP" -t "$topic" -n "${HANG_EVENTS:-20000}" -K "$KM_PID" \
-    -e "$WORK/ids" 2> "$WORK/err" || { tail -30 "$WORK/err"; fail "hang scenario"; }
+KDRV_HANG_MS=${KDRV_HANG_MS:-25000} "$KDRV" hang -d "$KAFKA_SO" -b "$KM_BOOTSTRAP" -t "$topic" \
+    -n "${HANG_EVENTS:-20000}" -K "$KM_PID" -o message_timeout_ms=10000 -e "$WORK/ids" 2> "$WORK/err" || { tail -30 "$WORK/err"; fail "hang scenario"; }
 grep "^hang:" "$WORK/err"
 expect_eq "acknowledged" "$(wc -l < "$WORK/ids")" "${HANG_EVENTS:-20000}"
 "$KCONSUME" -b "$KM_BOOTSTRAP" -t "$topic" -i 20000 -k > "$WORK/got" || fail "consumer checks failed"
