@@ -2,9 +2,10 @@
 # One hung broker of three (an in-process mock whose broker 1, leader of two
 # of the topic's six partitions, delays every answer by an hour) for 25 s
 # (KDRV_HANG_MS; 2.5 times the 10 s message timeout it sets) under a steady
-# stream: librdkafka never finds all brokers down, yet no message completes RETRIABLE or PERMANENT (timeouts are
-# pushback: UNAVAILABLE); after the broker answers again every message is
-# acknowledged and the consumer finds every event (duplicates counted).
+# stream: librdkafka never finds all brokers down, yet no message completes
+# RETRIABLE or PERMANENT (timeouts are pushback: UNAVAILABLE); after the
+# broker answers again every message is acknowledged and the consumer finds
+# every event (duplicates counted).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/klib.sh"
 
