@@ -123,6 +123,12 @@ typedef struct relay_config {
     cfg_route *routes;
     size_t route_count;
 
+    /* dead_letter = { output; destination; }: dead events are also published
+     * there (NULL output: they stay in the database only) */
+    char *dead_letter_output;
+    size_t dead_letter_output_index;
+    char *dead_letter_destination; /* template, as a route's */
+
     /* Per row of the settings table: 1 when the file set it, 0 for the default. */
     unsigned char from_file[CFG_SETTINGS_MAX];
 } relay_config;

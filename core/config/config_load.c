@@ -13,8 +13,8 @@
 
 relay_config *config_load(const char *path, char *err, size_t err_size)
 {
-    static const char *const keys[] = {"database", "relay",   "log",    "metrics",
-                                       "admin",    "outputs", "routes", NULL};
+    static const char *const keys[] = {"database", "relay",  "log",         "metrics", "admin",
+                                       "outputs",  "routes", "dead_letter", NULL};
     relay_config *cfg = calloc(1, sizeof *cfg);
     cfg->path = strdup(path);
     settings_set_defaults(cfg);
@@ -59,6 +59,8 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
             config_load_outputs(&st, cfg_member(root, "outputs"));
         if (!st.failed)
             config_load_routes(&st, cfg_member(root, "routes"));
+        if (!st.failed)
+            config_load_dead_letter(&st, cfg_member(root, "dead_letter"));
     }
     config_destroy(&lc);
     if (st.failed) {
@@ -102,6 +104,8 @@ void config_free(relay_config *cfg)
     settings_free(cfg);
     free(cfg->outputs);
     free(cfg->routes);
+    free(cfg->dead_letter_output);
+    free(cfg->dead_letter_destination);
     free(cfg->path);
     free(cfg);
 }

@@ -227,3 +227,36 @@ void config_load_routes(cfg_reader *st, const config_setting_t *list)
         route->output_index = j;
     }
 }
+
+/* Where dead events are also published when no destination is named. */
+#define DEFAULT_DEAD_DESTINATION "outbox.dead.${aggregate_type}"
+
+void config_load_dead_letter(cfg_reader *st, const config_setting_t *group)
+{
+    static const char *const keys[] = {"output", "destination", NULL};
+    relay_config *cfg = st->cfg;
+    if (!group)
+        return;
+    if (!config_setting_is_group(group)) {
+        cfg_fail(st, group, "dead_letter must be a group { output = ...; destination = ...; }");
+        return;
+    }
+    if (cfg_check_keys(st, group, "dead_letter", keys) < 0 ||
+        cfg_get_string(st, group, "output", &cfg->dead_letter_output, 0) < 0 ||
+        cfg_get_string(st, group, "destination", &cfg->dead_letter_destination, 1) < 0)
+        return;
+    if (!cfg->dead_letter_output) {
+        cfg_fail(st, group, "dead_letter needs an output");
+        return;
+    }
+    if (!cfg->dead_letter_destination)
+        cfg->dead_letter_destination = strdup(DEFAULT_DEAD_DESTINATION);
+    check_template(st, cfg_member(group, "destination"), cfg->dead_letter_destination);
+    size_t j = 0;
+    while (j < cfg->output_count && strcmp(cfg->outputs[j].name, cfg->dead_letter_output) != 0)
+        j++;
+    if (j == cfg->output_count)
+        cfg_fail(st, cfg_member(group, "output"),
+                 "dead_letter names output \"%s\", which is not defined", cfg->dead_letter_output);
+    cfg->dead_letter_output_index = j;
+}

@@ -5,7 +5,7 @@
  * the output's health, the outcome decision under the retry policy of the
  * config generation, the per-output and per-route counters. What a settled
  * outcome does to the event (a row marked, a window slot finished, a dead
- * letter written) is the source's: see dead_letter.h for the dead seam. */
+ * letter written) is the source's. */
 #ifndef OBX_DELIVERY_H
 #define OBX_DELIVERY_H
 

@@ -15,9 +15,7 @@ static int hex_digit(char c)
                                   : -1;
 }
 
-/* bytea's hex text form (\x...; sessions pin bytea_output = hex) into raw
- * bytes in scratch. Returns the length, or -1 when the text is not that. */
-static long long decode_bytea(arena *scratch, const char *text, size_t len, const void **out)
+long long message_decode_bytea(arena *scratch, const char *text, size_t len, const void **out)
 {
     if (len < 2 || text[0] != '\\' || text[1] != 'x' || (len - 2) % 2)
         return -1;
@@ -44,7 +42,7 @@ static int read_payload(const message_source *src, const char *payload, size_t l
     }
     if (src->payload == PAYLOAD_BYTES) { /* bytea arrives as \x hex text */
         const void *raw;
-        long long n = decode_bytea(src->scratch, payload, len, &raw);
+        long long n = message_decode_bytea(src->scratch, payload, len, &raw);
         if (n < 0) {
             snprintf(err, err_size, "payload: cannot decode bytea");
             return -1;

@@ -53,6 +53,10 @@ typedef struct event_fields {
 int message_build(const message_source *src, const event_fields *f, obx_message *msg,
                   const cfg_route **route, char *err, size_t err_size);
 
+/* bytea's hex text form (\x...; sessions pin bytea_output = hex) into raw
+ * bytes in scratch. Returns the length, or -1 when the text is not that. */
+long long message_decode_bytea(arena *scratch, const char *text, size_t len, const void **out);
+
 /* The fields of f a driver reads through host->message_ext. */
 void message_ext_build(const event_fields *f, obx_message_ext *x);
 

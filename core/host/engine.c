@@ -11,6 +11,7 @@
 #include "admin.h"
 #include "backlog.h"
 #include "db.h"
+#include "dead_forward.h"
 #include "log.h"
 #include "metrics.h"
 #include "service_notify.h"
@@ -150,6 +151,9 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
     void *run = src->start(st, payload_type);
     pthread_t poller;
     pthread_create(&poller, NULL, backlog_main, st); /* operator pauses, and metrics' backlog */
+    pthread_t forwarder;
+    if (st->cfg->dead_letter_output)
+        pthread_create(&forwarder, NULL, dead_forward_main, st);
     while (!src->join(run, 50)) {
         config_gen *gen = state_take_gen(st);
         int stalled = counters_stalled(st->metrics, gen->cfg, now_ms());
@@ -170,6 +174,8 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
     notify_stopping();
     state_request_stop(st, now_ms());
     pthread_join(poller, NULL);
+    if (st->cfg->dead_letter_output)
+        pthread_join(forwarder, NULL);
     src->finish(run);
 }
 

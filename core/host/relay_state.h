@@ -17,6 +17,7 @@
 /* Totals for the exit summary and the metrics endpoint. */
 typedef struct relay_stats {
     atomic_llong claimed, published, retried, dead, released, deferred;
+    atomic_llong dead_forwarded; /* dead events the dead_letter output acknowledged */
 } relay_stats;
 
 typedef struct relay_state {

@@ -45,6 +45,8 @@ static void legacy_totals(FILE *f, relay_state *st)
     total(f, "outbox_relay_deferred_total",
           "Rows put back, no attempt counted, while their output was unavailable.",
           atomic_load(&e->deferred));
+    total(f, "outbox_relay_dead_forwarded_total",
+          "Dead events the dead_letter output acknowledged.", atomic_load(&e->dead_forwarded));
 }
 
 static void outputs_up(FILE *f, relay_state *st, const config_gen *gen)

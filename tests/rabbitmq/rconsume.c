@@ -8,7 +8,7 @@
  *   rconsume URL purge QUEUE
  *   rconsume URL delete QUEUE [EXCHANGE]
  *   rconsume URL read QUEUE EXPECTED IDLE_MS [--header-n KEY PREFIX] [--content-type CT]
- *                     [--ids FILE]
+ *                     [--ids FILE [--id-header KEY]]
  *
  * read consumes until EXPECTED distinct event ids arrived (then lingers a
  * little to count late duplicates) or nothing came for IDLE_MS. It checks on
@@ -17,7 +17,8 @@
  * aggregate_type/aggregate_id/event_id/event_type/created_at, optionally
  * headers[KEY] == PREFIX<n>; and per aggregate that first deliveries come in
  * increasing n (the payload's "n"). --ids writes every delivery's event id,
- * one a line in arrival order, so a test can compare the set with its table.
+ * one a line in arrival order, so a test can compare the set with its table;
+ * with --id-header, each followed by a tab and the value of header KEY.
  * Prints one summary line; exits 0 only when unique == EXPECTED and no check
  * failed.
  */
@@ -108,7 +109,8 @@ static long payload_n(amqp_bytes_t body)
 }
 
 static int do_read(amqp_connection_state_t conn, const char *queue, long expected, int idle_ms,
-                   const char *hkey, const char *hprefix, const char *ctype, FILE *ids)
+                   const char *hkey, const char *hprefix, const char *ctype, FILE *ids,
+                   const char *id_header)
 {
     amqp_basic_qos(conn, 1, 0, 2000, 0);
     die_reply(amqp_get_rpc_reply(conn), "basic.qos");
@@ -177,8 +179,13 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
         if (n < 0)
             bad("payload has no \"n\"", n);
 
-        if (ids)
-            fprintf(ids, "%.*s\n", (int)eid->value.bytes.len, (const char *)eid->value.bytes.bytes);
+        if (ids) {
+            const amqp_field_value_t *v = id_header ? header(&p->headers, id_header) : NULL;
+            fprintf(ids, "%.*s", (int)eid->value.bytes.len, (const char *)eid->value.bytes.bytes);
+            if (id_header && v && v->kind == AMQP_FIELD_KIND_UTF8)
+                fprintf(ids, "\t%.*s", (int)v->value.bytes.len, (const char *)v->value.bytes.bytes);
+            fputc('\n', ids);
+        }
         delivery_add(seen, eid->value.bytes.bytes, eid->value.bytes.len, agg->value.bytes.bytes,
                      agg->value.bytes.len, n);
         amqp_destroy_envelope(&env);
@@ -235,7 +242,7 @@ int main(int argc, char **argv)
             die_reply(amqp_get_rpc_reply(conn), "exchange.delete");
         }
     } else if (strcmp(cmd, "read") == 0 && argc >= 6) {
-        const char *hkey = NULL, *hprefix = NULL, *ctype = NULL;
+        const char *hkey = NULL, *hprefix = NULL, *ctype = NULL, *id_header = NULL;
         FILE *ids = NULL;
         for (int i = 6; i < argc; i++) {
             if (strcmp(argv[i], "--header-n") == 0 && i + 2 < argc) {
@@ -243,6 +250,8 @@ int main(int argc, char **argv)
                 hprefix = argv[++i];
             } else if (strcmp(argv[i], "--content-type") == 0 && i + 1 < argc) {
                 ctype = argv[++i];
+            } else if (strcmp(argv[i], "--id-header") == 0 && i + 1 < argc) {
+                id_header = argv[++i];
             } else if (strcmp(argv[i], "--ids") == 0 && i + 1 < argc) {
                 if (!(ids = fopen(argv[++i], "w"))) {
                     perror(argv[i]);
@@ -253,7 +262,8 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
-        rc = do_read(conn, queue, atol(argv[4]), atoi(argv[5]), hkey, hprefix, ctype, ids);
+        rc = do_read(conn, queue, atol(argv[4]), atoi(argv[5]), hkey, hprefix, ctype, ids,
+                     id_header);
         if (ids && fclose(ids) != 0)
             rc = 2;
     } else {

@@ -1,0 +1,278 @@
+#include "dead_forward.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "db.h"
+#include "dead_message.h"
+#include "delivery.h"
+#include "log.h"
+#include "pgarray.h"
+#include "source.h"
+#include "sql_run.h"
+#include "text.h"
+
+#define BATCH 100
+#define IDLE_MS 1000      /* between reads when nothing was dead */
+#define ACK_WAIT_MS 30000 /* a batch not acknowledged by then is given back */
+#define MAX_BACKOFF_MS 30000
+
+/* SQL text reads best as written. */
+/* clang-format off */
+/* The source's dead events not forwarded yet, oldest death first, payloads
+ * over max_payload_bytes left out (NULL). @SIZE@: the payload's size. */
+static const char read_sql[] =
+    "SELECT d.event_id, d.event_type, d.aggregate_type, d.aggregate_id,"
+    " CASE WHEN d.payload IS NULL OR @SIZE@ > $2::bigint THEN NULL ELSE d.payload::text END,"
+    " d.headers, d.dead_at_us, d.attempts, d.error, d.created_at_us"
+    " FROM (@DEAD@) d WHERE NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_forwarded} f"
+    "  WHERE f.event_id = d.event_id AND f.dead_at_us = d.dead_at_us)"
+    " ORDER BY d.dead_at_us LIMIT $1";
+static const char done_sql[] =
+    "INSERT INTO {schema}.{n._dead_forwarded} (event_id, dead_at_us)"
+    " SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING";
+/* clang-format on */
+
+typedef struct forwarder {
+    relay_state *st;
+    const relay_config *cfg;
+    delivery dl;
+    size_t out; /* the dead_letter output */
+    char *read_sql;
+    PGconn *conn;
+    arena scratch;
+    uint32_t round; /* the check of this round's tokens: a late answer of an old one is ignored */
+    int backoff_ms;
+
+    pthread_mutex_t lock; /* completions, from the driver's threads */
+    pthread_cond_t answered;
+    int awaiting;
+    obx_status status[BATCH];
+    char detail[BATCH][DELIVERY_DETAIL_MAX];
+    int done[BATCH];
+} forwarder;
+
+static int stopping(const forwarder *f)
+{
+    return atomic_load(&f->st->stop) != 0;
+}
+
+static void nap(const forwarder *f, long long ms)
+{
+    for (long long slept = 0; slept < ms && !stopping(f); slept += 50)
+        usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
+}
+
+static void on_complete(void *arg, uint64_t key, uint32_t check, obx_status status, int native_code,
+                        const char *detail)
+{
+    forwarder *f = arg;
+    (void)native_code;
+    pthread_mutex_lock(&f->lock);
+    if (check == (f->round & DELIVERY_CHECK_MASK) && key < BATCH && !f->done[key]) {
+        f->done[key] = 1;
+        f->status[key] = status;
+        text_copy(f->detail[key], sizeof f->detail[key], detail);
+        if (--f->awaiting == 0)
+            pthread_cond_signal(&f->answered);
+    }
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* The payload's size in SQL, for the column's kind, without building a
+ * jsonb's text when its stored size already says it is small. */
+static char *make_read_sql(const relay_config *cfg, payload_kind kind)
+{
+    const char *size =
+        kind == PAYLOAD_JSON
+            ? "(CASE WHEN pg_column_size(d.payload)::bigint * 256 < $2::bigint THEN 0"
+              " ELSE {schema}.outbox_relay_payload_size(d.payload::jsonb) END)"
+            : "octet_length(d.payload)";
+    const char *dead = source_for(cfg)->dead_events;
+    size_t cap = sizeof read_sql + strlen(size) + strlen(dead);
+    char *sql = malloc(cap), *at;
+    snprintf(sql, cap, "%s", read_sql);
+    at = strstr(sql, "@SIZE@");
+    memmove(at + strlen(size), at + 6, strlen(at + 6) + 1);
+    memcpy(at, size, strlen(size));
+    at = strstr(sql, "@DEAD@");
+    memmove(at + strlen(dead), at + 6, strlen(at + 6) + 1);
+    memcpy(at, dead, strlen(dead));
+    return sql;
+}
+
+/* Offers the batch and waits for its answers (ACK_WAIT_MS at most). Fills
+ * f->status; a message with no answer is UNAVAILABLE. */
+static void publish(forwarder *f, obx_message *msgs, int n)
+{
+    obx_status accept[BATCH];
+    char refusal[BATCH][DELIVERY_DETAIL_MAX];
+    pthread_mutex_lock(&f->lock);
+    f->round++;
+    memset(f->done, 0, sizeof f->done);
+    f->awaiting = n;
+    pthread_mutex_unlock(&f->lock);
+    for (int i = 0; i < n; i++)
+        msgs[i].token = delivery_token((uint64_t)i, f->round);
+    long long sent = now_ms();
+    delivery_publish(&f->dl, f->out, msgs, NULL, (size_t)n, accept, refusal);
+    pthread_mutex_lock(&f->lock);
+    for (int i = 0; i < n; i++)
+        if (accept[i] != OBX_OK && !f->done[i]) {
+            f->done[i] = 1;
+            f->status[i] = accept[i];
+            text_copy(f->detail[i], sizeof f->detail[i], refusal[i]);
+            f->awaiting--;
+        }
+    while (f->awaiting > 0 && now_ms() - sent < ACK_WAIT_MS) {
+        pthread_mutex_unlock(&f->lock);
+        if (!outputs_poll(&f->dl.outs, 20)) { /* drivers with their own threads: just wait */
+            pthread_mutex_lock(&f->lock);
+            struct timespec until = clock_deadline(20);
+            if (f->awaiting > 0)
+                pthread_cond_timedwait(&f->answered, &f->lock, &until);
+            pthread_mutex_unlock(&f->lock);
+        }
+        pthread_mutex_lock(&f->lock);
+    }
+    int late = f->awaiting;
+    for (int i = 0; i < n; i++)
+        if (!f->done[i]) {
+            f->done[i] = 1;
+            f->status[i] = OBX_UNAVAILABLE;
+            snprintf(f->detail[i], sizeof f->detail[i], "no acknowledgement within %d s",
+                     ACK_WAIT_MS / 1000);
+        }
+    f->round++; /* late answers of this batch are ignored */
+    pthread_mutex_unlock(&f->lock);
+    if (late)
+        outputs_stall(&f->dl.outs, f->out);
+    /* the output's health and counters learn what its messages said */
+    settle_item items[BATCH];
+    decision d[BATCH];
+    for (int i = 0; i < n; i++)
+        items[i] = (settle_item){.output = f->out,
+                                 .v = {VERDICT_COMPLETED, f->status[i], 0, f->detail[i]},
+                                 .attempt = 1,
+                                 .offered = accept[i] == OBX_OK,
+                                 .created_at_us = msgs[i].created_at_us,
+                                 .since_ms = sent};
+    delivery_settle(&f->dl, items, (size_t)n, d);
+}
+
+/* Remembers what was acknowledged. Returns how many, or -1. */
+static int record(forwarder *f, const PGresult *rows, int n)
+{
+    pgarray ids, ats;
+    pgarray_init(&ids);
+    pgarray_init(&ats);
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        if (f->status[i] == OBX_OK) {
+            pgarray_add(&ids, PQgetvalue(rows, i, DEAD_EVENT_ID), 1);
+            pgarray_add(&ats, PQgetvalue(rows, i, DEAD_AT_US), 0);
+            ok++;
+        }
+    char err[1024];
+    const char *params[] = {pgarray_text(&ids), pgarray_text(&ats)};
+    PGresult *res =
+        ok ? sql_run(f->conn, f->cfg, done_sql, 2, params, PGRES_COMMAND_OK, NULL, err, sizeof err)
+           : NULL;
+    if (ok && !res) {
+        log_warn("dead-letter output: cannot record what it acknowledged: %s", err);
+        ok = -1;
+    }
+    PQclear(res);
+    pgarray_free(&ids);
+    pgarray_free(&ats);
+    return ok;
+}
+
+/* One round: read, publish, record. Returns events read (0: none), -1 on a
+ * database error. */
+static int forward_some(forwarder *f)
+{
+    char err[1024], batch[16], limit[16];
+    snprintf(batch, sizeof batch, "%d", BATCH);
+    snprintf(limit, sizeof limit, "%d", f->cfg->max_payload_bytes);
+    const char *params[] = {batch, limit};
+    PGresult *rows =
+        sql_run(f->conn, f->cfg, f->read_sql, 2, params, PGRES_TUPLES_OK, NULL, err, sizeof err);
+    if (!rows) {
+        log_warn("dead-letter output: cannot read the dead events: %s", err);
+        return -1;
+    }
+    int n = PQntuples(rows);
+    if (n > 0) {
+        obx_message msgs[BATCH];
+        for (int i = 0; i < n; i++)
+            dead_message_build(f->cfg, f->st->payload, rows, i, &f->scratch, &msgs[i]);
+        publish(f, msgs, n);
+        int ok = record(f, rows, n);
+        atomic_fetch_add(&f->st->stats.dead_forwarded, ok > 0 ? ok : 0);
+        if (ok >= 0 && ok < n) {
+            int first = 0;
+            while (f->status[first] == OBX_OK)
+                first++;
+            log_warn("dead-letter output %s: %d of %d dead events not acknowledged (%s); sent "
+                     "again in %d ms",
+                     f->cfg->dead_letter_output, n - ok, n, f->detail[first], f->backoff_ms);
+        }
+        f->backoff_ms = ok == n ? 0 : f->backoff_ms ? f->backoff_ms * 2 : 500;
+        if (f->backoff_ms > MAX_BACKOFF_MS)
+            f->backoff_ms = MAX_BACKOFF_MS;
+        arena_reset(&f->scratch);
+    }
+    PQclear(rows);
+    return n;
+}
+
+void *dead_forward_main(void *arg)
+{
+    forwarder *f = calloc(1, sizeof *f);
+    f->st = arg;
+    f->cfg = f->st->cfg;
+    f->out = f->cfg->dead_letter_output_index;
+    f->read_sql = make_read_sql(f->cfg, f->st->payload);
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->answered, NULL);
+    delivery_init(&f->dl, f->st, 0, on_complete, f);
+    snprintf(f->dl.outs.scope, sizeof f->dl.outs.scope, "dead-letter");
+    while (!stopping(f)) {
+        char err[1024];
+        if (!f->conn &&
+            !(f->conn = db_connect(f->cfg, "outbox-relay dead-letter", err, sizeof err))) {
+            log_warn("dead-letter output: %s", err);
+            nap(f, 5000);
+            continue;
+        }
+        outputs_close_broken(&f->dl.outs);
+        outputs_ensure(&f->dl.outs, 0);
+        outputs_any_usable(&f->dl.outs);
+        if (!f->dl.outs.out[f->out].inst || !outputs_may_send(&f->dl.outs, f->out)) {
+            long long wait = outputs_wait_ms(&f->dl.outs);
+            nap(f, wait > 0 && wait < 5000 ? wait : 500);
+            continue;
+        }
+        int n = forward_some(f);
+        if (n < 0 && PQstatus(f->conn) != CONNECTION_OK) {
+            PQfinish(f->conn);
+            f->conn = NULL;
+        }
+        nap(f, n < 0 ? 5000 : f->backoff_ms ? f->backoff_ms : n == BATCH ? 0 : IDLE_MS);
+    }
+    outputs_close_all(&f->dl.outs);
+    delivery_free(&f->dl);
+    if (f->conn)
+        PQfinish(f->conn);
+    arena_free(&f->scratch);
+    free(f->read_sql);
+    pthread_mutex_destroy(&f->lock);
+    pthread_cond_destroy(&f->answered);
+    free(f);
+    return NULL;
+}
