@@ -361,6 +361,12 @@ static void test_errors_name_file_and_line(void **state)
          "a route with drop = true takes no output and no destination"},
         {MINIMAL "routes = ( {\n drop = \"yes\"; } );\n", 4,
          "setting \"drop\" must be true or false"},
+        {MINIMAL "dead_letter = {\n destination = \"d\"; };\n", 3, "dead_letter needs an output"},
+        {MINIMAL "dead_letter = { destination = \"d\";\n output = \"gone\"; };\n", 4,
+         "dead_letter names output \"gone\", which is not defined"},
+        {MINIMAL "dead_letter = ( \"out\" );\n", 3, "dead_letter must be a group"},
+        {MINIMAL "dead_letter = { output = \"out\";\n destination = \"d.${payload}\"; };\n", 4,
+         "setting \"destination\": ${payload} is neither a row field"},
         {"database = { conninfo = \"x\"; };\n"
          "outputs = ( { name = \"a\"; driver = \"m\"; }, { name = \"b\"; driver = \"m\"; } );\n"
          "routes = (\n { destination = \"d\"; } );\n",
