@@ -20,16 +20,21 @@
 #define IDLE_MS 1000      /* between reads when nothing was dead */
 #define ACK_WAIT_MS 30000 /* a batch not acknowledged by then is given back */
 #define MAX_BACKOFF_MS 30000
+/* How much later than its dead_at a dead event's transaction may commit
+ * (the relay's own, bounded by relay.max_transaction_ms, with room). */
+#define COMMIT_MARGIN_US (60LL * 1000000)
 
 /* SQL text reads best as written. */
 /* clang-format off */
 /* The source's dead events not forwarded yet, oldest death first, payloads
- * over max_payload_bytes left out (NULL). @SIZE@: the payload's size. */
+ * over max_payload_bytes left out (NULL), none dead before $3 (µs since
+ * the epoch: see low_us). @SIZE@: the payload's size. */
 static const char read_sql[] =
     "SELECT d.event_id, d.event_type, d.aggregate_type, d.aggregate_id,"
     " CASE WHEN d.payload IS NULL OR @SIZE@ > $2::bigint THEN NULL ELSE d.payload::text END,"
     " d.headers, d.dead_at_us, d.attempts, d.error, d.created_at_us"
-    " FROM (@DEAD@) d WHERE NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_forwarded} f"
+    " FROM (@DEAD@) d WHERE d.dead_at >= timestamptz 'epoch' + $3::bigint * interval '1 microsecond'"
+    " AND NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_forwarded} f"
     "  WHERE f.event_id = d.event_id AND f.dead_at_us = d.dead_at_us)"
     " ORDER BY d.dead_at_us LIMIT $1";
 static const char done_sql[] =
@@ -46,6 +51,10 @@ typedef struct forwarder {
     PGconn *conn;
     arena scratch;
     uint32_t round; /* the check of this round's tokens: a late answer of an old one is ignored */
+    /* Every event dead before this (µs) was forwarded, but for those that
+     * died in transactions that committed up to COMMIT_MARGIN_US later: the
+     * reads start there, not at the first dead event ever (0 at start). */
+    long long low_us;
     int backoff_ms;
 
     pthread_mutex_t lock; /* completions, from the driver's threads */
@@ -65,6 +74,14 @@ static void nap(const forwarder *f, long long ms)
 {
     for (long long slept = 0; slept < ms && !stopping(f); slept += 50)
         usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
+}
+
+/* A batch waits for its answers until ACK_WAIT_MS, or a stop's deadline. */
+static int waited_enough(const forwarder *f, long long sent)
+{
+    long long now = now_ms();
+    return now - sent >= ACK_WAIT_MS ||
+           (stopping(f) && now >= atomic_load(&f->st->stop_at_ms) + f->cfg->shutdown_timeout_ms);
 }
 
 static void on_complete(void *arg, uint64_t key, uint32_t check, obx_status status, int native_code,
@@ -128,7 +145,7 @@ static void publish(forwarder *f, obx_message *msgs, int n)
             text_copy(f->detail[i], sizeof f->detail[i], refusal[i]);
             f->awaiting--;
         }
-    while (f->awaiting > 0 && now_ms() - sent < ACK_WAIT_MS) {
+    while (f->awaiting > 0 && !waited_enough(f, sent)) {
         pthread_mutex_unlock(&f->lock);
         if (!outputs_poll(&f->dl.outs, 20)) { /* drivers with their own threads: just wait */
             pthread_mutex_lock(&f->lock);
@@ -192,16 +209,29 @@ static int record(forwarder *f, const PGresult *rows, int n)
     return ok;
 }
 
+/* After a batch (oldest death first): the low mark moves to its first event
+ * not forwarded, or past the batch when all were. */
+static void move_low(forwarder *f, const PGresult *rows, int n, int all)
+{
+    for (int i = 0; i < n; i++)
+        if (all ? i == n - 1 : f->status[i] != OBX_OK) {
+            f->low_us = atoll(PQgetvalue(rows, i, DEAD_AT_US));
+            return;
+        }
+}
+
 /* One round: read, publish, record. Returns events read (0: none), -1 on a
  * database error. */
 static int forward_some(forwarder *f)
 {
-    char err[1024], batch[16], limit[16];
+    char err[1024], batch[16], limit[16], low[24];
     snprintf(batch, sizeof batch, "%d", BATCH);
     snprintf(limit, sizeof limit, "%d", f->cfg->max_payload_bytes);
-    const char *params[] = {batch, limit};
+    snprintf(low, sizeof low, "%lld",
+             f->low_us > COMMIT_MARGIN_US ? f->low_us - COMMIT_MARGIN_US : 0);
+    const char *params[] = {batch, limit, low};
     PGresult *rows =
-        sql_run(f->conn, f->cfg, f->read_sql, 2, params, PGRES_TUPLES_OK, NULL, err, sizeof err);
+        sql_run(f->conn, f->cfg, f->read_sql, 3, params, PGRES_TUPLES_OK, NULL, err, sizeof err);
     if (!rows) {
         log_warn("dead-letter output: cannot read the dead events: %s", err);
         return -1;
@@ -213,6 +243,7 @@ static int forward_some(forwarder *f)
             dead_message_build(f->cfg, f->st->payload, rows, i, &f->scratch, &msgs[i]);
         publish(f, msgs, n);
         int ok = record(f, rows, n);
+        move_low(f, rows, n, ok == n);
         atomic_fetch_add(&f->st->stats.dead_forwarded, ok > 0 ? ok : 0);
         if (ok >= 0 && ok < n) {
             int first = 0;

@@ -67,7 +67,7 @@ const source_ops wal_ops = {
     .dead_events = "SELECT {c.event_id}::text AS event_id, {c.event_type}::text AS event_type,"
                    " {c.aggregate_type}::text AS aggregate_type, {c.aggregate_id}::text AS aggregate_id,"
                    " {c.payload} AS payload, {c.headers}::text AS headers,"
-                   " (extract(epoch FROM dl_at) * 1000000)::bigint AS dead_at_us,"
+                   " dl_at AS dead_at, (extract(epoch FROM dl_at) * 1000000)::bigint AS dead_at_us,"
                    " dl_attempts AS attempts, dl_error AS error,"
                    " (extract(epoch FROM {c.created_at}) * 1000000)::bigint AS created_at_us"
                    " FROM {schema}.{n._dead_letter}",
