@@ -173,6 +173,7 @@ void config_load_routes(cfg_reader *st, const config_setting_t *list)
                                        "destination", "drop",           NULL};
     relay_config *cfg = st->cfg;
     if (!list) { /* one default route: everything to the first output */
+        cfg->outputs[0].routed = 1;
         cfg->routes = calloc(1, sizeof *cfg->routes);
         cfg->route_count = 1;
         cfg->routes[0] = (cfg_route){.event_type = strdup("*"),
@@ -225,6 +226,7 @@ void config_load_routes(cfg_reader *st, const config_setting_t *list)
             return;
         }
         route->output_index = j;
+        cfg->outputs[j].routed = 1;
     }
 }
 

@@ -18,6 +18,7 @@ void outputs_init(outputs *o, relay_state *st, int worker_index, host_complete_f
     o->on_complete = on_complete;
     o->on_refuse = on_refuse;
     o->arg = arg;
+    o->only = -1;
     snprintf(o->scope, sizeof o->scope, "worker %d", worker_index);
 }
 
@@ -96,12 +97,21 @@ static void recreate_if_stuck(outputs *o, size_t i)
     atomic_store(&oi->broken, 1);
 }
 
+/* Does this user of the outputs need an instance of output i? An output
+ * only the dead_letter group names is the dead-letter thread's alone. */
+static int wanted(const outputs *o, size_t i)
+{
+    return o->only >= 0 ? i == (size_t)o->only : o->gen->cfg->outputs[i].routed;
+}
+
 int outputs_ensure(outputs *o, int first)
 {
     const relay_config *cfg = o->gen->cfg;
     int all_up = 1;
     for (size_t i = 0; i < o->count; i++) {
         output_instance *oi = &o->out[i];
+        if (!wanted(o, i))
+            continue;
         recreate_if_stuck(o, i);
         if (atomic_load(&oi->broken)) {
             outputs_close(o, i);
@@ -159,7 +169,7 @@ int outputs_any_usable(outputs *o)
     for (size_t i = 0; i < o->count; i++) {
         output_health *h = &o->gen->health[i];
         output_instance *oi = &o->out[i];
-        if (operator_paused(o, i))
+        if (!wanted(o, i) || operator_paused(o, i))
             continue;
         if (still_stalled(o, i))
             continue; /* neither usable nor probed: it has not answered what it holds */

@@ -27,6 +27,7 @@ typedef struct outputs {
     output_instance *out; /* gen->cfg->output_count of them */
     size_t count;
     char scope[32]; /* "worker N", for the log */
+    long only;      /* -1: an instance of each output a route names; else of this output alone */
     host_complete_fn on_complete;
     host_refuse_fn on_refuse;
     void *arg; /* for both callbacks */

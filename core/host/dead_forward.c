@@ -273,6 +273,7 @@ void *dead_forward_main(void *arg)
     pthread_cond_init(&f->answered, NULL);
     delivery_init(&f->dl, f->st, 0, on_complete, f);
     snprintf(f->dl.outs.scope, sizeof f->dl.outs.scope, "dead-letter");
+    f->dl.outs.only = (long)f->out;
     while (!stopping(f)) {
         char err[1024];
         if (!f->conn &&

@@ -355,6 +355,7 @@ int replay_send(relay_state *st, PGconn *conn, const replay_filter *f, replay_pr
     pthread_cond_init(&r->arrived, NULL);
     delivery_init(&r->dl, st, 0, on_complete, r);
     snprintf(r->dl.outs.scope, sizeof r->dl.outs.scope, "replay");
+    r->dl.outs.only = o->to_output; /* -1: the outputs of the routes */
     r->may_send = calloc(r->dl.outs.count, sizeof *r->may_send);
     int rc = outputs_ensure(&r->dl.outs, 1) < 0 ? 1 : run(r, conn, f);
     *skipped = r->skipped;
