@@ -36,11 +36,18 @@ static const obx_option wh_options[] = {
 
 /* Parallel to wh_options: what a 1.1 host checks and defaults before create. */
 static const obx_option_spec wh_option_specs[] = {
-    {NULL, 0, 0, NULL, NULL},    {"false", 0, 0, NULL, NULL},
-    {"32", 1, 4096, NULL, NULL}, {"10000", 1, INT32_MAX, NULL, NULL},
-    {NULL, 0, 0, NULL, NULL},    {NULL, 0, 0, NULL, NULL},
-    {NULL, 0, 0, NULL, NULL},    OBX_CE_OPTION_SPECS,
+    {NULL, 0, 0, NULL, NULL},              /* url */
+    {"false", 0, 0, NULL, NULL},           /* append_destination */
+    {"32", 1, 4096, NULL, NULL},           /* max_in_flight */
+    {"10000", 1, INT32_MAX, NULL, NULL},   /* timeout_ms */
+    {NULL, 0, 0, NULL, NULL},              /* secret_env */
+    {NULL, 0, 0, NULL, NULL},              /* signing_secret_env */
+    OBX_CE_OPTION_SPECS,
+    {NULL, 0, 0, NULL, NULL},
 };
+_Static_assert(sizeof wh_options / sizeof *wh_options ==
+                   sizeof wh_option_specs / sizeof *wh_option_specs,
+               "wh_option_specs must be parallel to wh_options");
 
 /* A message that can never be sent: its reason goes with the refusal on a
  * 1.1 host; a 1.0 host only learns reasons from completions, so there it is
