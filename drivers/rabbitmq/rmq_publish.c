@@ -429,7 +429,8 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
             status = rmq_unavailable(inst); /* behind one to be offered again: not its fault */
             snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
         } else if (rmq_reserve(inst) != 0 ||
-                   rmq_reserve_headers(inst, OBX_ENVELOPE_MAX + OBX_CE_A_COUNT + m->header_count) != 0) {
+                   rmq_reserve_headers(inst, OBX_ENVELOPE_MAX + OBX_CE_A_COUNT + m->header_count) !=
+                       0) {
             status = OBX_RETRIABLE;
             snprintf(why, sizeof(why), "out of memory");
         } else {

@@ -36,12 +36,12 @@ static const obx_option wh_options[] = {
 
 /* Parallel to wh_options: what a 1.1 host checks and defaults before create. */
 static const obx_option_spec wh_option_specs[] = {
-    {NULL, 0, 0, NULL, NULL},              /* url */
-    {"false", 0, 0, NULL, NULL},           /* append_destination */
-    {"32", 1, 4096, NULL, NULL},           /* max_in_flight */
-    {"10000", 1, INT32_MAX, NULL, NULL},   /* timeout_ms */
-    {NULL, 0, 0, NULL, NULL},              /* secret_env */
-    {NULL, 0, 0, NULL, NULL},              /* signing_secret_env */
+    {NULL, 0, 0, NULL, NULL},            /* url */
+    {"false", 0, 0, NULL, NULL},         /* append_destination */
+    {"32", 1, 4096, NULL, NULL},         /* max_in_flight */
+    {"10000", 1, INT32_MAX, NULL, NULL}, /* timeout_ms */
+    {NULL, 0, 0, NULL, NULL},            /* secret_env */
+    {NULL, 0, 0, NULL, NULL},            /* signing_secret_env */
     OBX_CE_OPTION_SPECS,
     {NULL, 0, 0, NULL, NULL},
 };

@@ -97,8 +97,8 @@ static obx_status wh_sign_std(const obx_instance *inst, const obx_message *m, wh
     char ts[24], sig[WH_STD_SIG_SIZE];
     long long now = (long long)time(NULL);
     snprintf(ts, sizeof ts, "%lld", now);
-    if (wh_std_sign(inst->sign_key, inst->sign_key_len, m->event_id, now, r->data, r->body_len,
-                    sig, sizeof sig) != 0)
+    if (wh_std_sign(inst->sign_key, inst->sign_key_len, m->event_id, now, r->data, r->body_len, sig,
+                    sizeof sig) != 0)
         return snprintf(err, err_size, "webhook-signature failed"), OBX_RETRIABLE;
     obx_status st = wh_header(&r->headers, "", "webhook-id", m->event_id, err, err_size);
     if (st == OBX_OK)

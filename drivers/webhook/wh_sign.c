@@ -18,8 +18,8 @@ int wh_std_key(const char *secret, unsigned char *key, size_t key_size, size_t *
     if (strncmp(secret, "whsec_", 6) == 0) /* the prefix is optional, as receivers treat it */
         secret += 6;
     size_t n = strlen(secret);
-    if (n == 0 || n % 4 != 0 || n / 4 * 3 > key_size || secret[strspn(secret,
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")])
+    if (n == 0 || n % 4 != 0 || n / 4 * 3 > key_size ||
+        secret[strspn(secret, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")])
         return -1;
     int len = EVP_DecodeBlock(key, (const unsigned char *)secret, (int)n);
     if (len < 0)

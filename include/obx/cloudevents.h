@@ -66,20 +66,26 @@ typedef enum obx_ce_mode {
      "\"plain\" (the relay's headers) or \"cloudevents\" (CloudEvents 1.0 attributes)"},           \
         {"ce_mode", OBX_OPT_STRING, 0,                                                             \
          "CloudEvents content mode: \"binary\" (attributes as headers) or \"structured\""},        \
-        {"ce_source", OBX_OPT_STRING, 0, "CloudEvents source template, e.g. /orders/${aggregate_type}"}, \
-        {"ce_type", OBX_OPT_STRING, 0, "CloudEvents type template, e.g. com.example.${event_type}"}, \
+        {"ce_source", OBX_OPT_STRING, 0,                                                           \
+         "CloudEvents source template, e.g. /orders/${aggregate_type}"},                           \
+        {"ce_type", OBX_OPT_STRING, 0,                                                             \
+         "CloudEvents type template, e.g. com.example.${event_type}"},                             \
     {                                                                                              \
         "ce_subject", OBX_OPT_STRING, 0, "CloudEvents subject template, e.g. ${aggregate_id}"      \
     }
 #define OBX_CE_OPTION_SPECS                                                                        \
     {"plain", 0, 0, (const char *const[]){"plain", "cloudevents", NULL}, NULL},                    \
         {"binary", 0, 0, (const char *const[]){"binary", "structured", NULL}, NULL},               \
-        {"/outbox-relay/${aggregate_type}", 0, 0, NULL, NULL}, {"${event_type}", 0, 0, NULL, NULL}, \
+        {"/outbox-relay/${aggregate_type}", 0, 0, NULL, NULL},                                     \
+        {"${event_type}", 0, 0, NULL, NULL},                                                       \
     {                                                                                              \
         NULL, 0, 0, NULL, NULL                                                                     \
     }
 /** The options whose values are templates (the host checks them at load). */
-#define OBX_CE_TEMPLATE_OPTIONS {"ce_source", "ce_type", "ce_subject"}
+#define OBX_CE_TEMPLATE_OPTIONS                                                                    \
+    {                                                                                              \
+        "ce_source", "ce_type", "ce_subject"                                                       \
+    }
 
 /** An output's CloudEvents settings, read once in create. */
 typedef struct obx_ce_config {
@@ -109,8 +115,8 @@ static inline void obx_ce_config_read(const obx_host *host, obx_ce_config *cfg)
  * message's texts, or -1. */
 static inline int obx_ce_placeholder(const char *p, size_t len)
 {
-    static const char *const names[] = {"event_id", "event_type", "aggregate_type",
-                                        "aggregate_id", "destination"};
+    static const char *const names[] = {"event_id", "event_type", "aggregate_type", "aggregate_id",
+                                        "destination"};
     for (int i = 0; i < 5; i++)
         if (strlen(names[i]) == len && strncmp(p, names[i], len) == 0)
             return i;

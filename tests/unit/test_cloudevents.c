@@ -36,8 +36,9 @@ static void test_expand(void **state)
 {
     (void)state;
     char buf[128];
-    assert_int_equal(obx_ce_expand("/x/${aggregate_type}/${aggregate_id}", &sample, buf, sizeof buf),
-                     (int)strlen("/x/Order/o-42"));
+    assert_int_equal(
+        obx_ce_expand("/x/${aggregate_type}/${aggregate_id}", &sample, buf, sizeof buf),
+        (int)strlen("/x/Order/o-42"));
     assert_string_equal(buf, "/x/Order/o-42");
     obx_ce_expand("${event_type}|${event_id}|${destination}|$$|$", &sample, buf, sizeof buf);
     assert_string_equal(buf, "order.created|7f1d6a8e-1c2b-4d3e-9f00-0123456789ab|orders.Order|$|$");
@@ -51,7 +52,8 @@ static void test_template_check(void **state)
 {
     (void)state;
     char why[256];
-    assert_int_equal(obx_ce_template_check("a/${aggregate_type}/$${x}/${destination}", why, sizeof why), 0);
+    assert_int_equal(
+        obx_ce_template_check("a/${aggregate_type}/$${x}/${destination}", why, sizeof why), 0);
     assert_int_equal(obx_ce_template_check("a/${route_name}", why, sizeof why), -1);
     assert_non_null(strstr(why, "unknown placeholder ${route_name}"));
     assert_int_equal(obx_ce_template_check("a/${aggregate_type", why, sizeof why), -1);
@@ -61,7 +63,8 @@ static void test_template_check(void **state)
 static void test_binary_http(void **state)
 {
     (void)state;
-    obx_ce_config cfg = {OBX_CE_BINARY, "/orders/${aggregate_type}", "${event_type}", "${aggregate_id}"};
+    obx_ce_config cfg = {OBX_CE_BINARY, "/orders/${aggregate_type}", "${event_type}",
+                         "${aggregate_id}"};
     obx_ce_event ce;
     char err[128];
     assert_int_equal(obx_ce_fill(&ce, &cfg, NULL, &sample, OBX_CE_HTTP, err, sizeof err), 0);
@@ -72,7 +75,7 @@ static void test_binary_http(void **state)
     assert_string_equal(attr(&ce, "ce-time"), "2024-05-01T12:34:56.123456Z");
     assert_string_equal(attr(&ce, "ce-subject"), "o-42");
     assert_string_equal(attr(&ce, "ce-aggregateid"), "o-42");
-    assert_null(attr(&ce, "ce-aggregateseq")); /* no host: not known */
+    assert_null(attr(&ce, "ce-aggregateseq"));    /* no host: not known */
     assert_null(attr(&ce, "ce-datacontenttype")); /* the protocol's content type carries it */
     assert_string_equal(ce.content_type, "application/json");
     assert_ptr_equal(ce.body, sample.payload);
@@ -174,9 +177,9 @@ static void test_too_long(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_expand),     cmocka_unit_test(test_template_check),
+        cmocka_unit_test(test_expand),      cmocka_unit_test(test_template_check),
         cmocka_unit_test(test_binary_http), cmocka_unit_test(test_time),
-        cmocka_unit_test(test_names),      cmocka_unit_test(test_structured),
+        cmocka_unit_test(test_names),       cmocka_unit_test(test_structured),
         cmocka_unit_test(test_too_long),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

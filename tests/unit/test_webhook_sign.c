@@ -16,7 +16,8 @@ static void test_published_example(void **state)
     size_t key_len = 0;
     char sig[WH_STD_SIG_SIZE];
     const char *body = "{\"test\": 2432232314}";
-    assert_int_equal(wh_std_key("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", key, sizeof key, &key_len), 0);
+    assert_int_equal(
+        wh_std_key("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", key, sizeof key, &key_len), 0);
     assert_int_equal(key_len, 24);
     assert_int_equal(wh_std_sign(key, key_len, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body,
                                  strlen(body), sig, sizeof sig),
@@ -37,7 +38,8 @@ static void test_bad_secrets(void **state)
     size_t key_len;
     assert_int_equal(wh_std_key("whsec_", key, sizeof key, &key_len), -1);
     assert_int_equal(wh_std_key("whsec_not base64!", key, sizeof key, &key_len), -1);
-    assert_int_equal(wh_std_key("whsec_abc", key, sizeof key, &key_len), -1); /* not a multiple of 4 */
+    assert_int_equal(wh_std_key("whsec_abc", key, sizeof key, &key_len),
+                     -1); /* not a multiple of 4 */
     assert_int_equal(wh_std_key("whsec_QQ==", key, sizeof key, &key_len), 0);
     assert_int_equal(key_len, 1); /* padding is not key */
     assert_int_equal(key[0], 'A');
