@@ -18,9 +18,10 @@
  * or "data_base64" (anything else).
  *
  * Templates: text with ${event_id}, ${event_type}, ${aggregate_type},
- * ${aggregate_id} or ${destination} (the destination the route rendered);
- * "$$" is a "$". Any other ${...} is refused by the host at load, with the
- * config file and line (obx_ce_template_check).
+ * ${aggregate_id} or ${destination} (the destination the route rendered).
+ * Any other ${...} is refused at load, with the config file and line (the
+ * config reader takes it for an environment variable, which must be set;
+ * the host checks again with obx_ce_template_check).
  *
  * Header-only, C99 and standard headers; compiles as C++ (the option macros
  * are for C drivers). Ownership: an obx_ce_event is the caller's; its names
@@ -130,10 +131,6 @@ static inline int obx_ce_placeholder(const char *p, size_t len)
 static inline int obx_ce_template_check(const char *tpl, char *why, size_t why_size)
 {
     for (const char *p = tpl; (p = strchr(p, '$')) != NULL;) {
-        if (p[1] == '$') {
-            p += 2;
-            continue;
-        }
         if (p[1] != '{') {
             p++;
             continue;
@@ -172,8 +169,6 @@ static inline int obx_ce_expand(const char *tpl, const obx_message *m, char *buf
             piece = value[k] ? value[k] : "";
             len = strlen(piece);
             p = end + 1;
-        } else if (p[0] == '$' && p[1] == '$') {
-            p += 2;
         } else {
             p++;
         }
