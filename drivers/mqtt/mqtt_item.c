@@ -166,7 +166,10 @@ static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *
         return tp;
     /* a non-UTF-8 string would make the broker drop the connection for everyone */
     size_t props = 0;
-    if (mqtt_shape_fill(inst, m, sh, why, sizeof why) != 0)
+    int rc = mqtt_shape_fill(inst, m, sh, why, sizeof why);
+    if (rc == -2)
+        return NULL; /* no memory: mqtt_item_new fails too, and that is retriable */
+    if (rc != 0)
         return why;
     for (size_t i = 0; i < sh->count; i++) {
         if (!mqtt_header_ok(sh->field[i].value))

@@ -62,26 +62,22 @@ typedef enum obx_ce_mode {
 /* The options every CloudEvents-capable driver declares, in this order, at
  * the end of its option array, with OBX_CE_OPTION_SPECS at the same place
  * of its spec array. */
-#define OBX_CE_OPTIONS                                                                             \
-    {"format", OBX_OPT_STRING, 0,                                                                  \
-     "\"plain\" (the relay's headers) or \"cloudevents\" (CloudEvents 1.0 attributes)"},           \
-        {"ce_mode", OBX_OPT_STRING, 0,                                                             \
-         "CloudEvents content mode: \"binary\" (attributes as headers) or \"structured\""},        \
-        {"ce_source", OBX_OPT_STRING, 0,                                                           \
-         "CloudEvents source template, e.g. /orders/${aggregate_type}"},                           \
-        {"ce_type", OBX_OPT_STRING, 0,                                                             \
-         "CloudEvents type template, e.g. com.example.${event_type}"},                             \
-    {                                                                                              \
-        "ce_subject", OBX_OPT_STRING, 0, "CloudEvents subject template, e.g. ${aggregate_id}"      \
-    }
-#define OBX_CE_OPTION_SPECS                                                                        \
-    {"plain", 0, 0, (const char *const[]){"plain", "cloudevents", NULL}, NULL},                    \
-        {"binary", 0, 0, (const char *const[]){"binary", "structured", NULL}, NULL},               \
-        {"/outbox-relay/${aggregate_type}", 0, 0, NULL, NULL},                                     \
-        {"${event_type}", 0, 0, NULL, NULL},                                                       \
-    {                                                                                              \
-        NULL, 0, 0, NULL, NULL                                                                     \
-    }
+/* clang-format off */
+#define OBX_CE_OPTIONS \
+    {"format", OBX_OPT_STRING, 0, \
+     "\"plain\" (the relay's headers) or \"cloudevents\" (CloudEvents 1.0 attributes)"}, \
+    {"ce_mode", OBX_OPT_STRING, 0, \
+     "CloudEvents content mode: \"binary\" (attributes as headers) or \"structured\""}, \
+    {"ce_source", OBX_OPT_STRING, 0, "CloudEvents source template, e.g. /orders/${aggregate_type}"}, \
+    {"ce_type", OBX_OPT_STRING, 0, "CloudEvents type template, e.g. com.example.${event_type}"}, \
+    {"ce_subject", OBX_OPT_STRING, 0, "CloudEvents subject template, e.g. ${aggregate_id}"}
+#define OBX_CE_OPTION_SPECS \
+    {"plain", 0, 0, (const char *const[]){"plain", "cloudevents", NULL}, NULL}, \
+    {"binary", 0, 0, (const char *const[]){"binary", "structured", NULL}, NULL}, \
+    {"/outbox-relay/${aggregate_type}", 0, 0, NULL, NULL}, \
+    {"${event_type}", 0, 0, NULL, NULL}, \
+    {NULL, 0, 0, NULL, NULL}
+/* clang-format on */
 /** The options whose values are templates (the host checks them at load). */
 #define OBX_CE_TEMPLATE_OPTIONS                                                                    \
     {                                                                                              \
