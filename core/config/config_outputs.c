@@ -5,7 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "obx/cloudevents.h"
 #include "obx/driver.h"
+
+/* CFG_KEEP_CE for the options that are CloudEvents templates: their
+ * placeholders are the driver's to fill, not environment variables. */
+static int option_keeps(const char *name)
+{
+    static const char *const templates[] = OBX_CE_TEMPLATE_OPTIONS;
+    for (size_t i = 0; i < sizeof templates / sizeof *templates; i++)
+        if (strcmp(name, templates[i]) == 0)
+            return CFG_KEEP_CE;
+    return 0;
+}
 
 static void load_option(cfg_reader *st, const config_setting_t *s, cfg_value *v)
 {
@@ -14,7 +26,7 @@ static void load_option(cfg_reader *st, const config_setting_t *s, cfg_value *v)
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_STRING:
         v->type = OBX_OPT_STRING;
-        v->s = cfg_expand(st, s, config_setting_get_string(s), 0);
+        v->s = cfg_expand(st, s, config_setting_get_string(s), option_keeps(v->name));
         break;
     case CONFIG_TYPE_INT:
     case CONFIG_TYPE_INT64:

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "obx/cloudevents.h"
 
 int cfg_fail(cfg_reader *st, const config_setting_t *s, const char *fmt, ...)
 {
@@ -102,7 +103,8 @@ static int expand_into(cfg_reader *st, const config_setting_t *s, const char *in
         if (memchr(name, '$', name_len) || memchr(name, '{', name_len))
             return cfg_fail(st, s, "setting \"%s\": a variable name cannot hold \"${\"",
                             config_setting_name(s));
-        if (keep_fields && cfg_is_row_field(name, name_len)) {
+        if ((keep_fields && cfg_is_row_field(name, name_len)) ||
+            (keep_fields == CFG_KEEP_CE && obx_ce_placeholder(name, name_len) >= 0)) {
             buf_put(out, p, end + 1 - p);
             p = end + 1;
             continue;
@@ -115,6 +117,12 @@ static int expand_into(cfg_reader *st, const config_setting_t *s, const char *in
         } else if (dflt) {
             if (expand_into(st, s, dflt + 2, end - (dflt + 2), keep_fields, out, depth + 1) < 0)
                 return -1;
+        } else if (keep_fields == CFG_KEEP_CE) {
+            return cfg_fail(st, s,
+                            "setting \"%s\": ${%s} is neither a CloudEvents placeholder "
+                            "(${event_id}, ${event_type}, ${aggregate_type}, ${aggregate_id}, "
+                            "${destination}) nor a set environment variable",
+                            config_setting_name(s), var);
         } else if (keep_fields) {
             return cfg_fail(st, s,
                             "setting \"%s\": ${%s} is neither a row field (${event_type}, "

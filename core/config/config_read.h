@@ -26,6 +26,10 @@ int cfg_fail(cfg_reader *st, const config_setting_t *s, const char *fmt, ...)
  * environment; with keep_fields, ${field} naming a row field is kept for the
  * router. NULL after an error. */
 char *cfg_expand(cfg_reader *st, const config_setting_t *s, const char *in, int keep_fields);
+/* keep_fields values: row fields (destinations), or those of a CloudEvents
+ * template option (obx/cloudevents.h: ${destination} too) */
+#define CFG_KEEP_ROW 1
+#define CFG_KEEP_CE 2
 
 /* Is name[0..len) a row field a destination template may name? */
 int cfg_is_row_field(const char *name, size_t len);

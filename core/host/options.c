@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "obx/cloudevents.h"
 
 static const char *const type_words[] = {"a string", "an integer", "a boolean", "a number"};
 static const char *const type_names[] = {"string", "int", "bool", "double"};
@@ -196,6 +197,14 @@ static int check_one(const relay_config *cfg, const cfg_output *output, const ob
                  output->name, v->name, why);
         return -1;
     }
+    static const char *const templates[] = OBX_CE_TEMPLATE_OPTIONS;
+    for (size_t t = 0; o->type == OBX_OPT_STRING && t < sizeof templates / sizeof *templates; t++)
+        if (strcmp(o->name, templates[t]) == 0 &&
+            obx_ce_template_check(v->s, why, sizeof why) < 0) {
+            snprintf(err, err_size, "%s:%d: output \"%s\": option \"%s\": %s", cfg->path, v->line,
+                     output->name, v->name, why);
+            return -1;
+        }
     if (o->flags & OBX_OPT_DEPRECATED)
         log_warn("%s:%d: output \"%s\": option \"%s\" is deprecated: %s", cfg->path, v->line,
                  output->name, v->name, deprecation_text(o));

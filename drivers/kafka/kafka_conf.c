@@ -32,6 +32,7 @@ const obx_option kafka_options[] = {
      "give up a delivery attempt after this long: pushback, the output pauses"},
     {"max_in_flight", OBX_OPT_INT, 0,
      "max.in.flight.requests.per.connection (the idempotent producer allows 5)"},
+    OBX_CE_OPTIONS,
     {NULL, 0, 0, NULL},
 };
 
@@ -49,6 +50,7 @@ const obx_option_spec kafka_specs[] = {
     {"false", 0, 0, NULL, NULL},                        /* authorization_permanent */
     {"30000", 1, 2147483647.0, NULL, NULL},             /* message_timeout_ms */
     {"5", 1, 5, NULL, NULL},                            /* max_in_flight */
+    OBX_CE_OPTION_SPECS,
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -150,6 +152,7 @@ static int kafka_apply_options(obx_instance *inst, rd_kafka_conf_t *conf, char *
         return -1;
     }
     const char *key = kafka_opt_str(inst, "key");
+    obx_ce_config_read(inst->host, &inst->ce);
     inst->key_mode = !strcmp(key, "event_id") ? KAFKA_KEY_EVENT_ID
                      : !strcmp(key, "none")   ? KAFKA_KEY_NONE
                                               : KAFKA_KEY_AGGREGATE_ID;

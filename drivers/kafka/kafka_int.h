@@ -8,6 +8,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "obx/cloudevents.h"
 #include "obx/driver.h"
 
 /* What a message is keyed by, which decides its partition. */
@@ -21,6 +22,7 @@ struct obx_instance {
     const obx_host *host;
     rd_kafka_t *rk;
     kafka_key_mode key_mode;
+    obx_ce_config ce; /* format = "cloudevents": how messages are shaped */
     int unknown_topic_permanent;
     int authorization_permanent;
     /*

@@ -210,14 +210,22 @@ static void kafka_add_header(rd_kafka_headers_t *hdrs, const char *key, const ch
     rd_kafka_header_add(hdrs, key, -1, value, value ? -1 : 0);
 }
 
-static rd_kafka_headers_t *kafka_headers(const obx_instance *inst, const obx_message *m)
+/* The relay's headers, or (format = "cloudevents") the binding's ce_*
+ * headers and its "content-type"; then the row's own headers. */
+static rd_kafka_headers_t *kafka_headers(const obx_instance *inst, const obx_message *m,
+                                         const obx_ce_event *ce)
 {
-    obx_envelope env;
-    obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
-    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(env.count + 1 + m->header_count);
+    obx_envelope env = {0};
+    if (inst->ce.mode == OBX_CE_OFF)
+        obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    rd_kafka_headers_t *hdrs = rd_kafka_headers_new(env.count + ce->count + 1 + m->header_count);
     for (size_t i = 0; i < env.count; i++) /* rd_kafka_header_add copies */
         kafka_add_header(hdrs, env.field[i].name, env.field[i].value);
-    if (m->content_type)
+    for (size_t i = 0; i < ce->count; i++)
+        kafka_add_header(hdrs, ce->attr[i].name, ce->attr[i].value);
+    if (inst->ce.mode != OBX_CE_OFF)
+        kafka_add_header(hdrs, "content-type", ce->content_type);
+    else if (m->content_type)
         kafka_add_header(hdrs, "content_type", m->content_type);
     for (size_t i = 0; i < m->header_count; i++)
         if (m->headers[i].key)
@@ -293,6 +301,11 @@ static void kafka_recycle(obx_instance *inst)
                     KAFKA_TOPICS_MAX, inst->recycled);
 }
 
+static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_message *m,
+                                               const obx_ce_event *ce, rd_kafka_headers_t *hdrs,
+                                               const char *key, size_t key_len, char *why,
+                                               size_t why_size);
+
 /*
  * Hands one message to librdkafka: through the alone producer when it is a
  * suspect or its aggregate has messages in flight there. A local refusal
@@ -303,21 +316,38 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
 {
     const char *key = kafka_key(inst, m);
     size_t key_len = key ? strlen(key) : 0;
-    uint64_t aggregate = obx_aggregate_hash(m), event = kafka_hash(m->event_id);
-    int alone = kafka_suspect(inst, event) || kafka_alone_busy(inst, aggregate);
-    rd_kafka_t *rk = inst->rk;
 
     *why = '\0';
     if (!m->destination || kafka_topic_illegal(m->destination, why, why_size))
         return RD_KAFKA_RESP_ERR__INVALID_ARG;
-    rd_kafka_headers_t *hdrs = kafka_headers(inst, m);
-    size_t size = kafka_wire_size(key_len, m->payload_len, hdrs);
+    obx_ce_event ce = {.body = m->payload, .body_len = m->payload_len};
+    int ce_rc = inst->ce.mode != OBX_CE_OFF
+                    ? obx_ce_fill(&ce, &inst->ce, inst->host, m, OBX_CE_KAFKA, why, why_size)
+                    : 0;
+    if (ce_rc != 0) /* a template too long: never; out of memory: refused for now */
+        return ce_rc == -1 ? RD_KAFKA_RESP_ERR__INVALID_ARG : RD_KAFKA_RESP_ERR__QUEUE_FULL;
+    rd_kafka_headers_t *hdrs = kafka_headers(inst, m, &ce);
+    rd_kafka_resp_err_t err = kafka_produce_value(inst, m, &ce, hdrs, key, key_len, why, why_size);
+    obx_ce_event_free(&ce); /* librdkafka copied the value (RD_KAFKA_MSG_F_COPY) */
+    return err;
+}
+
+/* kafka_produce_one with the value and headers built; owns hdrs. */
+static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_message *m,
+                                               const obx_ce_event *ce, rd_kafka_headers_t *hdrs,
+                                               const char *key, size_t key_len, char *why,
+                                               size_t why_size)
+{
+    uint64_t aggregate = obx_aggregate_hash(m), event = kafka_hash(m->event_id);
+    int alone = kafka_suspect(inst, event) || kafka_alone_busy(inst, aggregate);
+    rd_kafka_t *rk = inst->rk;
+    size_t size = kafka_wire_size(key_len, ce->body_len, hdrs);
     if (inst->max_msg_size > 0 && size > (size_t)inst->max_msg_size) {
         snprintf(why, why_size,
                  "message too large: %zu bytes (payload %zu, key %zu, headers %zu) is over "
                  "message.max.bytes %lld",
-                 size, m->payload_len, key_len,
-                 size - m->payload_len - key_len - KAFKA_RECORD_MAX_OVERHEAD,
+                 size, ce->body_len, key_len,
+                 size - ce->body_len - key_len - KAFKA_RECORD_MAX_OVERHEAD,
                  (long long)inst->max_msg_size);
         rd_kafka_headers_destroy(hdrs);
         return RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
@@ -347,8 +377,8 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
     vu[1].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
     vu[1].u.i = RD_KAFKA_MSG_F_COPY;
     vu[2].vtype = RD_KAFKA_VTYPE_VALUE;
-    vu[2].u.mem.ptr = (void *)m->payload;
-    vu[2].u.mem.size = m->payload_len;
+    vu[2].u.mem.ptr = (void *)ce->body;
+    vu[2].u.mem.size = ce->body_len;
     vu[3].vtype = RD_KAFKA_VTYPE_KEY;
     vu[3].u.mem.ptr = (void *)key;
     vu[3].u.mem.size = key_len;

@@ -61,6 +61,7 @@ const obx_option mqtt_options[] = {
     {"tls_key", OBX_OPT_STRING, 0, "client private key file (PEM)"},
     {"tls_key_password", OBX_OPT_STRING, OBX_OPT_SECRET, "private key pass phrase"},
     {"tls_verify", OBX_OPT_BOOL, 0, "verify the server certificate and host name"},
+    OBX_CE_OPTIONS,
     {NULL, 0, 0, NULL},
 };
 
@@ -87,6 +88,7 @@ const obx_option_spec mqtt_option_specs[] = {
     {NULL, 0, 0, NULL, NULL},            /* tls_key */
     {NULL, 0, 0, NULL, NULL},            /* tls_key_password */
     {"true", 0, 0, NULL, NULL},          /* tls_verify */
+    OBX_CE_OPTION_SPECS,
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -184,6 +186,7 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
         return -1;
     if (host->get_string(host->host_ctx, "content_type", &s) && *s)
         inst->content_type = s;
+    obx_ce_config_read(host, &inst->ce);
     if (mqtt_opt_int(host, "reconnect_min_ms", &inst->reconnect_min_ms, errstr, errstr_size) < 0 ||
         mqtt_opt_int(host, "reconnect_max_ms", &inst->reconnect_max_ms, errstr, errstr_size) < 0)
         return -1;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "obx/cloudevents.h"
 #include "obx/driver.h"
 
 #define MQTT_DETAIL_MAX 160
@@ -110,6 +111,7 @@ struct obx_instance {
     int64_t publish_timeout_ms;
     int64_t window_wait_ms;   /* how long one publish_batch may wait for the connection */
     const char *content_type; /* NULL: use the message's own */
+    obx_ce_config ce;         /* format = "cloudevents": how messages are shaped */
     int64_t message_expiry_s; /* 0: none */
     int64_t reconnect_min_ms, reconnect_max_ms;
     MQTTAsync_connectOptions conn_opts;

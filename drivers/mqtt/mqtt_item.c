@@ -98,7 +98,67 @@ static int mqtt_header_ok(const char *s)
     return len <= 65535 && mqtt_utf8_ok((const unsigned char *)s, len);
 }
 
+typedef struct mqtt_shape mqtt_shape;
+static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh);
+static mqtt_item *mqtt_item_shaped(const mqtt_inst *inst, const obx_message *m,
+                                   const mqtt_shape *sh);
+
+/* What a message is sent as: user properties (the relay's envelope, or with
+ * format = "cloudevents" the CloudEvent's attributes), the body and the
+ * content type. mqtt_shape_free releases a structured body. */
+struct mqtt_shape {
+    size_t count;
+    obx_ce_attr field[OBX_CE_A_COUNT + OBX_ENVELOPE_MAX];
+    const void *body;
+    size_t body_len;
+    const char *ct;
+    obx_envelope env;
+    obx_ce_event ce;
+};
+
+/* 0, or -1 (the message's fault) / -2 (no memory) with the reason in err. */
+static int mqtt_shape_fill(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh, char *err,
+                           size_t err_size)
+{
+    sh->count = 0;
+    sh->ce.json = NULL;
+    sh->body = m->payload;
+    sh->body_len = m->payload_len;
+    sh->ct = mqtt_content_type(inst, m);
+    if (inst->ce.mode != OBX_CE_OFF) {
+        int rc = obx_ce_fill(&sh->ce, &inst->ce, inst->host, m, OBX_CE_MQTT, err, err_size);
+        if (rc != 0)
+            return rc;
+        for (size_t i = 0; i < sh->ce.count; i++)
+            sh->field[sh->count++] = sh->ce.attr[i];
+        sh->body = sh->ce.body;
+        sh->body_len = sh->ce.body_len;
+        sh->ct = sh->ce.content_type;
+        return 0;
+    }
+    obx_envelope_fill_host(&sh->env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    for (size_t i = 0; i < sh->env.count; i++) {
+        sh->field[sh->count].name = sh->env.field[i].name;
+        sh->field[sh->count++].value = sh->env.field[i].value;
+    }
+    return 0;
+}
+
+static void mqtt_shape_free(mqtt_shape *sh)
+{
+    obx_ce_event_free(&sh->ce);
+}
+
 const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m)
+{
+    mqtt_shape sh;
+    sh.ce.json = NULL;
+    const char *why = mqtt_shape_problem(inst, m, &sh);
+    mqtt_shape_free(&sh);
+    return why;
+}
+
+static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh)
 {
     static __thread char why[MQTT_DETAIL_MAX];
     const char *tp = mqtt_topic_problem(m->destination);
@@ -106,12 +166,15 @@ const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m)
         return tp;
     /* a non-UTF-8 string would make the broker drop the connection for everyone */
     size_t props = 0;
-    obx_envelope env;
-    obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
-    for (size_t i = 0; i < env.count; i++) {
-        if (!mqtt_header_ok(env.field[i].value))
+    int rc = mqtt_shape_fill(inst, m, sh, why, sizeof why);
+    if (rc == -2)
+        return NULL; /* no memory: mqtt_item_new fails too, and that is retriable */
+    if (rc != 0)
+        return why;
+    for (size_t i = 0; i < sh->count; i++) {
+        if (!mqtt_header_ok(sh->field[i].value))
             return "invalid header: an event field is not valid UTF-8 or has control characters";
-        props += 1 + 2 + strlen(env.field[i].name) + 2 + strlen(env.field[i].value);
+        props += 1 + 2 + strlen(sh->field[i].name) + 2 + strlen(sh->field[i].value);
     }
     for (size_t i = 0; i < m->header_count; i++) {
         const obx_header *h = &m->headers[i];
@@ -122,13 +185,14 @@ const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m)
                    "too long";
         props += 1 + 2 + strlen(h->key) + 2 + strlen(h->value);
     }
-    const char *ct = mqtt_content_type(inst, m);
+    const char *ct = sh->ct;
+    size_t body_len = sh->body_len;
     props += ct ? 1 + 2 + strlen(ct) : 0;
     props += inst->message_expiry_s > 0 ? 5 : 0;
     size_t remaining = 2 + strlen(m->destination) + 2 + mqtt_varint_len(props) + props;
-    if (m->payload_len > MQTT_MAX_REMAINING || remaining + m->payload_len > MQTT_MAX_REMAINING)
+    if (body_len > MQTT_MAX_REMAINING || remaining + body_len > MQTT_MAX_REMAINING)
         return "too large: an MQTT packet holds at most 256 MB";
-    size_t packet = 1 + mqtt_varint_len(remaining + m->payload_len) + remaining + m->payload_len;
+    size_t packet = 1 + mqtt_varint_len(remaining + body_len) + remaining + body_len;
     if (inst->max_packet && packet > inst->max_packet) {
         snprintf(why, sizeof why,
                  "too large: %zu bytes as an MQTT packet, the broker accepts at most %u "
@@ -161,12 +225,22 @@ static void mqtt_user_prop(MQTTProperty *p, char **cur, const char *key, const c
 
 mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m)
 {
-    obx_envelope env;
-    obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
-    const char *ct = mqtt_content_type(inst, m);
-    size_t nprops = env.count, bytes = strlen(m->destination) + 1 + m->payload_len + 1;
-    for (size_t i = 0; i < env.count; i++)
-        bytes += strlen(env.field[i].name) + strlen(env.field[i].value) + 2;
+    mqtt_shape sh;
+    char err[MQTT_DETAIL_MAX];
+    if (mqtt_shape_fill(inst, m, &sh, err, sizeof err) != 0)
+        return NULL; /* mqtt_message_problem refused such a message before */
+    mqtt_item *it = mqtt_item_shaped(inst, m, &sh);
+    mqtt_shape_free(&sh);
+    return it;
+}
+
+static mqtt_item *mqtt_item_shaped(const mqtt_inst *inst, const obx_message *m,
+                                   const mqtt_shape *sh)
+{
+    const char *ct = sh->ct;
+    size_t nprops = sh->count, bytes = strlen(m->destination) + 1 + sh->body_len + 1;
+    for (size_t i = 0; i < sh->count; i++)
+        bytes += strlen(sh->field[i].name) + strlen(sh->field[i].value) + 2;
     for (size_t i = 0; i < m->header_count; i++)
         if (m->headers[i].key && m->headers[i].value) {
             nprops++;
@@ -190,15 +264,15 @@ mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m)
     it->agg = obx_aggregate_hash(m);
     it->topic = mqtt_put(&cur, m->destination, strlen(m->destination));
     it->payload = cur;
-    if (m->payload_len)
-        memcpy(cur, m->payload, m->payload_len);
-    cur += m->payload_len + 1;
-    it->payload_len = (int)m->payload_len;
+    if (sh->body_len)
+        memcpy(cur, sh->body, sh->body_len);
+    cur += sh->body_len + 1;
+    it->payload_len = (int)sh->body_len;
 
     MQTTProperty *p = it->props;
     int n = 0;
-    for (size_t i = 0; i < env.count; i++)
-        mqtt_user_prop(&p[n++], &cur, env.field[i].name, env.field[i].value);
+    for (size_t i = 0; i < sh->count; i++)
+        mqtt_user_prop(&p[n++], &cur, sh->field[i].name, sh->field[i].value);
     for (size_t i = 0; i < m->header_count; i++)
         if (m->headers[i].key && m->headers[i].value)
             mqtt_user_prop(&p[n++], &cur, m->headers[i].key, m->headers[i].value);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "obx/cloudevents.h"
 #include "obx/driver.h"
 #include "obx/driver_util.h"
 
@@ -48,6 +49,8 @@ struct obx_instance {
     int mandatory, persistent;
     obx_status unroutable; /* OBX_PERMANENT or OBX_RETRIABLE */
     const char *content_type_default;
+    obx_ce_config ce;      /* format = "cloudevents": how messages are shaped */
+    obx_ce_event ce_event; /* the message being published (rmq_publish.c) */
     const char *declare_exchange, *declare_exchange_type, *declare_queue, *bind_routing_key;
     int check_exchanges;
 

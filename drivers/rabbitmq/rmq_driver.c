@@ -126,6 +126,7 @@ static void rmq_destroy(obx_instance *inst)
     free(inst->exchanges);
     free(inst->ring);
     free(inst->hdr);
+    obx_ce_event_free(&inst->ce_event);
     obx_held_free(&inst->held);
     obx_held_free(&inst->held_out);
     free(inst);

@@ -42,6 +42,7 @@ const obx_option rmq_options[] = {
     {"tls_cert", OBX_OPT_STRING, 0, "amqps: client certificate file (PEM)"},
     {"tls_key", OBX_OPT_STRING, 0, "amqps: client key file (PEM)"},
     {"tls_verify", OBX_OPT_BOOL, 0, "amqps: verify the broker's certificate and name"},
+    OBX_CE_OPTIONS,
     {NULL, 0, 0, NULL},
 };
 
@@ -71,6 +72,7 @@ const obx_option_spec rmq_specs[] = {
     {NULL, 0, 0, NULL, NULL},                          /* tls_cert */
     {NULL, 0, 0, NULL, NULL},                          /* tls_key */
     {"true", 0, 0, NULL, NULL},                        /* tls_verify */
+    OBX_CE_OPTION_SPECS,
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -189,6 +191,7 @@ int rmq_read_options(obx_instance *inst, char *errstr, size_t errstr_size)
     inst->unroutable =
         strcmp(rmq_opt_str(host, "unroutable"), "retriable") == 0 ? OBX_RETRIABLE : OBX_PERMANENT;
     inst->content_type_default = rmq_opt_str(host, "content_type_default");
+    obx_ce_config_read(host, &inst->ce);
     inst->declare_exchange = rmq_opt_str(host, "declare_exchange");
     inst->declare_exchange_type = rmq_opt_str(host, "declare_exchange_type");
     inst->declare_queue = rmq_opt_str(host, "declare_queue");

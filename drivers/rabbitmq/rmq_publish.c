@@ -215,14 +215,21 @@ static amqp_table_entry_t rmq_hdr(const char *key, const char *value)
     return e;
 }
 
-/* The message's properties; its headers table points into env and inst->hdr. */
+/* The message's properties; its headers table points into env, inst->ce_event
+ * and inst->hdr. With format = "cloudevents" the relay's fields are the
+ * binding's cloudEvents_* application properties instead. */
 static void rmq_properties(obx_instance *inst, const obx_message *m, obx_envelope *env,
                            amqp_basic_properties_t *p)
 {
     size_t n = 0;
-    obx_envelope_fill_host(env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
+    const obx_ce_event *ce = &inst->ce_event;
+    env->count = 0;
+    if (inst->ce.mode == OBX_CE_OFF)
+        obx_envelope_fill_host(env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
     for (size_t i = 0; i < env->count; i++)
         inst->hdr[n++] = rmq_hdr(env->field[i].name, env->field[i].value);
+    for (size_t i = 0; inst->ce.mode != OBX_CE_OFF && i < ce->count; i++)
+        inst->hdr[n++] = rmq_hdr(ce->attr[i].name, ce->attr[i].value);
     for (size_t i = 0; i < m->header_count; i++)
         inst->hdr[n++] = rmq_hdr(m->headers[i].key, m->headers[i].value);
 
@@ -235,7 +242,9 @@ static void rmq_properties(obx_instance *inst, const obx_message *m, obx_envelop
     p->timestamp = (uint64_t)(m->created_at_us > 0 ? m->created_at_us / 1000000 : 0);
     p->headers.num_entries = (int)n;
     p->headers.entries = inst->hdr;
-    const char *ct = m->content_type ? m->content_type : inst->content_type_default;
+    const char *ct = inst->ce.mode != OBX_CE_OFF ? ce->content_type
+                     : m->content_type           ? m->content_type
+                                                 : inst->content_type_default;
     if (ct) {
         p->_flags |= AMQP_BASIC_CONTENT_TYPE_FLAG;
         p->content_type = amqp_cstring_bytes(ct);
@@ -311,6 +320,15 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
     }
     obx_envelope env; /* the headers table points into it until the publish is written */
     amqp_basic_properties_t p;
+    obx_ce_event *ce = &inst->ce_event; /* likewise; its last body freed before it is refilled */
+    obx_ce_event_free(ce);
+    ce->body = m->payload;
+    ce->body_len = m->payload_len;
+    if (inst->ce.mode != OBX_CE_OFF) {
+        int rc = obx_ce_fill(ce, &inst->ce, inst->host, m, OBX_CE_AMQP, why, why_size);
+        if (rc != 0)
+            return rc == -1 ? OBX_PERMANENT : OBX_RETRIABLE;
+    }
     rmq_properties(inst, m, &env, &p);
     if (!rmq_properties_fit(inst, &p, why, why_size))
         return OBX_PERMANENT;
@@ -347,7 +365,7 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
     e->return_text[0] = '\0';
     snprintf(e->event_id, sizeof(e->event_id), "%s", m->event_id ? m->event_id : "");
     inst->pending++;
-    amqp_bytes_t body = {m->payload_len, (void *)m->payload};
+    amqp_bytes_t body = {ce->body_len, (void *)ce->body};
     errno = 0;
     int rc = amqp_basic_publish(inst->conn, RMQ_CHANNEL, exchange, routing_key, inst->mandatory, 0,
                                 &p, body);
@@ -411,7 +429,8 @@ obx_status rmq_publish_batch(obx_instance *inst, const obx_message *msgs, size_t
             status = rmq_unavailable(inst); /* behind one to be offered again: not its fault */
             snprintf(why, sizeof(why), RMQ_HELD_DETAIL);
         } else if (rmq_reserve(inst) != 0 ||
-                   rmq_reserve_headers(inst, OBX_ENVELOPE_MAX + m->header_count) != 0) {
+                   rmq_reserve_headers(inst, OBX_ENVELOPE_MAX + OBX_CE_A_COUNT + m->header_count) !=
+                       0) {
             status = OBX_RETRIABLE;
             snprintf(why, sizeof(why), "out of memory");
         } else {

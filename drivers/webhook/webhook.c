@@ -16,6 +16,7 @@
 #include <openssl/crypto.h>
 
 #include "wh.h"
+#include "wh_sign.h"
 
 static const obx_option wh_options[] = {
     {"url", OBX_OPT_STRING, OBX_OPT_REQUIRED,
@@ -27,15 +28,26 @@ static const obx_option wh_options[] = {
     {"timeout_ms", OBX_OPT_INT, 0, "whole-request timeout; a timeout is retriable (default 10000)"},
     {"secret_env", OBX_OPT_STRING, 0,
      "environment variable holding the HMAC-SHA256 key of X-Signature"},
+    {"signing_secret_env", OBX_OPT_STRING, 0,
+     "environment variable holding a Standard Webhooks secret (whsec_...): webhook-* headers"},
+    OBX_CE_OPTIONS,
     {NULL, 0, 0, NULL},
 };
 
 /* Parallel to wh_options: what a 1.1 host checks and defaults before create. */
 static const obx_option_spec wh_option_specs[] = {
-    {NULL, 0, 0, NULL, NULL},    {"false", 0, 0, NULL, NULL},
-    {"32", 1, 4096, NULL, NULL}, {"10000", 1, INT32_MAX, NULL, NULL},
-    {NULL, 0, 0, NULL, NULL},    {NULL, 0, 0, NULL, NULL},
+    {NULL, 0, 0, NULL, NULL},            /* url */
+    {"false", 0, 0, NULL, NULL},         /* append_destination */
+    {"32", 1, 4096, NULL, NULL},         /* max_in_flight */
+    {"10000", 1, INT32_MAX, NULL, NULL}, /* timeout_ms */
+    {NULL, 0, 0, NULL, NULL},            /* secret_env */
+    {NULL, 0, 0, NULL, NULL},            /* signing_secret_env */
+    OBX_CE_OPTION_SPECS,
+    {NULL, 0, 0, NULL, NULL},
 };
+_Static_assert(sizeof wh_options / sizeof *wh_options ==
+                   sizeof wh_option_specs / sizeof *wh_option_specs,
+               "wh_option_specs must be parallel to wh_options");
 
 /* A message that can never be sent: its reason goes with the refusal on a
  * 1.1 host; a 1.0 host only learns reasons from completions, so there it is
@@ -119,6 +131,7 @@ static void wh_destroy(obx_instance *inst)
     if (inst->secret)
         OPENSSL_cleanse(inst->secret, inst->secret_len);
     free(inst->secret);
+    OPENSSL_cleanse(inst->sign_key, sizeof inst->sign_key);
     free(inst->easy);
     free(inst->busy);
     free(inst);
@@ -159,7 +172,7 @@ static CURL *wh_easy_new(obx_instance *inst, char *err, size_t err_size)
 static obx_instance *wh_create(const obx_host *host, char *errstr, size_t errstr_size)
 {
     void *ctx = host->host_ctx;
-    const char *url = "", *secret_env = NULL, *secret = NULL;
+    const char *url = "", *secret_env = NULL, *secret = NULL, *signing_env = NULL, *signing;
     int64_t max = 32, timeout = 10000;
     int append = 0;
     host->get_string(ctx, "url", &url);
@@ -167,6 +180,7 @@ static obx_instance *wh_create(const obx_host *host, char *errstr, size_t errstr
     host->get_bool(ctx, "append_destination", &append);
     host->get_int(ctx, "max_in_flight", &max);
     host->get_int(ctx, "timeout_ms", &timeout);
+    host->get_string(ctx, "signing_secret_env", &signing_env);
     if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
         return snprintf(errstr, errstr_size, "url must start with http:// or https://"), NULL;
     if (max < 1 || max > 4096 || timeout < 1 || timeout > INT32_MAX)
@@ -177,6 +191,10 @@ static obx_instance *wh_create(const obx_host *host, char *errstr, size_t errstr
         (!(secret = getenv(secret_env)) || !*secret)) /* its name only, never the value */
         return snprintf(errstr, errstr_size, "secret_env: environment variable %s is not set",
                         secret_env),
+               NULL;
+    if (signing_env && (!(signing = getenv(signing_env)) || !*signing))
+        return snprintf(errstr, errstr_size,
+                        "signing_secret_env: environment variable %s is not set", signing_env),
                NULL;
     obx_instance *inst = calloc(1, sizeof *inst);
     if (!inst || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -192,9 +210,17 @@ static obx_instance *wh_create(const obx_host *host, char *errstr, size_t errstr
                            .multi = curl_multi_init(),
                            .easy = calloc((size_t)max, sizeof(CURL *)),
                            .busy = calloc((size_t)max, sizeof(wh_req *))};
+    obx_ce_config_read(host, &inst->ce);
     int ok = inst->easy && inst->busy && inst->multi && (!secret || inst->secret);
     if (!ok)
         snprintf(errstr, errstr_size, "out of memory");
+    if (ok && signing_env) { /* the variable's name only in the error, never its value */
+        ok = wh_std_key(signing, inst->sign_key, sizeof inst->sign_key, &inst->sign_key_len) == 0;
+        if (!ok)
+            snprintf(errstr, errstr_size,
+                     "signing_secret_env: %s is not a whsec_<base64> secret of at most %d bytes",
+                     signing_env, WH_STD_KEY_MAX);
+    }
     /* one connection per request in flight, kept alive between requests */
     curl_multi_setopt(inst->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)max);
     curl_multi_setopt(inst->multi, CURLMOPT_MAXCONNECTS, (long)max);

@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 
+#include <obx/cloudevents.h>
 #include <obx/driver.h>
 
 #define WH_HOLD_MAX_MS 30000 /* longest Retry-After held here; keep well under the lease */
@@ -44,6 +45,9 @@ struct obx_instance {
     int append_destination, closed;
     int64_t max_in_flight, timeout_ms;
     char *secret;
+    unsigned char sign_key[256]; /* Standard Webhooks key (WH_STD_KEY_MAX), sign_key_len 0: none */
+    size_t sign_key_len;
+    obx_ce_config ce;
     size_t secret_len, in_flight, running; /* in_flight: accepted and not completed */
     CURLM *multi;
     CURL **easy;          /* one per slot, reused: connections stay alive */

@@ -11,6 +11,7 @@
 #include "obx/driver_util.h"
 #include "obx/envelope.h"
 #include "wh.h"
+#include "wh_sign.h"
 
 /* Adds "prefix+name: value"; NULL removes a header curl would add. curl drops
  * "name: " whose value is empty or blank, so such a value goes as "name;",
@@ -88,27 +89,66 @@ static obx_status wh_sign(const obx_instance *inst, wh_req *r, char *err, size_t
     return wh_header(&r->headers, "", "X-Signature", sig, err, err_size);
 }
 
+/* Standard Webhooks: the event id (stable across retries), the time of
+ * sending, and the signature over both and the body. */
+static obx_status wh_sign_std(const obx_instance *inst, const obx_message *m, wh_req *r, char *err,
+                              size_t err_size)
+{
+    char ts[24], sig[WH_STD_SIG_SIZE];
+    long long now = (long long)time(NULL);
+    snprintf(ts, sizeof ts, "%lld", now);
+    if (wh_std_sign(inst->sign_key, inst->sign_key_len, m->event_id, now, r->data, r->body_len, sig,
+                    sizeof sig) != 0)
+        return snprintf(err, err_size, "webhook-signature failed"), OBX_RETRIABLE;
+    obx_status st = wh_header(&r->headers, "", "webhook-id", m->event_id, err, err_size);
+    if (st == OBX_OK)
+        st = wh_header(&r->headers, "", "webhook-timestamp", ts, err, err_size);
+    return st == OBX_OK ? wh_header(&r->headers, "", "webhook-signature", sig, err, err_size) : st;
+}
+
+/* The relay's own X-* fields, or the CloudEvents attributes in binary mode. */
+static obx_status wh_fields(obx_instance *inst, const obx_message *m, const obx_ce_event *ce,
+                            wh_req *r, char *err, size_t err_size)
+{
+    obx_envelope env = {0};
+    if (inst->ce.mode == OBX_CE_OFF)
+        obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_HTTP, OBX_ENVELOPE_STANDARD);
+    const char *ct = inst->ce.mode != OBX_CE_OFF ? ce->content_type
+                     : m->content_type           ? m->content_type
+                                                 : "application/octet-stream";
+    obx_status st = wh_header(&r->headers, "", "Content-Type", ct, err, err_size);
+    for (size_t i = 0; i < env.count && st == OBX_OK; i++)
+        st = wh_header(&r->headers, "", env.field[i].name, env.field[i].value, err, err_size);
+    for (size_t i = 0; i < ce->count && st == OBX_OK; i++)
+        st = wh_header(&r->headers, "", ce->attr[i].name, ce->attr[i].value, err, err_size);
+    return st;
+}
+
 obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char *err,
                     size_t err_size)
 {
     static const char tchar[] =
         "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     const char *dest = WH_STR(m->destination);
+    obx_ce_event ce = {0};
+    ce.body = m->payload;
+    ce.body_len = m->payload_len;
+    int ce_rc = inst->ce.mode != OBX_CE_OFF
+                    ? obx_ce_fill(&ce, &inst->ce, inst->host, m, OBX_CE_HTTP, err, err_size)
+                    : 0;
+    if (ce_rc != 0)
+        return ce_rc == -2 ? OBX_RETRIABLE : OBX_PERMANENT;
     wh_req *r = *out =
-        calloc(1, sizeof *r + m->payload_len + strlen(inst->url) + 2 + 3 * strlen(dest));
+        calloc(1, sizeof *r + ce.body_len + strlen(inst->url) + 2 + 3 * strlen(dest));
     if (!r)
-        return snprintf(err, err_size, "out of memory"), OBX_RETRIABLE;
+        return obx_ce_event_free(&ce), snprintf(err, err_size, "out of memory"), OBX_RETRIABLE;
     r->token = m->token;
-    r->body_len = m->payload_len;
-    memcpy(r->data, m->payload ? m->payload : "", m->payload_len);
-    obx_status st = wh_url(inst, dest, r->url = r->data + m->payload_len, err, err_size);
-    obx_envelope env;
-    obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_HTTP, OBX_ENVELOPE_STANDARD);
-    const char *ct = m->content_type ? m->content_type : "application/octet-stream";
+    r->body_len = ce.body_len;
+    memcpy(r->data, ce.body ? ce.body : "", ce.body_len);
+    obx_status st = wh_url(inst, dest, r->url = r->data + ce.body_len, err, err_size);
     if (st == OBX_OK)
-        st = wh_header(&r->headers, "", "Content-Type", ct, err, err_size);
-    for (size_t i = 0; i < env.count && st == OBX_OK; i++)
-        st = wh_header(&r->headers, "", env.field[i].name, env.field[i].value, err, err_size);
+        st = wh_fields(inst, m, &ce, r, err, err_size);
+    obx_ce_event_free(&ce);
     const char *fixed[][2] = {
         {"X-Outbox-Destination", dest},
         {"Expect", NULL}, /* no 100-continue round trip before bodies over 1 KiB */
@@ -124,6 +164,8 @@ obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char
     }
     if (inst->secret && st == OBX_OK)
         st = wh_sign(inst, r, err, err_size);
+    if (inst->sign_key_len && st == OBX_OK)
+        st = wh_sign_std(inst, m, r, err, err_size);
     return st;
 }
 

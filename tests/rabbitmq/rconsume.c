@@ -6,6 +6,7 @@
  *   rconsume URL declare-bounded QUEUE MAX   durable queue of MAX messages that refuses more
  *                                             (x-overflow reject-publish: the broker nacks them)
  *   rconsume URL purge QUEUE
+ *   rconsume URL dump QUEUE EXPECTED IDLE_MS   each message as a JSON line (rdump.c)
  *   rconsume URL delete QUEUE [EXCHANGE]
  *   rconsume URL read QUEUE EXPECTED IDLE_MS [--header-n KEY PREFIX] [--content-type CT]
  *                     [--ids FILE [--id-header KEY]]
@@ -31,6 +32,7 @@
 #include <sys/time.h>
 
 #include "delivery.h"
+#include "rdump.h"
 
 static void die_reply(amqp_rpc_reply_t r, const char *what)
 {
@@ -241,6 +243,8 @@ int main(int argc, char **argv)
             amqp_exchange_delete(conn, 1, amqp_cstring_bytes(argv[4]), 0);
             die_reply(amqp_get_rpc_reply(conn), "exchange.delete");
         }
+    } else if (strcmp(cmd, "dump") == 0 && argc >= 6) {
+        rc = rdump(conn, queue, atol(argv[4]), atoi(argv[5]));
     } else if (strcmp(cmd, "read") == 0 && argc >= 6) {
         const char *hkey = NULL, *hprefix = NULL, *ctype = NULL, *id_header = NULL;
         FILE *ids = NULL;
