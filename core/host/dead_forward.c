@@ -245,6 +245,9 @@ static int forward_some(forwarder *f)
         int ok = record(f, rows, n);
         move_low(f, rows, n, ok == n);
         atomic_fetch_add(&f->st->stats.dead_forwarded, ok > 0 ? ok : 0);
+        f->backoff_ms = ok == n ? 0 : f->backoff_ms ? f->backoff_ms * 2 : 500;
+        if (f->backoff_ms > MAX_BACKOFF_MS)
+            f->backoff_ms = MAX_BACKOFF_MS;
         if (ok >= 0 && ok < n) {
             int first = 0;
             while (f->status[first] == OBX_OK)
@@ -253,9 +256,6 @@ static int forward_some(forwarder *f)
                      "again in %d ms",
                      f->cfg->dead_letter_output, n - ok, n, f->detail[first], f->backoff_ms);
         }
-        f->backoff_ms = ok == n ? 0 : f->backoff_ms ? f->backoff_ms * 2 : 500;
-        if (f->backoff_ms > MAX_BACKOFF_MS)
-            f->backoff_ms = MAX_BACKOFF_MS;
         arena_reset(&f->scratch);
     }
     PQclear(rows);

@@ -7,12 +7,19 @@
 #include "obx/driver.h"
 
 /* Runs of one aggregate are claimed only with ordering on and one output
- * that keeps order: across outputs, a batch's order is not kept. */
+ * the routes name, which keeps order: across outputs, a batch's order is
+ * not kept. An output only dead_letter names is not the workers'. */
 static int run_length_of(const config_gen *g)
 {
     const relay_config *cfg = g->cfg;
-    if (cfg->ordering != ORDERING_AGGREGATE || cfg->output_count != 1 ||
-        !(g->drivers[0]->def.flags & OBX_DRIVER_IN_ORDER))
+    size_t routed = 0, only = 0;
+    for (size_t i = 0; i < cfg->output_count; i++)
+        if (cfg->outputs[i].routed) {
+            routed++;
+            only = i;
+        }
+    if (cfg->ordering != ORDERING_AGGREGATE || routed != 1 ||
+        !(g->drivers[only]->def.flags & OBX_DRIVER_IN_ORDER))
         return 1;
     return cfg->batch_size;
 }

@@ -10,13 +10,14 @@
 #   tests/bench/dead_output.sh [--events N] [--rounds N]
 #
 # Needs the shared services and a Release build (OBX_BUILD, default build-bench:
-# outbox-relay and the memory, rabbitmq and webhook drivers).
+# outbox-relay, the memory, rabbitmq and webhook drivers, bench_broker).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
 OBX_BUILD=${OBX_BUILD:-$OBX_SRC/build-bench}
 export OBX_BIN=${OBX_BIN:-$OBX_BUILD/outbox-relay}
 export OBX_DRIVERS=${OBX_DRIVERS:-$OBX_BUILD/drivers}
+TOOLS=${OBX_BENCH_TOOLS:-$(dirname "$OBX_BIN")/tests/bench}
 export PGOPTIONS="-c client_min_messages=warning"
 . "$OBX_SRC/tests/lib.sh"
 EVENTS=50000 ROUNDS=3
@@ -31,9 +32,11 @@ while [ $# -gt 0 ]; do
 done
 WORK=$(mktemp -d /tmp/obx-deadbench.XXXXXX)
 TPL=obx_bench_dead_tpl_$$ DB=obx_bench_dead_$$
+purge() { "$TOOLS/bench_broker" rabbitmq-purge -u "$AMQP_URL" -q obx.bench.dead >/dev/null 2>&1 || true; }
 cleanup() {
+    purge
     for d in "$DB" "$TPL"; do psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $d WITH (FORCE)" >/dev/null 2>&1; done
-    rm -rf "$WORK"
+    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
@@ -43,13 +46,13 @@ cfg() {  # FILE DB DEAD_LETTER_OUTPUT_OR_EMPTY
     cat >"$1" <<CFG
 database = { conninfo = "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$2"; };
 relay = { workers = 2; batch_size = 500; ordering = "aggregate"; max_attempts = 1; drivers_dir = "$OBX_DRIVERS"; };
-log = { level = "error"; };
+log = { level = "${BENCH_LOG_LEVEL:-error}"; };
 outputs = ( { name = "mem"; driver = "memory"; } $out );
 routes = ( { event_type = "order.*"; output = "mem"; destination = "bench"; } );
 $dl
 CFG
 }
-UP='{ name = "dlq"; driver = "rabbitmq"; options = { url = "'$AMQP_URL'"; declare_exchange = "obx.bench.dead"; }; }'
+UP='{ name = "dlq"; driver = "rabbitmq"; options = { url = "'$AMQP_URL'"; declare_exchange = "obx.bench.dead"; declare_queue = "obx.bench.dead"; bind_routing_key = "#"; }; }'
 DOWN='{ name = "dlq"; driver = "webhook"; options = { url = "http://127.0.0.1:1/dead"; timeout_ms = 500; }; }'
 cfg "$WORK/none.cfg" "$DB" ""
 cfg "$WORK/up.cfg" "$DB" "$UP"
@@ -76,6 +79,7 @@ note "dead-letter output: $EVENTS events (10% dead), 2 workers, batch 500, order
 printf 'round\tnone_s\tup_s\tdown_s\tup_over_none\tdown_over_none\n'
 for ((r = 1; r <= ROUNDS; r++)); do
     n=$(drain "$WORK/none.cfg") u=$(drain "$WORK/up.cfg") d=$(drain "$WORK/down.cfg")
+    purge
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$n" "$u" "$d" \
         "$(awk -v a="$u" -v b="$n" 'BEGIN { printf "%.2f", a / b }')" \
         "$(awk -v a="$d" -v b="$n" 'BEGIN { printf "%.2f", a / b }')"
