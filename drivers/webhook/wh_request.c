@@ -124,6 +124,39 @@ static obx_status wh_fields(obx_instance *inst, const obx_message *m, const obx_
     return st;
 }
 
+/* A W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>, lowercase, ids not all zero. */
+static int valid_traceparent(const char *v)
+{
+    static const char shape[] = "vv-tttttttttttttttttttttttttttttttt-pppppppppppppppp-ff";
+    if (strlen(v) != sizeof shape - 1 || strncmp(v, "ff", 2) == 0)
+        return 0;
+    for (size_t i = 0; shape[i]; i++)
+        if (shape[i] == '-' ? v[i] != '-' : !strchr("0123456789abcdef", v[i]) || !v[i])
+            return 0;
+    return strspn(v + 3, "0") < 32 && strspn(v + 36, "0") < 16;
+}
+
+/* The row's trace context also under the names W3C Trace Context gives
+ * HTTP (X-Header-traceparent stays): tracestate only beside a valid
+ * traceparent, a malformed traceparent not at all (it would break the
+ * receiver's trace rather than continue it). */
+static obx_status trace_context(const obx_message *m, wh_req *r, char *err, size_t err_size)
+{
+    const char *parent = NULL, *state = NULL;
+    for (size_t i = 0; i < m->header_count; i++) {
+        if (!parent && !strcmp(m->headers[i].key, "traceparent"))
+            parent = m->headers[i].value;
+        else if (!state && !strcmp(m->headers[i].key, "tracestate"))
+            state = m->headers[i].value;
+    }
+    if (!parent || !valid_traceparent(parent))
+        return OBX_OK;
+    obx_status st = wh_header(&r->headers, "", "traceparent", parent, err, err_size);
+    if (st == OBX_OK && state && *state)
+        st = wh_header(&r->headers, "", "tracestate", state, err, err_size);
+    return st;
+}
+
 obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char *err,
                     size_t err_size)
 {
@@ -162,6 +195,8 @@ obx_status wh_build(obx_instance *inst, const obx_message *m, wh_req **out, char
                    OBX_PERMANENT;
         st = wh_header(&r->headers, "X-Header-", k, v ? v : "", err, err_size);
     }
+    if (st == OBX_OK)
+        st = trace_context(m, r, err, err_size);
     if (inst->secret && st == OBX_OK)
         st = wh_sign(inst, r, err, err_size);
     if (inst->sign_key_len && st == OBX_OK)

@@ -222,7 +222,12 @@ static void stalled_answer(const loaded_driver *drv)
     if (!inst)
         exit(1);
     const obx_header hdr[] = {
-        {"empty", ""}, {"spaces", "   "}, {"blanks", " \t "}, {"kept", "a b"}};
+        {"empty", ""},
+        {"spaces", "   "},
+        {"blanks", " \t "},
+        {"kept", "a b"},
+        {"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+        {"tracestate", "congo=t61rcWkgMzE"}};
     obx_message m = {.token = 200,
                      .event_id = "0b6f1c9e-1d2f-4e55-9c1b-2f6d3a1c8e02",
                      .event_type = "t",
@@ -252,8 +257,13 @@ static void stalled_answer(const loaded_driver *drv)
            (long long)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
     CHECK(nseen == 1 && seen[0].status == OBX_OK && seen[0].code == 200,
           "stalled body: wanted OK with 200");
-    static const char *const want[] = {"\r\nX-Header-empty:\r\n", "\r\nX-Header-spaces:\r\n",
-                                       "\r\nX-Header-blanks:\r\n", "\r\nX-Header-kept: a b\r\n"};
+    static const char *const want[] = {
+        "\r\nX-Header-empty:\r\n", "\r\nX-Header-spaces:\r\n", "\r\nX-Header-blanks:\r\n",
+        "\r\nX-Header-kept: a b\r\n",
+        /* W3C Trace Context's HTTP names, beside the X-Header- copies */
+        "\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n",
+        "\r\ntracestate: congo=t61rcWkgMzE\r\n",
+        "\r\nX-Header-traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         CHECK(strstr(request, want[i]), "header line %.*s not in the request",
               (int)strlen(want[i]) - 4, want[i] + 2);
