@@ -1,5 +1,5 @@
 #!/bin/bash
-# The dead_letter output (DEAD_MODE=wal: the same in WAL mode). Events go to
+# The dead_letter output (SOURCE_MODE=wal: the same in WAL mode). Events go to
 # a memory output; those of no route (misc.*) and those whose headers are not
 # an object of scalars die. dead_letter publishes them to RabbitMQ once more:
 #  1. every dead event reaches the dead-letter queue once, with its error in
@@ -11,13 +11,8 @@
 #     main flow goes on: every new event published, the new dead events
 #     wait, the log says why;
 #  3. once it is back, the dead events that waited go out, and only they.
-MODE=${DEAD_MODE:-poll}
-ENG_TEST=deadout_$MODE
-if [ "$MODE" = wal ]; then . "$(dirname "$0")/../wal/wlib.sh"; else . "$(dirname "$0")/elib.sh"; fi
+. "$(dirname "$0")/modelib.sh" deadout
 RCONSUME=${RCONSUME:?RCONSUME must name the rconsume helper}
-MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
-PORT=$("$MC" freeport)
-. "$(dirname "$0")/../metrics/scrape.sh"
 
 X=obx_deadout_x
 Q=obx_deadout_${MODE}_$$
@@ -26,9 +21,7 @@ eng_extra_cleanup() {
     if [ "$MODE" = wal ] && [ -n "${TEST_DB:-}" ]; then wal_drop_slots "$TEST_DB" || true; fi
 }
 "$RCONSUME" "$AMQP_URL" declare "$Q" "$X" "dead.$Q.#" || fail "declare $Q"
-if [ "$MODE" = wal ]; then fresh_wal_db deadout_wal; else fresh_db deadout_poll; fi
-SOURCE=""
-[ "$MODE" = wal ] && SOURCE="source = \"wal\"; wal = { slot = \"$TEST_DB\"; };"
+mode_db deadout
 # cfg FILE DLQ_OUTPUT
 cfg() {
     cat >"$1" <<EOF

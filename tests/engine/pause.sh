@@ -1,23 +1,15 @@
 #!/bin/bash
 # Operator control: `pause` and `resume` of one output and of the whole
-# source, while the relay runs (PAUSE_MODE=wal: in WAL mode, the same).
+# source, while the relay runs (SOURCE_MODE=wal: in WAL mode, the same).
 #  - output mem paused: the events routed to it wait (none published, no
 #    attempt counted, none dead) while mem2's are published; status and
 #    /metrics (outbox_relay_output_paused) say so; resume: they are
 #    published, in order per aggregate.
 #  - the source paused: nothing is published; resume: everything is.
 #  - a second pause says so; an unknown output or neither flag: exit 2.
-MODE=${PAUSE_MODE:-poll}
-ENG_TEST=pause_$MODE
-if [ "$MODE" = wal ]; then . "$(dirname "$0")/../wal/wlib.sh"; else . "$(dirname "$0")/elib.sh"; fi
-MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
-PORT=$("$MC" freeport)
-. "$(dirname "$0")/../metrics/scrape.sh"
-
+. "$(dirname "$0")/modelib.sh" pause
 . "$(dirname "$0")/pauselib.sh"
-if [ "$MODE" = wal ]; then fresh_wal_db pause_wal; else fresh_db pause_poll; fi
-SOURCE=""
-[ "$MODE" = wal ] && SOURCE="source = \"wal\"; wal = { slot = \"$TEST_DB\"; };"
+mode_db pause
 pause_cfg "$SOURCE" "metrics = { listen = \"127.0.0.1:$PORT\"; };"
 init_db "$CFG"
 start_relay "$CFG" "$WORK/relay.log"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Routing rules through RabbitMQ (ROUTING_MODE=wal: the same in WAL mode):
+# Routing rules through RabbitMQ (SOURCE_MODE=wal: the same in WAL mode):
 # routes that match header values, explicit drop routes, strict mode.
 #   1. headers tenant = "internal"            drop
 #   2. order.* with headers region = "eu-*"   queue EU
@@ -13,13 +13,8 @@
 # dropped ones reached no queue, are not dead, and are counted per route in
 # outbox_relay_route_dropped_total (30 on route 1, 50 on route 3). Poll mode:
 # every row is done (dropped rows marked like published ones), none pending.
-MODE=${ROUTING_MODE:-poll}
-ENG_TEST=routing_$MODE
-if [ "$MODE" = wal ]; then . "$(dirname "$0")/../wal/wlib.sh"; else . "$(dirname "$0")/elib.sh"; fi
+. "$(dirname "$0")/modelib.sh" routing
 RCONSUME=${RCONSUME:?RCONSUME must name the rconsume helper}
-MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
-PORT=$("$MC" freeport)
-. "$(dirname "$0")/../metrics/scrape.sh"
 
 X=obx_routing_x
 Q_EU=obx_routing_eu_${MODE}_$$
@@ -32,9 +27,7 @@ eng_extra_cleanup() {
 "$RCONSUME" "$AMQP_URL" declare "$Q_EU" "$X" "r.$Q_EU" || fail "declare $Q_EU"
 "$RCONSUME" "$AMQP_URL" declare "$Q_OTHER" "$X" "r.$Q_OTHER" || fail "declare $Q_OTHER"
 
-if [ "$MODE" = wal ]; then fresh_wal_db routing_wal; else fresh_db routing_poll; fi
-SOURCE=""
-[ "$MODE" = wal ] && SOURCE="source = \"wal\"; wal = { slot = \"$TEST_DB\"; };"
+mode_db routing
 CFG=$WORK/relay.cfg
 cat >"$CFG" <<EOF
 database = { conninfo = "\${TEST_DSN}"; };
