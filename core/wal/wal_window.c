@@ -11,10 +11,13 @@ struct wal_txn {
     uint64_t first_seq, end_seq; /* its events: [first_seq, end_seq) */
 };
 
-/* An aggregate's unfinished events, in commit order: head is the one that may be sent. */
+/* An aggregate's unfinished events, in commit order: head is the one that
+ * may be sent. Its type and id are its own copies: the head's row is handed
+ * to the dead-letter writer before the head finishes. */
 struct wal_agg {
     wal_agg *next; /* in its bucket */
     uint64_t hash;
+    char *type, *id; /* NULL as in the row */
     wal_event *head, *tail;
 };
 
@@ -44,17 +47,22 @@ static uint64_t agg_hash(const wal_row *row)
     return h;
 }
 
-static int same_agg(const wal_row *a, const wal_row *b)
+static int same_text(const char *a, const char *b)
 {
-    for (int f = WF_AGGREGATE_TYPE; f <= WF_AGGREGATE_ID; f++) {
-        if (!a->v[f] || !b->v[f]) {
-            if (a->v[f] != b->v[f])
-                return 0;
-        } else if (strcmp(a->v[f], b->v[f]) != 0) {
-            return 0;
-        }
-    }
-    return 1;
+    return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+static int same_agg(const wal_agg *a, const wal_row *row)
+{
+    return same_text(a->type, row->v[WF_AGGREGATE_TYPE]) &&
+           same_text(a->id, row->v[WF_AGGREGATE_ID]);
+}
+
+static void agg_forget_key(wal_agg *a)
+{
+    free(a->type);
+    free(a->id);
+    a->type = a->id = NULL;
 }
 
 static wal_event *ring_at(const wal_window *w, size_t i)
@@ -112,6 +120,7 @@ static wal_agg *agg_new(wal_window *w)
 
 static void agg_recycle(wal_window *w, wal_agg *a)
 {
+    agg_forget_key(a);
     if (w->spare_agg_count >= SPARE_MAX) {
         free(a);
         return;
@@ -170,7 +179,7 @@ void wal_window_add(wal_window *w, wal_row *row)
     uint64_t h = agg_hash(row);
     wal_agg **bucket = &w->buckets[h % w->bucket_count], *a;
     for (a = *bucket; a; a = a->next)
-        if (a->hash == h && same_agg(a->head->row, row))
+        if (a->hash == h && same_agg(a, row))
             break;
     if (a) { /* its aggregate has an unfinished event: wait for it */
         a->tail->next_same = ev;
@@ -181,6 +190,8 @@ void wal_window_add(wal_window *w, wal_row *row)
     }
     a = agg_new(w);
     a->hash = h;
+    a->type = row->v[WF_AGGREGATE_TYPE] ? strdup(row->v[WF_AGGREGATE_TYPE]) : NULL;
+    a->id = row->v[WF_AGGREGATE_ID] ? strdup(row->v[WF_AGGREGATE_ID]) : NULL;
     a->head = a->tail = ev;
     a->next = *bucket;
     *bucket = a;
@@ -325,6 +336,7 @@ void wal_window_clear(wal_window *w)
         while (w->buckets[b]) {
             wal_agg *a = w->buckets[b];
             w->buckets[b] = a->next;
+            agg_forget_key(a);
             free(a);
         }
     while (w->first) {
