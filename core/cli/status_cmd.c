@@ -19,11 +19,22 @@ static int report(const relay_config *cfg, PGconn **conn, int json)
         fprintf(stderr, "outbox-relay: %s\n", err);
         return 1;
     }
-    if (source_for(cfg)->status(*conn, cfg, json) == 0) {
-        if (json || control_print(*conn, cfg, stdout, err, sizeof err) == 0)
-            return 0;
-        fprintf(stderr, "outbox-relay: %s\n", err);
+    json_t *o = json ? json_object() : NULL;
+    int rc = source_for(cfg)->status(*conn, cfg, o);
+    if (rc == 0) {
+        rc = o ? control_json(*conn, cfg, o, err, sizeof err)
+               : control_print(*conn, cfg, stdout, err, sizeof err);
+        if (rc == 0 && o) {
+            char *text = json_dumps(o, JSON_COMPACT);
+            puts(text);
+            free(text);
+        }
+        if (rc != 0)
+            fprintf(stderr, "outbox-relay: %s\n", err);
     }
+    json_decref(o);
+    if (rc == 0)
+        return 0;
     PQfinish(*conn); /* the next round connects again */
     *conn = NULL;
     return 1;

@@ -106,6 +106,7 @@ typedef struct relay_config {
     relay_source source;             /* "poll" (claims) or "wal" (logical replication) */
     char *wal_slot;                  /* WAL mode: the logical replication slot */
     char *wal_publication;           /* WAL mode: the publication of the outbox table */
+    char *wal_row_filter;            /* WAL mode: the publication's WHERE (a shard); NULL: none */
     int wal_max_in_flight;           /* WAL mode: events held unfinished at once */
     int wal_max_in_flight_mb;        /* WAL mode: and their rows' bytes, in MiB */
     int wal_lag_warn_mb;             /* WAL mode: warn when the slot holds more WAL than this */

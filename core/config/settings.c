@@ -179,6 +179,9 @@ static const setting_def table[] = {
            .derived = "database.table + \"_relay\""),
     STRING("relay.wal", "publication", wal_publication, NULL, FIXED, .check = check_identifier,
            .derived = "relay.wal.slot"),
+    /* a shard: init-db publishes only the rows this SQL condition holds for (PostgreSQL 15
+     * row filter); written by the operator, as trusted as the conninfo */
+    STRING("relay.wal", "row_filter", wal_row_filter, NULL, FIXED),
     INT("relay.wal", "max_in_flight", wal_max_in_flight, 1, 1000000, 10000, FIXED),
     INT("relay.wal", "max_in_flight_mb", wal_max_in_flight_mb, 1, 1 << 20, 256, FIXED),
     INT("relay.wal", "lag_warn_mb", wal_lag_warn_mb, 1, 1 << 30, 1024, FIXED),

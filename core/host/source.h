@@ -6,6 +6,7 @@
 #ifndef OBX_SOURCE_H
 #define OBX_SOURCE_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 
@@ -45,8 +46,10 @@ typedef struct source_ops {
     /* Frees the run once joined. */
     void (*finish)(void *run);
 
-    /* `status` and `requeue` on conn. Status returns 0 or 1; requeue an exit code. */
-    int (*status)(PGconn *conn, const relay_config *cfg, int json);
+    /* `status` and `requeue` on conn. Status prints its text, or fills json
+     * (`status --json`, printed by the caller) when not NULL; returns 0 or 1.
+     * Requeue returns an exit code. */
+    int (*status)(PGconn *conn, const relay_config *cfg, json_t *json);
     int (*requeue)(PGconn *conn, const relay_config *cfg, int all, char **ids, int count);
 
     /* `purge`, in the caller's transaction: the dead events the filter

@@ -1,5 +1,6 @@
 #include "control.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,52 @@ int control_print(PGconn *conn, const relay_config *cfg, FILE *out, char *err, s
                 PQgetvalue(res, r, 4)[0] ? " (" : "", PQgetvalue(res, r, 4),
                 PQgetvalue(res, r, 4)[0] ? ")" : "");
     }
+    PQclear(res);
+    return 0;
+}
+
+/* A pause row as JSON: paused, since, by, reason (null when none given). */
+static json_t *pause_json(PGresult *res, int r)
+{
+    const char *reason = PQgetvalue(res, r, 4);
+    return json_pack("{s:b,s:s,s:s,s:s?}", "paused", 1, "since", PQgetvalue(res, r, 2), "by",
+                     PQgetvalue(res, r, 3), "reason", reason[0] ? reason : NULL);
+}
+
+int control_json(PGconn *conn, const relay_config *cfg, json_t *json, char *err, size_t err_size)
+{
+    const char *params[] = {cfg->table};
+    int absent = 0;
+    PGresult *res = run(conn, cfg, read_sql, 1, params, &absent, err, err_size);
+    if (!res && !absent)
+        return -1;
+    json_t *source = NULL, *outputs = json_object();
+    for (int r = 0; res && r < PQntuples(res); r++) {
+        if (strcmp(PQgetvalue(res, r, 0), CONTROL_SOURCE) == 0)
+            source = pause_json(res, r);
+        else
+            json_object_set_new(outputs, PQgetvalue(res, r, 1), pause_json(res, r));
+    }
+    /* every configured output, paused or not; a paused name no output has
+     * any more (a pause outlives a config change) stays listed */
+    for (size_t i = 0; i < cfg->output_count; i++)
+        if (!json_object_get(outputs, cfg->outputs[i].name))
+            json_object_set_new(outputs, cfg->outputs[i].name, json_pack("{s:b}", "paused", 0));
+    /* the source's per-output entries say it too */
+    json_t *list = json_object_get(json, "outputs"), *entry;
+    size_t at;
+    json_array_foreach(list, at, entry)
+    {
+        json_t *name = json_object_get(entry, "output");
+        json_t *pause =
+            json_is_string(name) ? json_object_get(outputs, json_string_value(name)) : NULL;
+        json_object_set_new(entry, "paused",
+                            json_boolean(pause && json_is_true(json_object_get(pause, "paused"))));
+    }
+    json_object_set_new(json, "pauses",
+                        json_pack("{s:o,s:o}", "source",
+                                  source ? source : json_pack("{s:b}", "paused", 0), "outputs",
+                                  outputs));
     PQclear(res);
     return 0;
 }

@@ -5,6 +5,7 @@
 #ifndef OBX_CONTROL_H
 #define OBX_CONTROL_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 
@@ -27,5 +28,11 @@ int control_set(PGconn *conn, const relay_config *cfg, const char *scope, const 
 
 /* Prints the rows (for status): "paused: output NAME since ... by ... (reason)". */
 int control_print(PGconn *conn, const relay_config *cfg, FILE *out, char *err, size_t err_size);
+
+/* Sets json's "pauses": {"source": {"paused", "since", "by", "reason"},
+ * "outputs": {NAME: the same}} with every configured output, and "paused"
+ * in each entry of json's "outputs" array (if the source made one).
+ * Returns 0, or -1 with err. */
+int control_json(PGconn *conn, const relay_config *cfg, json_t *json, char *err, size_t err_size);
 
 #endif

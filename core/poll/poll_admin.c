@@ -109,25 +109,21 @@ static json_t *held_heads_json(PGresult *h)
     return list;
 }
 
-static int print_status(PGconn *conn, const relay_config *cfg, PGresult *t, PGresult *h, int json)
+static int print_status(PGconn *conn, const relay_config *cfg, PGresult *t, PGresult *h,
+                        json_t *json)
 {
     long long pending = atoll(PQgetvalue(t, 0, 0)), in_flight = atoll(PQgetvalue(t, 0, 1)),
               dead = atoll(PQgetvalue(t, 0, 2)), waiting = atoll(PQgetvalue(t, 0, 4));
     double oldest = atof(PQgetvalue(t, 0, 3));
     if (json) { /* flat, the first keys as before: scripts read them */
         json_int_t held = PQntuples(h) ? (json_int_t)atoll(PQgetvalue(h, 0, H_ALL)) : 0;
-        json_t *o =
-            json_pack("{s:I,s:I,s:I,s:f,s:I,s:I,s:o}", "pending", (json_int_t)pending, "in_flight",
-                      (json_int_t)in_flight, "dead", (json_int_t)dead, "oldest_pending_seconds",
-                      oldest, "waiting_for_output", (json_int_t)waiting, "held_back", held,
-                      "held_back_heads", held_heads_json(h));
-        int rc = poll_outputs_status(conn, cfg, o);
-        char *text = json_dumps(o, JSON_COMPACT);
-        if (rc == 0)
-            puts(text);
-        free(text);
-        json_decref(o);
-        return rc;
+        json_object_update_new(json,
+                               json_pack("{s:I,s:I,s:I,s:f,s:I,s:I,s:o}", "pending",
+                                         (json_int_t)pending, "in_flight", (json_int_t)in_flight,
+                                         "dead", (json_int_t)dead, "oldest_pending_seconds", oldest,
+                                         "waiting_for_output", (json_int_t)waiting, "held_back",
+                                         held, "held_back_heads", held_heads_json(h)));
+        return poll_outputs_status(conn, cfg, json);
     }
     printf("pending:                %lld\nin flight:              %lld\n"
            "dead:                   %lld\noldest pending age (s): %.3f\n"
@@ -152,7 +148,7 @@ static PGresult *query(PGconn *conn, const relay_config *cfg, const char *tmpl, 
     return NULL;
 }
 
-int poll_command_status(PGconn *conn, const relay_config *cfg, int json)
+int poll_command_status(PGconn *conn, const relay_config *cfg, json_t *json)
 {
     const char *params[] = {cfg->on_dead == DEAD_BLOCK ? "true" : "false"};
     PGresult *t = query(conn, cfg, totals_sql, 0, NULL);

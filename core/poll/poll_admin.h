@@ -4,6 +4,7 @@
 #ifndef OBX_POLL_ADMIN_H
 #define OBX_POLL_ADMIN_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "config.h"
@@ -11,9 +12,9 @@
 /* How many held-back heads are listed (the count covers all). */
 #define STATUS_HELD_MAX_SQL "20"
 
-/* Prints one report (json: one object). Returns 0, or 1 when the database
+/* Prints one report (or fills json when not NULL). Returns 0, or 1 when the database
  * cannot be read (said on stderr). */
-int poll_command_status(PGconn *conn, const relay_config *cfg, int json);
+int poll_command_status(PGconn *conn, const relay_config *cfg, json_t *json);
 
 /* all, or the event ids in ids[0..count). Returns an exit code. */
 int poll_command_requeue(PGconn *conn, const relay_config *cfg, int all, char **ids, int count);

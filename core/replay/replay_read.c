@@ -18,7 +18,7 @@
     " AND "
 static const char page_sql[] =
     "SELECT o.{c.id}, o.{c.event_id}, o.{c.aggregate_type}, o.{c.aggregate_id}, o.{c.event_type},"
-    " o.{c.payload}, o.{c.headers}, o.{c.destination},"
+    " o.{c.payload}, o.{c.headers}, o.{c.destination}, o.{c.aggregate_seq}, o.{c.event_version},"
     " (extract(epoch FROM o.{c.created_at}) * 1000000)::bigint" SELECTED;
 static const char count_sql[] = "SELECT count(*)" SELECTED;
 /* clang-format on */

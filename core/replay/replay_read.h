@@ -24,6 +24,8 @@ enum {
     RF_PAYLOAD,
     RF_HEADERS,
     RF_DESTINATION,
+    RF_AGGREGATE_SEQ, /* host->message_ext's fields */
+    RF_EVENT_VERSION,
     RF_COUNT
 };
 

@@ -43,6 +43,7 @@ typedef struct replayer {
     size_t inbox_len, inbox_cap, taken_cap;
 
     obx_message msgs[ROUND], batch[ROUND];
+    obx_message_ext exts[ROUND], batch_ext[ROUND]; /* host->message_ext, parallel to them */
     replay_event *evs[ROUND], *batch_evs[ROUND];
     obx_status accept[ROUND];
     char refused[ROUND][DELIVERY_DETAIL_MAX];
@@ -166,8 +167,8 @@ static int build(replayer *r, replay_event *ev, size_t n, long long now)
                       row->payload_len,
                       row->created_at_us,
                       ev->attempt + 1,
-                      0,
-                      NULL};
+                      row->v[RF_AGGREGATE_SEQ] ? atoll(row->v[RF_AGGREGATE_SEQ]) : 0,
+                      row->v[RF_EVENT_VERSION]};
     char err[OUTCOME_ERROR_MAX];
     int built = message_build(&r->source, &f, &r->msgs[n], &ev->route, err, sizeof err);
     if (built < 0) {
@@ -177,6 +178,7 @@ static int build(replayer *r, replay_event *ev, size_t n, long long now)
         decide(r, ev, &v, now);
         return -1;
     }
+    message_ext_build(&f, &r->exts[n]);
     size_t route = (size_t)(ev->route - r->dl.cfg->routes);
     if (built == MESSAGE_DROPPED || (r->o->routes && !r->o->routes[route])) {
         ev->state = REV_DONE; /* dropped, or not this replay's route */
@@ -202,12 +204,13 @@ static void publish_output(replayer *r, size_t out, size_t count, long long now)
         r->msgs[i].token = delivery_token(ev->seq, ev->sends);
         r->msgs[i].attempt = ev->attempt;
         r->batch[n] = r->msgs[i];
+        r->batch_ext[n] = r->exts[i];
         r->batch_evs[n++] = ev;
     }
     if (n == 0)
         return;
     r->in_flight += (long)n;
-    if (delivery_publish(&r->dl, out, r->batch, NULL, n, r->accept, r->refused) == n)
+    if (delivery_publish(&r->dl, out, r->batch, r->batch_ext, n, r->accept, r->refused) == n)
         return;
     for (size_t k = 0; k < n; k++)
         if (r->accept[k] != OBX_OK) {

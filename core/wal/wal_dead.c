@@ -144,7 +144,7 @@ int wal_slot_lag(PGconn *conn, const relay_config *cfg, long long *bytes, int *l
     return rc;
 }
 
-int wal_command_status(PGconn *conn, const relay_config *cfg, int json)
+int wal_command_status(PGconn *conn, const relay_config *cfg, json_t *json)
 {
     const char *params[] = {cfg->wal_slot};
     PGresult *slot = PQexecParams(conn, lag_sql, 1, NULL, params, NULL, NULL, 0);
@@ -167,15 +167,12 @@ int wal_command_status(PGconn *conn, const relay_config *cfg, int json)
         int pid = atoi(PQgetvalue(slot, 0, 2));
         double lag_s = atof(PQgetvalue(slot, 0, 3)), oldest = atof(PQgetvalue(dead, 0, 1));
         if (json) {
-            json_t *o =
-                json_pack("{s:s,s:s,s:I,s:f,s:s,s:b,s:I,s:f}", "source", "wal", "slot",
-                          cfg->wal_slot, "slot_lag_bytes", (json_int_t)lag, "slot_lag_seconds",
-                          lag_s, "slot_wal_status", wal_status, "slot_active", pid != 0, "dead",
-                          (json_int_t)dead_n, "oldest_dead_seconds", oldest);
-            char *text = json_dumps(o, JSON_COMPACT);
-            puts(text);
-            free(text);
-            json_decref(o);
+            json_object_update_new(json, json_pack("{s:s,s:s,s:I,s:f,s:s,s:b,s:I,s:f}", "source",
+                                                   "wal", "slot", cfg->wal_slot, "slot_lag_bytes",
+                                                   (json_int_t)lag, "slot_lag_seconds", lag_s,
+                                                   "slot_wal_status", wal_status, "slot_active",
+                                                   pid != 0, "dead", (json_int_t)dead_n,
+                                                   "oldest_dead_seconds", oldest));
         } else {
             printf("source:                 wal (slot %s, %s)\n"
                    "slot lag (bytes):       %lld\nslot lag (s):           %.3f\n"

@@ -3,6 +3,7 @@
 #ifndef OBX_WAL_DEAD_H
 #define OBX_WAL_DEAD_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <stdint.h>
 
@@ -30,7 +31,7 @@ int wal_slot_lag(PGconn *conn, const relay_config *cfg, long long *bytes, int *l
                  size_t err_size);
 
 /* `status` and `requeue` in WAL mode; exit codes. */
-int wal_command_status(PGconn *conn, const relay_config *cfg, int json);
+int wal_command_status(PGconn *conn, const relay_config *cfg, json_t *json);
 int wal_command_requeue(PGconn *conn, const relay_config *cfg, int all, char **ids, int count);
 
 #endif

@@ -137,7 +137,10 @@ int wal_prerequisites(PGconn *conn, char *err, size_t err_size)
     return rc;
 }
 
-/* The publication: the outbox table, inserts only. */
+/* The publication: the outbox table, inserts only, and only the rows of
+ * relay.wal.row_filter when set (a shard). Made what the config says every
+ * time: a filter added by hand is replaced (or removed) here, so that two
+ * shards cannot drift apart from their configs. */
 static int install_publication(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
 {
     char pub[2 * SQL_NAME_MAX + 3];
@@ -155,14 +158,22 @@ static int install_publication(PGconn *conn, const relay_config *cfg, char *why,
     char tmpl[512];
     snprintf(tmpl, sizeof tmpl,
              exists ? "ALTER PUBLICATION %s SET TABLE {table}"
-                    : "CREATE PUBLICATION %s FOR TABLE {table} WITH (publish = 'insert')",
+                    : "CREATE PUBLICATION %s FOR TABLE {table}",
              pub);
-    char *sql = sql_render(cfg, tmpl);
+    char *head = sql_render(cfg, tmpl);
+    /* the filter is the operator's SQL as written: not a template */
+    const char *filter = cfg->wal_row_filter ? cfg->wal_row_filter : "";
+    size_t size = strlen(head) + strlen(filter) + 64;
+    char *sql = malloc(size);
+    snprintf(sql, size, "%s%s%s%s%s", head, filter[0] ? " WHERE (" : "", filter,
+             filter[0] ? ")" : "", exists ? "" : " WITH (publish = 'insert')");
+    free(head);
     int rc = db_exec(conn, sql, why, why_size);
     free(sql);
     if (rc == 0 && exists) {
-        snprintf(tmpl, sizeof tmpl, "ALTER PUBLICATION %s SET (publish = 'insert')", pub);
-        rc = db_exec(conn, tmpl, why, why_size);
+        char alter[256];
+        snprintf(alter, sizeof alter, "ALTER PUBLICATION %s SET (publish = 'insert')", pub);
+        rc = db_exec(conn, alter, why, why_size);
     }
     return rc;
 }

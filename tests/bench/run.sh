@@ -7,6 +7,10 @@
 #                      [--latency-ordering aggregate|none] [--no-latency] [--no-throughput]
 #                      [--hot N] [--hot-drivers memory,kafka] [--pairs N] [--profile] [--out DIR]
 #   tests/bench/run.sh --mqtt-defaults   (MQTT with its defaults, see mqtt_defaults.sh)
+#   tests/bench/run.sh --processes 1,2,4 (poll mode, one outbox, the --workers total split over
+#                      that many processes; see scale_poll.sh)
+#   tests/bench/run.sh --wal-slots 1,2,4 (WAL mode sharded over that many slots by row filter,
+#                      the walsenders' cost against pg_recvlogical; see scale_wal.sh)
 #
 # Default: the full matrix, 200,000 events per run. --quick: ordering none, batch 500, mark,
 # workers 1/2/4, 50,000 events, latency 10 s. --hot N: also N events of ONE aggregate (default
@@ -56,8 +60,12 @@ while [ $# -gt 0 ]; do
         --hot-drivers) HOT_DRIVERS=$2; shift ;;
         --pairs) PAIRS=$2; shift ;;
         --mqtt-defaults) MODE=mqtt-defaults DRIVERS=memory,mqtt ;;
+        --processes) MODE=processes PROCESSES=$2 EVENTS=100000 DRIVERS=memory WORKERS=4 BATCHES=500
+                     ORDERINGS=aggregate,none RETENTIONS=mark LATENCY=0 HOT=0; shift ;;
+        --wal-slots) MODE=wal-slots SLOTS=$2 EVENTS=50000 DRIVERS=memory WORKERS=1 BATCHES=500
+                     ORDERINGS=aggregate RETENTIONS=mark LATENCY=0 HOT=0; shift ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -258,6 +266,18 @@ relay_sql_alone() {
     relay_cfg "$WORK/db.cfg" "$RUNDB" memory "$4" "$3" "$1" "$2"
     "$TOOLS/bench_db" -c "$WORK/db.cfg" | awk '{print $3}'
 }
+# ================================================================ scaling out (separate cases)
+if [ "$MODE" = processes ]; then
+    # shellcheck source=scale_poll.sh
+    . "$HERE/scale_poll.sh"
+    exit 0
+fi
+if [ "$MODE" = wal-slots ]; then
+    # shellcheck source=scale_wal.sh
+    . "$HERE/scale_wal.sh"
+    exit 0
+fi
+# ================================================================ end of the scaling-out cases
 note "database limit: the simplest claim+mark (pgbench), beside the relay's own SQL alone (bench_db), alternated"
 for r in "${RS[@]}"; do for b in "${BS[@]}"; do for w in "${WS[@]}"; do
     DBL[$r,$b,$w]=$(simplest_limit "$r" "$b" "$w")

@@ -5,7 +5,10 @@
 #    attempt counted, none dead) while mem2's are published; status and
 #    /metrics (outbox_relay_output_paused) say so; resume: they are
 #    published, in order per aggregate.
-#  - the source paused: nothing is published; resume: everything is.
+#    status --json too: "pauses" (the source and every output: paused, since,
+#    by, reason) and "paused" in each per-output entry (poll mode).
+#  - the source paused: nothing is published; resume: everything is; status
+#    and status --json say so.
 #  - a second pause says so; an unknown output or neither flag: exit 2.
 . "$(dirname "$0")/modelib.sh" pause
 . "$(dirname "$0")/pauselib.sh"
@@ -34,6 +37,15 @@ expect_eq "outbox_relay_output_paused mem2" "$(value "$WORK/paused.txt" 'outbox_
 expect_eq "outbox_relay_output_up mem (not an outage)" "$(value "$WORK/paused.txt" 'outbox_relay_output_up{output="mem"}')" 1
 cli status >"$WORK/status.out"
 grep -q "paused: *output mem since .* (consumer migration)" "$WORK/status.out" || fail "status: $(cat "$WORK/status.out")"
+cli status --json >"$WORK/status.json" || fail "status --json"
+expect_eq "status --json: pauses of mem (paused, reason, a since)" \
+    "$(jq -r '.pauses.outputs.mem | "\(.paused) \(.reason) \(.since != null)"' "$WORK/status.json")" "true consumer migration true"
+expect_eq "status --json: mem2 and the source not paused" \
+    "$(jq -r '"\(.pauses.outputs.mem2.paused) \(.pauses.source.paused)"' "$WORK/status.json")" "false false"
+if [ "$MODE" = poll ]; then
+    expect_eq "status --json: paused in the per-output entries" \
+        "$(jq -r '[.outputs[] | "\(.output)=\(.paused)"] | join(",")' "$WORK/status.json")" "mem=true,mem2=false"
+fi
 if [ "$MODE" = poll ]; then # per output: waiting, failing, published in the last minute
     grep -qE '^  mem +100, 0, 0$' "$WORK/status.out" || fail "status per output (mem): $(cat "$WORK/status.out")"
     grep -qE '^  mem2 +0, 0, 100$' "$WORK/status.out" || fail "status per output (mem2): $(cat "$WORK/status.out")"
@@ -43,8 +55,14 @@ fi
 cli resume --output mem | grep -q "output mem resumed" || fail "resume --output mem"
 wait_ok "$REC" 100
 
-cli pause --source | grep -q "the source paused" || fail "pause --source"
+expect_eq "status --json after resume: mem paused" "$(cli status --json | jq -r '.pauses.outputs.mem.paused')" false
+cli status | grep -q "paused:" && fail "status after resume still says paused: $(cli status)"
+
+cli pause --source --reason "db upgrade" | grep -q "the source paused" || fail "pause --source"
 wait_log "$WORK/relay.log" "paused by an operator: the source" 10
+cli status | grep -q "paused: *the source (nothing is sent) since .* (db upgrade)" || fail "status, source paused: $(cli status)"
+expect_eq "status --json: the source paused (reason, a since)" \
+    "$(cli status --json | jq -r '.pauses.source | "\(.paused) \(.reason) \(.since != null)"')" "true db upgrade true"
 enqueue 50 b.more
 sleep 2
 expect_eq "events published while the source is paused" "$(ok_lines "$REC2")" 100

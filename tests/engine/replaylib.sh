@@ -2,15 +2,18 @@
 # source after elib.sh (or wlib.sh).
 
 # replay_setup CFG SOURCE_SETTINGS [MEM_OPTIONS]: two memory outputs, "mem"
-# (the record file $REC) and "copy" ($WORK/copy.jsonl); one route to mem,
-# destination from the aggregate type.
+# (the record file $REC) and "copy" ($WORK/copy.jsonl), and a file output
+# "seqfile" ($WORK/seq.jsonl: its lines carry aggregate_seq, which the
+# memory driver's do not); one route to mem, destination from the
+# aggregate type.
 replay_setup() {
     COPY=$WORK/copy.jsonl
     cat >"$1" <<CFG
 database = { conninfo = "\${TEST_DSN}"; };
 relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; $2 };
 outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; ${3:-} }; },
-            { name = "copy"; driver = "memory"; options = { record_file = "$COPY"; }; } );
+            { name = "copy"; driver = "memory"; options = { record_file = "$COPY"; }; },
+            { name = "seqfile"; driver = "file"; options = { path = "$WORK/seq.jsonl"; }; } );
 routes = ( { output = "mem"; destination = "replayed.\${aggregate_type}"; } );
 CFG
     CFG=$1
@@ -125,5 +128,13 @@ replay_round() {
     expect_eq "events of agg-7 sent to mem, in id order" \
         "$(sql "SELECT string_agg(w.id::text, ',' ORDER BY r.line) FROM r JOIN want w USING (event_id)")" \
         "$(sql "SELECT string_agg(id::text, ',' ORDER BY id) FROM want WHERE aggregate_id = 'agg-7'")"
+
+    # the replayed messages carry each event's aggregate_seq (host->message_ext)
+    "$OBX_BIN" replay -c "$CFG" --since "$since" --aggregate Order/agg-7 --to seqfile --rate 100000 --name seq \
+        >"$WORK/s.out" 2>&1 || fail "replay --to seqfile: $(cat "$WORK/s.out")"
+    expect_eq "aggregate_seq of agg-7's replayed events (event_id:seq, in the order sent)" \
+        "$(jq -r '"\(.event_id):\(.aggregate_seq)"' "$WORK/seq.jsonl" | paste -sd,)" \
+        "$(sql "SELECT string_agg(o.event_id || ':' || o.aggregate_seq, ',' ORDER BY o.id) FROM want w JOIN outbox o USING (id)
+                WHERE w.aggregate_id = 'agg-7'")"
     check_logs_clean
 }
