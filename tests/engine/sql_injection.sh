@@ -59,8 +59,8 @@ EOF
         victim_ok "name $n: status and requeue"
     done
 done
-# each outbox with its aggregate counters and idempotency keys beside it
-expect_eq "outbox tables made" "$(sql "SELECT count(*) FROM pg_class WHERE relname LIKE '%DROP TABLE%' AND relkind = 'r'")" "$((3 * n))"
+# each outbox with its aggregate counters, idempotency keys and dead-forwarded events beside it
+expect_eq "outbox tables made" "$(sql "SELECT count(*) FROM pg_class WHERE relname LIKE '%DROP TABLE%' AND relkind = 'r'")" "$((4 * n))"
 expect_eq "registry rows" "$(sql "SELECT count(*) FROM public.outbox_relay_schema")" "$((n + 1))"
 check_logs_clean
 echo "PASS sql_injection"
