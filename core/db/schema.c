@@ -53,12 +53,14 @@ static const char *const table_steps[] = {
      * (no update is HOT: the record changes the partial indexes' predicates) */
     ("ALTER TABLE {table} SET (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.01,"
      " autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01)"),
-    /* dead events the dead_letter output acknowledged (host/dead_forward.c):
+    /* dead events the dead_letter output acknowledged, or refused for good
+     * (refused: its reason; host/dead_forward.c):
      * one row per time an event died, so a requeued event that dies again
      * goes out again */
     "CREATE TABLE IF NOT EXISTS {schema}.{n._dead_forwarded} ("
-    " event_id text NOT NULL, dead_at_us bigint NOT NULL,"
-    " forwarded_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (event_id, dead_at_us))",
+    " dead_key text NOT NULL, dead_at_us bigint NOT NULL,"
+    " forwarded_at timestamptz NOT NULL DEFAULT now(), refused text,"
+    " PRIMARY KEY (dead_key, dead_at_us))",
 };
 
 /*

@@ -234,8 +234,9 @@ int outputs_switch(outputs *o)
     output_instance *out = calloc(count, sizeof *out);
     for (size_t j = 0; j < count; j++) {
         long i = gen_find_output(o->gen, next->cfg->outputs[j].name);
-        if (i < 0 || !o->out[i].inst || !gen_same_output(o->gen, (size_t)i, next, j))
-            continue;
+        if (i < 0 || !o->out[i].inst || !gen_same_output(o->gen, (size_t)i, next, j) ||
+            (o->only < 0 && !next->cfg->outputs[j].routed))
+            continue; /* not the same, or no route of the new config names it: closed */
         out[j] = o->out[i]; /* same output: the instance, its host and backoff carry over */
         memset(&o->out[i], 0, sizeof o->out[i]);
         kept++;

@@ -30,16 +30,21 @@
  * over max_payload_bytes left out (NULL), none dead before $3 (µs since
  * the epoch: see low_us). @SIZE@: the payload's size. */
 static const char read_sql[] =
-    "SELECT d.event_id, d.event_type, d.aggregate_type, d.aggregate_id,"
+    "SELECT d.dead_key, d.event_id, d.event_type, d.aggregate_type, d.aggregate_id,"
     " CASE WHEN d.payload IS NULL OR @SIZE@ > $2::bigint THEN NULL ELSE d.payload::text END,"
     " d.headers, d.dead_at_us, d.attempts, d.error, d.created_at_us"
     " FROM (@DEAD@) d WHERE d.dead_at >= timestamptz 'epoch' + $3::bigint * interval '1 microsecond'"
     " AND NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_forwarded} f"
-    "  WHERE f.event_id = d.event_id AND f.dead_at_us = d.dead_at_us)"
+    "  WHERE f.dead_key = d.dead_key AND f.dead_at_us = d.dead_at_us)"
     " ORDER BY d.dead_at_us LIMIT $1";
 static const char done_sql[] =
-    "INSERT INTO {schema}.{n._dead_forwarded} (event_id, dead_at_us)"
-    " SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING";
+    "INSERT INTO {schema}.{n._dead_forwarded} (dead_key, dead_at_us, refused)"
+    " SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[]) ON CONFLICT DO NOTHING";
+/* One relay of those sharing the outbox forwards (a session lock, held
+ * while its session lives): each dead event goes out once, not once per
+ * relay. */
+static const char lock_sql[] =
+    "SELECT pg_try_advisory_lock(hashtext({lit.table} || ' dead_letter'))";
 /* clang-format on */
 
 typedef struct forwarder {
@@ -55,6 +60,7 @@ typedef struct forwarder {
      * died in transactions that committed up to COMMIT_MARGIN_US later: the
      * reads start there, not at the first dead event ever (0 at start). */
     long long low_us;
+    int leader; /* this session holds the outbox's forwarding lock */
     int backoff_ms;
 
     pthread_mutex_t lock; /* completions, from the driver's threads */
@@ -98,6 +104,19 @@ static void on_complete(void *arg, uint64_t key, uint32_t check, obx_status stat
             pthread_cond_signal(&f->answered);
     }
     pthread_mutex_unlock(&f->lock);
+}
+
+/* Takes the outbox's forwarding lock on f's session: 1 when held. */
+static int lead(forwarder *f)
+{
+    char err[1024];
+    PGresult *res =
+        sql_run(f->conn, f->cfg, lock_sql, 0, NULL, PGRES_TUPLES_OK, NULL, err, sizeof err);
+    int held = res && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    if (!res)
+        log_warn("dead-letter output: %s", err);
+    PQclear(res);
+    return held;
 }
 
 /* The payload's size in SQL, for the column's kind, without building a
@@ -181,40 +200,54 @@ static void publish(forwarder *f, obx_message *msgs, int n)
     delivery_settle(&f->dl, items, (size_t)n, d);
 }
 
-/* Remembers what was acknowledged. Returns how many, or -1. */
+/* Is the batch's message i finished with: acknowledged, or refused for
+ * good (a message the output will never take is not sent again)? */
+static int finished(const forwarder *f, int i)
+{
+    return f->status[i] == OBX_OK || f->status[i] == OBX_PERMANENT;
+}
+
+/* Remembers what was finished (a refusal with its reason). Returns how
+ * many, or -1. */
 static int record(forwarder *f, const PGresult *rows, int n)
 {
-    pgarray ids, ats;
-    pgarray_init(&ids);
+    pgarray keys, ats, why;
+    pgarray_init(&keys);
     pgarray_init(&ats);
-    int ok = 0;
+    pgarray_init(&why);
+    int done = 0;
     for (int i = 0; i < n; i++)
-        if (f->status[i] == OBX_OK) {
-            pgarray_add(&ids, PQgetvalue(rows, i, DEAD_EVENT_ID), 1);
+        if (finished(f, i)) {
+            pgarray_add(&keys, PQgetvalue(rows, i, DEAD_KEY), 1);
             pgarray_add(&ats, PQgetvalue(rows, i, DEAD_AT_US), 0);
-            ok++;
+            pgarray_add(&why, f->status[i] == OBX_OK ? "" : f->detail[i], 1);
+            if (f->status[i] != OBX_OK)
+                log_warn("dead-letter output %s refused dead event %s for good: %s",
+                         f->cfg->dead_letter_output, PQgetvalue(rows, i, DEAD_KEY), f->detail[i]);
+            done++;
         }
     char err[1024];
-    const char *params[] = {pgarray_text(&ids), pgarray_text(&ats)};
-    PGresult *res =
-        ok ? sql_run(f->conn, f->cfg, done_sql, 2, params, PGRES_COMMAND_OK, NULL, err, sizeof err)
-           : NULL;
-    if (ok && !res) {
-        log_warn("dead-letter output: cannot record what it acknowledged: %s", err);
-        ok = -1;
+    const char *params[] = {pgarray_text(&keys), pgarray_text(&ats), pgarray_text(&why)};
+    PGresult *res = done ? sql_run(f->conn, f->cfg, done_sql, 3, params, PGRES_COMMAND_OK, NULL,
+                                   err, sizeof err)
+                         : NULL;
+    if (done && !res) {
+        log_warn("dead-letter output: cannot record what it finished: %s", err);
+        done = -1;
     }
     PQclear(res);
-    pgarray_free(&ids);
+    pgarray_free(&keys);
     pgarray_free(&ats);
-    return ok;
+    pgarray_free(&why);
+    return done;
 }
 
 /* After a batch (oldest death first): the low mark moves to its first event
- * not forwarded, or past the batch when all were. */
+ * not finished, or past the batch when all were. */
 static void move_low(forwarder *f, const PGresult *rows, int n, int all)
 {
     for (int i = 0; i < n; i++)
-        if (all ? i == n - 1 : f->status[i] != OBX_OK) {
+        if (all ? i == n - 1 : !finished(f, i)) {
             f->low_us = atoll(PQgetvalue(rows, i, DEAD_AT_US));
             return;
         }
@@ -242,19 +275,21 @@ static int forward_some(forwarder *f)
         for (int i = 0; i < n; i++)
             dead_message_build(f->cfg, f->st->payload, rows, i, &f->scratch, &msgs[i]);
         publish(f, msgs, n);
-        int ok = record(f, rows, n);
-        move_low(f, rows, n, ok == n);
-        atomic_fetch_add(&f->st->stats.dead_forwarded, ok > 0 ? ok : 0);
-        f->backoff_ms = ok == n ? 0 : f->backoff_ms ? f->backoff_ms * 2 : 500;
+        int done = record(f, rows, n), acked = 0;
+        for (int i = 0; i < n && done >= 0; i++)
+            acked += f->status[i] == OBX_OK;
+        move_low(f, rows, n, done == n);
+        atomic_fetch_add(&f->st->stats.dead_forwarded, acked);
+        f->backoff_ms = done == n ? 0 : f->backoff_ms ? f->backoff_ms * 2 : 500;
         if (f->backoff_ms > MAX_BACKOFF_MS)
             f->backoff_ms = MAX_BACKOFF_MS;
-        if (ok >= 0 && ok < n) {
+        if (done >= 0 && done < n) {
             int first = 0;
-            while (f->status[first] == OBX_OK)
+            while (finished(f, first))
                 first++;
             log_warn("dead-letter output %s: %d of %d dead events not acknowledged (%s); sent "
                      "again in %d ms",
-                     f->cfg->dead_letter_output, n - ok, n, f->detail[first], f->backoff_ms);
+                     f->cfg->dead_letter_output, n - done, n, f->detail[first], f->backoff_ms);
         }
         arena_reset(&f->scratch);
     }
@@ -282,6 +317,10 @@ void *dead_forward_main(void *arg)
             nap(f, 5000);
             continue;
         }
+        if (!f->leader && !(f->leader = lead(f))) {
+            nap(f, 5000); /* another relay on this outbox forwards */
+            continue;
+        }
         outputs_close_broken(&f->dl.outs);
         outputs_ensure(&f->dl.outs, 0);
         outputs_any_usable(&f->dl.outs);
@@ -294,6 +333,7 @@ void *dead_forward_main(void *arg)
         if (n < 0 && PQstatus(f->conn) != CONNECTION_OK) {
             PQfinish(f->conn);
             f->conn = NULL;
+            f->leader = 0; /* the lock went with the session */
         }
         nap(f, n < 0 ? 5000 : f->backoff_ms ? f->backoff_ms : n == BATCH ? 0 : IDLE_MS);
     }

@@ -28,6 +28,9 @@ static void payload(payload_kind kind, const PGresult *res, int row, arena *a, o
     }
     msg->payload = text ? text : "";
     msg->payload_len = len;
+    char why[100];
+    if (kind != PAYLOAD_BYTES && len && json_check(text, len, why, sizeof why) < 0)
+        msg->content_type = "application/octet-stream"; /* it died for not being JSON */
 }
 
 /* The row's headers, when they read, and the three that say why it died. */

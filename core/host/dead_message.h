@@ -11,6 +11,7 @@
 /* The reader's columns (source.h, dead_events, with the payload's size
  * checked: NULL when it is over max_payload_bytes). */
 enum {
+    DEAD_KEY,
     DEAD_EVENT_ID,
     DEAD_EVENT_TYPE,
     DEAD_AGGREGATE_TYPE,

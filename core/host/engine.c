@@ -152,8 +152,10 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
     pthread_t poller;
     pthread_create(&poller, NULL, backlog_main, st); /* operator pauses, and metrics' backlog */
     pthread_t forwarder;
-    if (st->cfg->dead_letter_output)
-        pthread_create(&forwarder, NULL, dead_forward_main, st);
+    int forwarding =
+        st->cfg->dead_letter_output && pthread_create(&forwarder, NULL, dead_forward_main, st) == 0;
+    if (st->cfg->dead_letter_output && !forwarding)
+        log_error("dead-letter output: cannot start its thread; dead events stay in the database");
     while (!src->join(run, 50)) {
         config_gen *gen = state_take_gen(st);
         int stalled = counters_stalled(st->metrics, gen->cfg, now_ms());
@@ -174,7 +176,7 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
     notify_stopping();
     state_request_stop(st, now_ms());
     pthread_join(poller, NULL);
-    if (st->cfg->dead_letter_output)
+    if (forwarding)
         pthread_join(forwarder, NULL);
     src->finish(run);
 }

@@ -21,7 +21,8 @@ typedef struct source_ops {
     const char *replayable;
     const char *thread; /* its threads' name in /healthz and /metrics ("worker" N) */
     /* The dead_letter output's reader: an SQL template (sql_render) of the
-     * dead events as rows of (event_id, event_type, aggregate_type,
+     * dead events as rows of (dead_key (never NULL: one row's), event_id,
+     * event_type, aggregate_type,
      * aggregate_id, payload (the column as it is), headers, dead_at (a
      * column, so a bound on it can use an index), dead_at_us, attempts,
      * error, created_at_us), every column named so. */

@@ -94,13 +94,16 @@ const source_ops poll_ops = {
     .finish = finish,
     .status = poll_command_status,
     .replayable = "o.{c.published_at} IS NOT NULL",
-    .dead_events = "SELECT {c.event_id}::text AS event_id, {c.event_type}::text AS event_type,"
-                   " {c.aggregate_type}::text AS aggregate_type, {c.aggregate_id}::text AS aggregate_id,"
-                   " {c.payload} AS payload, {c.headers}::text AS headers,"
-                   " {c.dead_at} AS dead_at, (extract(epoch FROM {c.dead_at}) * 1000000)::bigint AS dead_at_us,"
-                   " {c.attempts} AS attempts, coalesce({c.last_error}, '') AS error,"
-                   " (extract(epoch FROM {c.created_at}) * 1000000)::bigint AS created_at_us FROM {table}"
-                   " WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL",
+    .dead_events =
+        "SELECT {c.id}::text AS dead_key, {c.event_id}::text AS event_id, {c.event_type}::text AS "
+        "event_type,"
+        " {c.aggregate_type}::text AS aggregate_type, {c.aggregate_id}::text AS aggregate_id,"
+        " {c.payload} AS payload, {c.headers}::text AS headers,"
+        " {c.dead_at} AS dead_at, (extract(epoch FROM {c.dead_at}) * 1000000)::bigint AS "
+        "dead_at_us,"
+        " {c.attempts} AS attempts, coalesce({c.last_error}, '') AS error,"
+        " (extract(epoch FROM {c.created_at}) * 1000000)::bigint AS created_at_us FROM {table}"
+        " WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL",
     .requeue = poll_command_requeue,
     .purge_select = poll_purge_select,
     .purge_delete = poll_purge_delete,

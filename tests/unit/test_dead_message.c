@@ -113,6 +113,13 @@ static void test_bad_row(void **state)
     PQclear(res);
     arena_free(&a);
 
+    v[DEAD_PAYLOAD] = "{not json"; /* a text column's event that died for it */
+    res = dead_result(v);
+    dead_message_build(&cfg, PAYLOAD_TEXT, res, 0, &a, &m);
+    assert_string_equal(m.content_type, "application/octet-stream");
+    PQclear(res);
+    arena_free(&a);
+
     v[DEAD_PAYLOAD] = NULL; /* over max_payload_bytes, or NULL: sent empty */
     res = dead_result(v);
     dead_message_build(&cfg, PAYLOAD_JSON, res, 0, &a, &m);
