@@ -1,5 +1,6 @@
 #include "text.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. Refuses
@@ -78,4 +79,25 @@ void text_print_clean(FILE *out, const char *s, size_t max)
             fputc(*s, out);
     if (*s)
         fputs("...", out);
+}
+
+char *text_fill(char *text, const char *key, const char *value)
+{
+    size_t klen = strlen(key), vlen = strlen(value), n = 0;
+    for (const char *p = text; (p = strstr(p, key)); p += klen)
+        n++;
+    char *out = malloc(strlen(text) + n * vlen + 1), *o = out;
+    for (const char *p = text, *hit;; p = hit + klen) {
+        hit = strstr(p, key);
+        size_t len = hit ? (size_t)(hit - p) : strlen(p);
+        memcpy(o, p, len);
+        o += len;
+        if (!hit)
+            break;
+        memcpy(o, value, vlen);
+        o += vlen;
+    }
+    *o = '\0';
+    free(text);
+    return out;
 }

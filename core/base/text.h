@@ -20,4 +20,7 @@ int text_valid(const char *s, size_t n);
  * shown (\xNN), not obeyed; "..." when cut. */
 void text_print_clean(FILE *out, const char *s, size_t max);
 
+/* Replaces every occurrence of key in text (freed) by value: a fresh string. */
+char *text_fill(char *text, const char *key, const char *value);
+
 #endif

@@ -128,17 +128,8 @@ static char *make_read_sql(const relay_config *cfg, payload_kind kind)
             ? "(CASE WHEN pg_column_size(d.payload)::bigint * 256 < $2::bigint THEN 0"
               " ELSE {schema}.outbox_relay_payload_size(d.payload::jsonb) END)"
             : "octet_length(d.payload)";
-    const char *dead = source_for(cfg)->dead_events;
-    size_t cap = sizeof read_sql + strlen(size) + strlen(dead);
-    char *sql = malloc(cap), *at;
-    snprintf(sql, cap, "%s", read_sql);
-    at = strstr(sql, "@SIZE@");
-    memmove(at + strlen(size), at + 6, strlen(at + 6) + 1);
-    memcpy(at, size, strlen(size));
-    at = strstr(sql, "@DEAD@");
-    memmove(at + strlen(dead), at + 6, strlen(at + 6) + 1);
-    memcpy(at, dead, strlen(dead));
-    return sql;
+    char *sql = text_fill(strdup(read_sql), "@SIZE@", size);
+    return text_fill(sql, "@DEAD@", source_for(cfg)->dead_events);
 }
 
 /* Offers the batch and waits for its answers (ACK_WAIT_MS at most). Fills

@@ -8,6 +8,7 @@
 #include "outcome.h"
 #include "schema.h"
 #include "sql.h"
+#include "text.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -230,28 +231,6 @@ static const char behind_dead[] =
     " AND p.{c.published_at} IS NULL AND p.{c.dead_at} IS NOT NULL)";
 /* clang-format on */
 
-/* Replaces every "@KEY@" in text by value (a fresh string). */
-static char *fill(char *text, const char *key, const char *value)
-{
-    size_t klen = strlen(key), vlen = strlen(value), n = 0;
-    for (const char *p = text; (p = strstr(p, key)); p += klen)
-        n++;
-    char *out = malloc(strlen(text) + n * vlen + 1), *o = out;
-    for (const char *p = text, *hit;; p = hit + klen) {
-        hit = strstr(p, key);
-        size_t len = hit ? (size_t)(hit - p) : strlen(p);
-        memcpy(o, p, len);
-        o += len;
-        if (!hit)
-            break;
-        memcpy(o, value, vlen);
-        o += vlen;
-    }
-    *o = '\0';
-    free(text);
-    return out;
-}
-
 /* Does a ctid name one row of the table? Only in a plain one: a
  * partitioned table repeats ctids across its partitions, a view has none. */
 static int plain_table(PGconn *conn, const relay_config *cfg)
@@ -280,12 +259,13 @@ static int prepare(PGconn *conn, const relay_config *cfg, const char *name, cons
                        : strcmp(payload_type, "json") == 0 ? SIZE_JSON
                                                            : SIZE_RAW;
     int block = cfg->on_dead == DEAD_BLOCK;
-    char *text = fill(strdup(tmpl), "@SIZE@", size);
-    text = fill(text, "@DEAD_BEFORE@", block ? no_dead_before : "");
-    text = fill(text, "@BEHIND_DEAD@", block ? behind_dead : "");
-    text = fill(text, "@MARKED@", queries_mark_returns_ids(cfg) ? marked_ids : marked_count);
-    text = fill(text, "@TID@", plain ? "t.ctid" : "NULL::tid");
-    text = fill(text, "@AT@", plain ? "ctid = ANY ($1::tid[])" : "{c.id} = ANY ($1::bigint[])");
+    char *text = text_fill(strdup(tmpl), "@SIZE@", size);
+    text = text_fill(text, "@DEAD_BEFORE@", block ? no_dead_before : "");
+    text = text_fill(text, "@BEHIND_DEAD@", block ? behind_dead : "");
+    text = text_fill(text, "@MARKED@", queries_mark_returns_ids(cfg) ? marked_ids : marked_count);
+    text = text_fill(text, "@TID@", plain ? "t.ctid" : "NULL::tid");
+    text =
+        text_fill(text, "@AT@", plain ? "ctid = ANY ($1::tid[])" : "{c.id} = ANY ($1::bigint[])");
     char *sql = sql_render(cfg, text);
     free(text);
     PGresult *res = PQprepare(conn, name, sql, 0, NULL);
