@@ -172,7 +172,7 @@ static CURL *wh_easy_new(obx_instance *inst, char *err, size_t err_size)
 static obx_instance *wh_create(const obx_host *host, char *errstr, size_t errstr_size)
 {
     void *ctx = host->host_ctx;
-    const char *url = "", *secret_env = NULL, *secret = NULL, *signing_env = NULL, *signing;
+    const char *url = "", *secret_env = NULL, *secret = NULL, *signing_env = NULL, *signing = NULL;
     int64_t max = 32, timeout = 10000;
     int append = 0;
     host->get_string(ctx, "url", &url);
