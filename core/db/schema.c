@@ -39,6 +39,15 @@ static const char *const table_steps[] = {
     " {c.headers} jsonb,"
     " {c.destination} text,"
     " {c.created_at} timestamptz NOT NULL DEFAULT clock_timestamp())",
+    /* an adopted table (Debezium's EventRouter shape, with mapped names)
+     * gains the columns the relay reads and it lacks: its own order column
+     * (filled for existing rows in id-less insertion order) and the optional
+     * ones, empty */
+    "ALTER TABLE {table}"
+    " ADD COLUMN IF NOT EXISTS {c.id} bigint GENERATED ALWAYS AS IDENTITY,"
+    " ADD COLUMN IF NOT EXISTS {c.headers} jsonb,"
+    " ADD COLUMN IF NOT EXISTS {c.destination} text,"
+    " ADD COLUMN IF NOT EXISTS {c.created_at} timestamptz NOT NULL DEFAULT clock_timestamp()",
     /* the relay's own state */
     "ALTER TABLE {table}"
     " ADD COLUMN IF NOT EXISTS {c.available_at} timestamptz NOT NULL DEFAULT now(),"

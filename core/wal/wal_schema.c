@@ -259,11 +259,41 @@ static int install_slot(PGconn *conn, const relay_config *cfg, int reset, char *
     return rc;
 }
 
+/* WAL mode keeps an event's columns apart (its dead-letter table has one
+ * column each, and outbox_emit writes each): one table column mapped to two
+ * of them (the poll source allows it, e.g. an event type that is its own
+ * aggregate) is refused with the pair. */
+static int refuse_shared_columns(const relay_config *cfg, char *why, size_t why_size)
+{
+    const struct {
+        const char *role, *column;
+    } cols[] = {{"event_id", cfg->col.event_id},
+                {"aggregate_type", cfg->col.aggregate_type},
+                {"aggregate_id", cfg->col.aggregate_id},
+                {"event_type", cfg->col.event_type},
+                {"payload", cfg->col.payload},
+                {"headers", cfg->col.headers},
+                {"destination", cfg->col.destination},
+                {"created_at", cfg->col.created_at},
+                {"event_version", cfg->col.event_version}};
+    const size_t n = sizeof cols / sizeof cols[0];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (strcmp(cols[i].column, cols[j].column) == 0)
+                return snprintf(why, why_size,
+                                "database.columns maps %s and %s to one column, \"%s\": WAL mode "
+                                "needs a column of its own for each (poll mode allows it)",
+                                cols[i].role, cols[j].role, cols[i].column),
+                       -1;
+    return 0;
+}
+
 int wal_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot, char *err,
                        size_t err_size)
 {
     char why[1024];
-    if (wal_prerequisites(conn, why, sizeof why) < 0)
+    if (refuse_shared_columns(cfg, why, sizeof why) < 0 ||
+        wal_prerequisites(conn, why, sizeof why) < 0)
         goto fail;
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;

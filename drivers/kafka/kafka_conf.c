@@ -32,10 +32,13 @@ const obx_option kafka_options[] = {
      "give up a delivery attempt after this long: pushback, the output pauses"},
     {"max_in_flight", OBX_OPT_INT, 0,
      "max.in.flight.requests.per.connection (the idempotent producer allows 5)"},
+    {"compat", OBX_OPT_STRING, 0,
+     "debezium: messages as Debezium's outbox EventRouter makes them (an id header, no other)"},
     OBX_CE_OPTIONS,
     {NULL, 0, 0, NULL},
 };
 
+static const char *const kafka_compat_choices[] = {"none", "debezium", NULL};
 static const char *const kafka_key_choices[] = {"aggregate_id", "event_id", "none", NULL};
 static const char *const kafka_partitioners[] = {"murmur2_random", "murmur2", "consistent_random",
                                                  "consistent",     "random",  "fnv1a_random",
@@ -50,6 +53,7 @@ const obx_option_spec kafka_specs[] = {
     {"false", 0, 0, NULL, NULL},                        /* authorization_permanent */
     {"30000", 1, 2147483647.0, NULL, NULL},             /* message_timeout_ms */
     {"5", 1, 5, NULL, NULL},                            /* max_in_flight */
+    {"none", 0, 0, kafka_compat_choices, NULL},         /* compat */
     OBX_CE_OPTION_SPECS,
     {NULL, 0, 0, NULL, NULL},
 };
@@ -156,6 +160,13 @@ static int kafka_apply_options(obx_instance *inst, rd_kafka_conf_t *conf, char *
     inst->key_mode = !strcmp(key, "event_id") ? KAFKA_KEY_EVENT_ID
                      : !strcmp(key, "none")   ? KAFKA_KEY_NONE
                                               : KAFKA_KEY_AGGREGATE_ID;
+    inst->debezium = !strcmp(kafka_opt_str(inst, "compat"), "debezium");
+    if (inst->debezium && inst->ce.mode != OBX_CE_OFF) {
+        snprintf(errstr, errstr_size,
+                 "compat = \"debezium\" and format = \"cloudevents\" "
+                 "shape messages two ways: choose one");
+        return -1;
+    }
     inst->unknown_topic_permanent = kafka_opt_bool(inst, "unknown_topic_permanent");
     inst->authorization_permanent = kafka_opt_bool(inst, "authorization_permanent");
     return kafka_set(conf, "bootstrap.servers", servers, errstr, errstr_size) ||

@@ -23,6 +23,7 @@ struct obx_instance {
     rd_kafka_t *rk;
     kafka_key_mode key_mode;
     obx_ce_config ce; /* format = "cloudevents": how messages are shaped */
+    int debezium;     /* compat = "debezium": an "id" header instead of the relay's set */
     int unknown_topic_permanent;
     int authorization_permanent;
     /*

@@ -216,16 +216,18 @@ static rd_kafka_headers_t *kafka_headers(const obx_instance *inst, const obx_mes
                                          const obx_ce_event *ce)
 {
     obx_envelope env = {0};
-    if (inst->ce.mode == OBX_CE_OFF)
+    if (inst->ce.mode == OBX_CE_OFF && !inst->debezium)
         obx_envelope_fill_host(&env, inst->host, m, OBX_ENVELOPE_SNAKE, OBX_ENVELOPE_STANDARD);
     rd_kafka_headers_t *hdrs = rd_kafka_headers_new(env.count + ce->count + 1 + m->header_count);
+    if (inst->debezium) /* EventRouter's default: the event's id, as "id" */
+        kafka_add_header(hdrs, "id", m->event_id);
     for (size_t i = 0; i < env.count; i++) /* rd_kafka_header_add copies */
         kafka_add_header(hdrs, env.field[i].name, env.field[i].value);
     for (size_t i = 0; i < ce->count; i++)
         kafka_add_header(hdrs, ce->attr[i].name, ce->attr[i].value);
     if (inst->ce.mode != OBX_CE_OFF)
         kafka_add_header(hdrs, "content-type", ce->content_type);
-    else if (m->content_type)
+    else if (m->content_type && !inst->debezium)
         kafka_add_header(hdrs, "content_type", m->content_type);
     for (size_t i = 0; i < m->header_count; i++)
         if (m->headers[i].key)
