@@ -32,12 +32,15 @@ const obx_option kafka_options[] = {
      "give up a delivery attempt after this long: pushback, the output pauses"},
     {"max_in_flight", OBX_OPT_INT, 0,
      "max.in.flight.requests.per.connection (the idempotent producer allows 5)"},
+    {"timestamp", OBX_OPT_STRING, 0,
+     "the record's timestamp: now (when produced) or created_at (the row's)"},
     {"compat", OBX_OPT_STRING, 0,
      "debezium: messages as Debezium's outbox EventRouter makes them (an id header, no other)"},
     OBX_CE_OPTIONS,
     {NULL, 0, 0, NULL},
 };
 
+static const char *const kafka_timestamp_choices[] = {"now", "created_at", NULL};
 static const char *const kafka_compat_choices[] = {"none", "debezium", NULL};
 static const char *const kafka_key_choices[] = {"aggregate_id", "event_id", "none", NULL};
 static const char *const kafka_partitioners[] = {"murmur2_random", "murmur2", "consistent_random",
@@ -53,6 +56,7 @@ const obx_option_spec kafka_specs[] = {
     {"false", 0, 0, NULL, NULL},                        /* authorization_permanent */
     {"30000", 1, 2147483647.0, NULL, NULL},             /* message_timeout_ms */
     {"5", 1, 5, NULL, NULL},                            /* max_in_flight */
+    {"now", 0, 0, kafka_timestamp_choices, NULL},       /* timestamp */
     {"none", 0, 0, kafka_compat_choices, NULL},         /* compat */
     OBX_CE_OPTION_SPECS,
     {NULL, 0, 0, NULL, NULL},
@@ -161,6 +165,7 @@ static int kafka_apply_options(obx_instance *inst, rd_kafka_conf_t *conf, char *
                      : !strcmp(key, "none")   ? KAFKA_KEY_NONE
                                               : KAFKA_KEY_AGGREGATE_ID;
     inst->debezium = !strcmp(kafka_opt_str(inst, "compat"), "debezium");
+    inst->created_at_timestamp = !strcmp(kafka_opt_str(inst, "timestamp"), "created_at");
     if (inst->debezium && inst->ce.mode != OBX_CE_OFF) {
         snprintf(errstr, errstr_size,
                  "compat = \"debezium\" and format = \"cloudevents\" "

@@ -22,8 +22,9 @@ struct obx_instance {
     const obx_host *host;
     rd_kafka_t *rk;
     kafka_key_mode key_mode;
-    obx_ce_config ce; /* format = "cloudevents": how messages are shaped */
-    int debezium;     /* compat = "debezium": an "id" header instead of the relay's set */
+    obx_ce_config ce;         /* format = "cloudevents": how messages are shaped */
+    int debezium;             /* compat = "debezium": an "id" header instead of the relay's set */
+    int created_at_timestamp; /* timestamp = "created_at": the record's time is the row's */
     int unknown_topic_permanent;
     int authorization_permanent;
     /*

@@ -367,7 +367,7 @@ static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_mes
     *km = (kafka_msg){m->token, inst->published + 1, aggregate, event, size, alone};
     /* the alone producer produces by name: it is used rarely */
     rd_kafka_topic_t *topic = alone ? NULL : kafka_topic(inst, m->destination);
-    rd_kafka_vu_t vu[6];
+    rd_kafka_vu_t vu[7];
     memset(vu, 0, sizeof vu);
     if (topic) {
         vu[0].vtype = RD_KAFKA_VTYPE_RKT;
@@ -388,7 +388,12 @@ static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_mes
     vu[4].u.headers = hdrs;
     vu[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
     vu[5].u.ptr = km;
-    rd_kafka_error_t *error = rd_kafka_produceva(rk, vu, 6);
+    size_t nvu = 6;
+    if (inst->created_at_timestamp && m->created_at_us > 0) { /* else librdkafka's: now */
+        vu[nvu].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+        vu[nvu++].u.i64 = m->created_at_us / 1000;
+    }
+    rd_kafka_error_t *error = rd_kafka_produceva(rk, vu, nvu);
     if (!error) {
         inst->published++;
         return RD_KAFKA_RESP_ERR_NO_ERROR;

@@ -8,7 +8,8 @@
 # aggregate, so each event type is one). kcat reads every message back and
 # each is compared field by field with what EventRouter's defaults give:
 # topic outbox.event.<aggregatetype>, key aggregateid, one header "id" (the
-# row's id), the payload as the value. The rows' own columns are unchanged.
+# row's id), the payload as the value, with timestamp = "created_at" the
+# row's time as the record's. The rows' own columns are unchanged.
 # With DBZ_SOURCE=wal (wal_kafka_debezium) the same through WAL mode, where
 # the rows are inserted after init-db (the slot starts there) and the
 # EventRouter table's rows are deleted in the transaction that inserted
@@ -36,7 +37,8 @@ relay_cfg() {
 database = { conninfo = "\${TEST_DSN}"; columns = { $2 }; };
 relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 100; };
 outputs = ( { name = "kafka"; driver = "kafka";
-              options = { bootstrap_servers = "$KM_BOOTSTRAP"; compat = "debezium"; }; } );
+              options = { bootstrap_servers = "$KM_BOOTSTRAP"; compat = "debezium";
+                          timestamp = "created_at"; }; } );
 routes = ( { event_type = "*"; output = "kafka"; destination = "$3"; } );
 EOF
 }
@@ -78,6 +80,12 @@ sql "SELECT 'outbox.event.' || aggregatetype || '|' || aggregateid || '|id,' || 
      FROM written" | sort >"$WORK/dbz.want"
 diff "$WORK/dbz.want" "$WORK/dbz.got" >&2 || fail "Kafka messages differ from EventRouter's (want < > got)"
 expect_eq "messages" "$(wc -l <"$WORK/dbz.got")" 30
+# timestamp = "created_at": each record's time is its row's, in ms
+if [ "$SOURCE" = poll ]; then
+    jq -r '[(.headers[1]), .ts] | @tsv' "$WORK/dbz.json" | sort >"$WORK/dbz.ts"
+    sql "SELECT id || E'\t' || floor(extract(epoch FROM created_at) * 1000)::bigint FROM outbox" | sort >"$WORK/dbz.ts.want"
+    diff "$WORK/dbz.ts.want" "$WORK/dbz.ts" >&2 || fail "record timestamps are not the rows' created_at"
+fi
 
 # --- the minimal table: no aggregate columns, one aggregate per event type
 new_db kt_debezium_min
