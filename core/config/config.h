@@ -46,6 +46,14 @@ typedef struct cfg_header_match {
     char *glob;
 } cfg_header_match;
 
+/* A route's shaping of the row's headers, applied in this order. */
+typedef enum { HEADER_DROP, HEADER_RENAME, HEADER_SET } header_rule_kind;
+typedef struct cfg_header_rule {
+    header_rule_kind kind;
+    char *name;  /* DROP: a glob on names; RENAME and SET: a name */
+    char *value; /* RENAME: the new name; SET: a template over the row's fields */
+} cfg_header_rule;
+
 typedef struct cfg_route {
     char *event_type;     /* glob; "*" when absent */
     char *aggregate_type; /* glob; "*" when absent */
@@ -55,7 +63,9 @@ typedef struct cfg_route {
     int line;
     cfg_header_match *headers; /* all must match */
     size_t header_count;
-    int drop; /* matching events are counted and marked done, never published */
+    int drop;               /* matching events are counted and marked done, never published */
+    cfg_header_rule *shape; /* drop_headers, rename_headers, set_headers, in that order */
+    size_t shape_count;
 } cfg_route;
 
 /* The outbox table's columns, each mappable for an existing table: this one

@@ -100,6 +100,11 @@ void config_free(relay_config *cfg)
             free(r->headers[k].glob);
         }
         free(r->headers);
+        for (size_t k = 0; k < r->shape_count; k++) {
+            free(r->shape[k].name);
+            free(r->shape[k].value);
+        }
+        free(r->shape);
     }
     settings_free(cfg);
     free(cfg->outputs);

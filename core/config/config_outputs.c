@@ -121,16 +121,18 @@ void config_load_outputs(cfg_reader *st, const config_setting_t *list)
     }
 }
 
-/* Checks ${...} in a destination template name known row fields. */
-static void check_template(cfg_reader *st, const config_setting_t *s, const char *tpl)
+/* Checks ${...} in a template (a destination, a header's value) name known
+ * row fields. */
+static void check_template(cfg_reader *st, const config_setting_t *s, const char *what,
+                           const char *tpl)
 {
     for (const char *p = strstr(tpl, "${"); p; p = strstr(p + 2, "${")) {
         const char *end = strchr(p, '}');
         if (!end || !cfg_is_row_field(p + 2, end - p - 2)) {
             cfg_fail(st, s,
-                     "destination \"%s\": unknown field; use ${event_type}, ${aggregate_type}, "
+                     "%s \"%s\": unknown field; use ${event_type}, ${aggregate_type}, "
                      "${aggregate_id} or ${event_id}",
-                     tpl);
+                     what, tpl);
             return;
         }
     }
@@ -164,6 +166,50 @@ static void load_header_matches(cfg_reader *st, const config_setting_t *group, c
     }
 }
 
+/* A route's drop_headers = [ "glob", ... ], rename_headers = { old = "new"; }
+ * and set_headers = { name = "template"; }: how the row's headers are
+ * shaped for its output, kept in the order they apply. */
+static void load_header_shaping(cfg_reader *st, const config_setting_t *r, cfg_route *route)
+{
+    static const char *const keys[] = {"drop_headers", "rename_headers", "set_headers"};
+    size_t total = 0;
+    for (int kind = HEADER_DROP; kind <= HEADER_SET; kind++) {
+        const config_setting_t *s = cfg_member(r, keys[kind]);
+        if (!s)
+            continue;
+        int want_list = kind == HEADER_DROP;
+        if ((want_list ? !config_setting_is_array(s) && !config_setting_is_list(s)
+                       : !config_setting_is_group(s)) ||
+            config_setting_length(s) == 0) {
+            cfg_fail(st, s,
+                     want_list ? "drop_headers must be a list of globs on header names"
+                               : "%s must be a group of name = \"value\" pairs",
+                     keys[kind]);
+            return;
+        }
+        total += config_setting_length(s);
+    }
+    if (!total)
+        return;
+    route->shape = calloc(total, sizeof *route->shape);
+    for (int kind = HEADER_DROP; kind <= HEADER_SET; kind++) {
+        const config_setting_t *s = cfg_member(r, keys[kind]);
+        for (int k = 0; s && k < config_setting_length(s); k++) {
+            const config_setting_t *e = config_setting_get_elem(s, k);
+            const char *v = config_setting_get_string(e);
+            if (!v || !*v) {
+                cfg_fail(st, e, "%s: each entry must be a non-empty string", keys[kind]);
+                return;
+            }
+            if (kind == HEADER_SET)
+                check_template(st, e, "set_headers", v);
+            route->shape[route->shape_count++] =
+                (cfg_header_rule){kind, strdup(kind == HEADER_DROP ? v : config_setting_name(e)),
+                                  kind == HEADER_DROP ? NULL : strdup(v)};
+        }
+    }
+}
+
 /* A drop route names no output and no destination: its events go nowhere. */
 static int load_drop(cfg_reader *st, const config_setting_t *r, cfg_route *route)
 {
@@ -181,8 +227,9 @@ static int load_drop(cfg_reader *st, const config_setting_t *r, cfg_route *route
 
 void config_load_routes(cfg_reader *st, const config_setting_t *list)
 {
-    static const char *const keys[] = {"event_type",  "aggregate_type", "headers", "output",
-                                       "destination", "drop",           NULL};
+    static const char *const keys[] = {
+        "event_type", "aggregate_type", "headers",        "output",      "destination",
+        "drop",       "drop_headers",   "rename_headers", "set_headers", NULL};
     relay_config *cfg = st->cfg;
     if (!list) { /* one default route: everything to the first output */
         cfg->outputs[0].routed = 1;
@@ -223,7 +270,8 @@ void config_load_routes(cfg_reader *st, const config_setting_t *list)
             continue;
         if (!route->destination)
             route->destination = strdup(DEFAULT_DESTINATION);
-        check_template(st, cfg_member(r, "destination"), route->destination);
+        check_template(st, cfg_member(r, "destination"), "destination", route->destination);
+        load_header_shaping(st, r, route);
         if (!route->output) {
             route->output = strdup(cfg->outputs[0].name);
             if (cfg->output_count > 1)
@@ -265,7 +313,8 @@ void config_load_dead_letter(cfg_reader *st, const config_setting_t *group)
     }
     if (!cfg->dead_letter_destination)
         cfg->dead_letter_destination = strdup(DEFAULT_DEAD_DESTINATION);
-    check_template(st, cfg_member(group, "destination"), cfg->dead_letter_destination);
+    check_template(st, cfg_member(group, "destination"), "destination",
+                   cfg->dead_letter_destination);
     size_t j = 0;
     while (j < cfg->output_count && strcmp(cfg->outputs[j].name, cfg->dead_letter_output) != 0)
         j++;

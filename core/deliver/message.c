@@ -104,6 +104,8 @@ int message_build(const message_source *src, const event_fields *f, obx_message 
         snprintf(err, err_size, "dropped by the route at %s:%d", src->cfg->path, route->line);
         return MESSAGE_DROPPED;
     }
+    if (route_shape_headers(route, msg, src->scratch, err, err_size) < 0)
+        return -1;
     const char *override = f->destination;
     if (override && *override) {
         msg->destination = override;

@@ -79,3 +79,48 @@ int route_render(const char *tmpl, const obx_message *msg, arena *a, const char 
     free(buf);
     return 0;
 }
+
+static int dropped(const cfg_route *r, const char *name)
+{
+    for (size_t i = 0; i < r->shape_count; i++)
+        if (r->shape[i].kind == HEADER_DROP && fnmatch(r->shape[i].name, name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *renamed(const cfg_route *r, const char *name)
+{
+    for (size_t i = 0; i < r->shape_count; i++)
+        if (r->shape[i].kind == HEADER_RENAME && strcmp(r->shape[i].name, name) == 0)
+            return r->shape[i].value;
+    return name;
+}
+
+int route_shape_headers(const cfg_route *r, obx_message *msg, arena *a, char *err, size_t err_size)
+{
+    if (!r->shape_count)
+        return 0;
+    obx_header *out = arena_alloc(a, (msg->header_count + r->shape_count) * sizeof *out);
+    size_t n = 0;
+    for (size_t i = 0; i < msg->header_count; i++)
+        if (!dropped(r, msg->headers[i].key))
+            out[n++] = (obx_header){renamed(r, msg->headers[i].key), msg->headers[i].value};
+    for (size_t i = 0; i < r->shape_count; i++) {
+        const cfg_header_rule *rule = &r->shape[i];
+        if (rule->kind != HEADER_SET)
+            continue;
+        const char *value;
+        char why[256];
+        if (route_render(rule->value, msg, a, &value, why, sizeof why) < 0)
+            return snprintf(err, err_size, "set_headers %s: %s", rule->name, why), -1;
+        size_t k = 0, kept = 0; /* the set value replaces every header of that name */
+        for (; k < n; k++)
+            if (strcmp(out[k].key, rule->name) != 0)
+                out[kept++] = out[k];
+        n = kept;
+        out[n++] = (obx_header){rule->name, value};
+    }
+    msg->headers = out;
+    msg->header_count = n;
+    return 0;
+}

@@ -18,4 +18,9 @@ const cfg_route *route_for(const relay_config *cfg, const obx_message *msg);
 int route_render(const char *tmpl, const obx_message *msg, arena *a, const char **out, char *err,
                  size_t err_size);
 
+/* Shapes msg's headers (the row's) as route r says: drops, renames, then
+ * sets (templates rendered as destinations are); the new array is in a.
+ * -1 with the reason in err when a set header's template cannot render. */
+int route_shape_headers(const cfg_route *r, obx_message *msg, arena *a, char *err, size_t err_size);
+
 #endif

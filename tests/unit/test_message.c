@@ -400,6 +400,50 @@ static void test_build_header_routes_and_drop(void **state)
     assert_string_equal(err, "dropped by the route at relay.conf:21");
 }
 
+/* A route shapes the row's headers for its output: drops by glob, then
+ * renames, then sets (a template; replacing every header of that name);
+ * routing saw the headers as the row had them. */
+static void test_build_header_shaping(void **state)
+{
+    (void)state;
+    cfg_header_match internal[] = {{"internal-a", "x"}};
+    cfg_header_rule shape[] = {{HEADER_DROP, "internal-*", NULL},
+                               {HEADER_RENAME, "traceparent", "trace-parent"},
+                               {HEADER_RENAME, "keep", "kept"},
+                               {HEADER_SET, "source", "orders-${aggregate_id}"},
+                               {HEADER_SET, "dup", "one"}};
+    cfg_route r = {.event_type = "*",
+                   .aggregate_type = "*",
+                   .output = "a",
+                   .destination = "t",
+                   .line = 30,
+                   .headers = internal,
+                   .header_count = 1,
+                   .shape = shape,
+                   .shape_count = 5};
+    relay_config cfg = config();
+    cfg.routes = &r;
+    cfg.route_count = 1;
+    claim_row row = claim_row_of("1", "Order", "42", "order.created");
+    row.v[ROW_HEADERS] = "{\"internal-a\": \"x\", \"dup\": \"a\", \"traceparent\": \"00-ab\", "
+                         "\"internal-b\": \"y\", \"keep\": \"k\", \"dup\": \"b\"}";
+    obx_message m;
+    size_t output;
+    assert_int_equal(build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output), 0);
+    static const char *const want[][2] = {
+        {"trace-parent", "00-ab"}, {"kept", "k"}, {"source", "orders-42"}, {"dup", "one"}};
+    assert_int_equal(m.header_count, 4);
+    for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(m.headers[i].key, want[i][0]);
+        assert_string_equal(m.headers[i].value, want[i][1]);
+    }
+    /* a template whose field is empty fails the message, naming the header */
+    row = claim_row_of("1", "Order", "", "order.created");
+    row.v[ROW_HEADERS] = "{\"internal-a\": \"x\"}";
+    assert_int_equal(build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output), -1);
+    assert_non_null(strstr(err, "set_headers source: "));
+}
+
 /* bytea arrives as \x hex text and leaves as the bytes it encodes. */
 static void test_build_bytea_payload(void **state)
 {
@@ -448,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_build_payload_at_limit),
         cmocka_unit_test(test_build_empty_destination),
         cmocka_unit_test(test_build_header_routes_and_drop),
+        cmocka_unit_test(test_build_header_shaping),
         cmocka_unit_test(test_build_bytea_payload),
         cmocka_unit_test(test_build_text_payload),
     };

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Adopting a Debezium outbox table unchanged (issue 30): two tables the
+# Messages shaped from config, through Kafka (issue 30). First, adopting a
+# Debezium outbox table unchanged: two tables the
 # relay did not make, filled by plain INSERTs, relayed after init-db has
 # added only what the relay owns, with compat = "debezium" into a private
 # mock cluster. The first has the shape Debezium's EventRouter expects (id
@@ -9,8 +10,10 @@
 # each is compared field by field with what EventRouter's defaults give:
 # topic outbox.event.<aggregatetype>, key aggregateid, one header "id" (the
 # row's id), the payload as the value, with timestamp = "created_at" the
-# row's time as the record's. The rows' own columns are unchanged.
-# With DBZ_SOURCE=wal (wal_kafka_debezium) the same through WAL mode, where
+# row's time as the record's. The rows' own columns are unchanged. Then a
+# route that shapes the row's headers: drops internal-*, renames
+# traceparent, sets source from a template and tenant over the row's own.
+# With DBZ_SOURCE=wal (wal_kafka_shaping) the same through WAL mode, where
 # the rows are inserted after init-db (the slot starts there) and the
 # EventRouter table's rows are deleted in the transaction that inserted
 # them, as applications written for Debezium do: each is sent all the same.
@@ -87,6 +90,30 @@ if [ "$SOURCE" = poll ]; then
     diff "$WORK/dbz.ts.want" "$WORK/dbz.ts" >&2 || fail "record timestamps are not the rows' created_at"
 fi
 
+# --- a route shaping the row's headers (the relay's own table)
+new_db kt_shaping
+cat >"$WORK/shape.cfg" <<EOF
+database = { conninfo = "\${TEST_DSN}"; };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 100; };
+outputs = ( { name = "kafka"; driver = "kafka";
+              options = { bootstrap_servers = "$KM_BOOTSTRAP"; compat = "debezium"; }; } );
+routes = ( { event_type = "*"; output = "kafka"; destination = "shaped";
+             drop_headers = [ "internal-*" ]; rename_headers = { traceparent = "trace-parent"; };
+             set_headers = { source = "orders-\${aggregate_id}"; tenant = "acme"; }; } );
+EOF
+init "$WORK/shape.cfg"
+sql "SELECT count(outbox_enqueue('Order', 'o' || (g % 4), 'order.created', jsonb_build_object('n', g),
+       jsonb_build_object('internal-a', 'x', 'traceparent', '00-' || g, 'keep', 'k', 'tenant', 'other')))
+     FROM generate_series(1, 20) g" >/dev/null
+timeout 120 "$OBX_BIN" run --drain -c "$WORK/shape.cfg" 2>"$WORK/shape.log" || { tail "$WORK/shape.log" >&2; fail "drain"; }
+timeout 60 kcat -C -b "$KM_BOOTSTRAP" -t shaped -o beginning -e -J -q >"$WORK/shape.json" || fail "kcat shaped"
+jq -r '.headers | join(",")' "$WORK/shape.json" | sort >"$WORK/shape.got"
+# jsonb keeps keys shortest first: keep, tenant, internal-a, traceparent
+sql "SELECT 'id,' || event_id || ',keep,k,trace-parent,00-' || (payload->>'n') || ',source,orders-' ||
+            aggregate_id || ',tenant,acme' FROM outbox" | sort >"$WORK/shape.want"
+expect_eq "shaped messages" "$(wc -l <"$WORK/shape.got")" 20
+diff "$WORK/shape.want" "$WORK/shape.got" >&2 || fail "shaped headers differ (want < > got)"
+
 # --- the minimal table: no aggregate columns, one aggregate per event type
 new_db kt_debezium_min
 sql "CREATE TABLE outbox (id uuid PRIMARY KEY, message_type text NOT NULL, payload jsonb,
@@ -98,7 +125,7 @@ if [ "$SOURCE" = wal ]; then # one column in three roles: poll mode only, WAL mo
     if "$OBX_BIN" init-db -c "$WORK/min.cfg" >"$WORK/min.out" 2>&1; then fail "WAL init-db took a shared column"; fi
     grep -q 'maps aggregate_type and aggregate_id to one column, "message_type": WAL mode needs' "$WORK/min.out" ||
         { cat "$WORK/min.out" >&2; fail "no reason for the shared column"; }
-    echo "PASS wal_kafka_debezium (30 EventRouter-shaped rows, inserted and deleted, each as EventRouter sends it)"
+    echo "PASS wal_kafka_shaping (30 EventRouter-shaped rows, inserted and deleted, each as EventRouter sends it; 20 with shaped headers)"
     exit 0
 fi
 init "$WORK/min.cfg"
@@ -124,4 +151,4 @@ awk -F'\t' 'last[$1] != "" && $2 + 0 < last[$1] + 0 { bad++ } { last[$1] = $2 }
 sed 's/compat = "debezium";/compat = "debezium"; format = "cloudevents";/' "$WORK/min.cfg" >"$WORK/both.cfg"
 if "$OBX_BIN" run --drain -c "$WORK/both.cfg" 2>"$WORK/both.log"; then fail "compat with format cloudevents ran"; fi
 grep -q 'choose one' "$WORK/both.log" || { cat "$WORK/both.log" >&2; fail "no reason for compat + cloudevents"; }
-echo "PASS kafka_debezium (30 EventRouter-shaped and 20 minimal rows, each as EventRouter sends it)"
+echo "PASS kafka_shaping (30 EventRouter-shaped and 20 minimal rows, each as EventRouter sends it; 20 with shaped headers)"
