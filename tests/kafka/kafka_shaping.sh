@@ -24,8 +24,14 @@ if [ "$SOURCE" = wal ]; then
     . "$OBX_SRC/tests/wal/walmode.sh"
     trap 'drop_wal_slots; cleanup' EXIT
 fi
-# new_db NAME: a fresh database (and slot) for this mode
-new_db() { if [ "$SOURCE" = wal ]; then fresh_wal_db "$1_wal"; else fresh_db "$1"; fi; }
+# new_db NAME: a fresh database for this mode; in WAL mode the slot of the
+# one before is dropped (the trap drops the last one's)
+new_db() {
+    if [ "$SOURCE" = poll ]; then fresh_db "$1"; return; fi
+    [ -z "${WAL_DB:-}" ] || drop_wal_slots
+    fresh_wal_db "$1_wal"
+    WAL_DB=$TEST_DB
+}
 # init CFG: init-db, in this mode
 init() {
     [ "$SOURCE" = poll ] || to_wal_mode "$1"
