@@ -101,6 +101,12 @@ typedef struct relay_config {
     retention_mode retention;
     int retention_hours; /* published rows older than this are deleted (mark mode); 0 = keep */
     int max_payload_bytes;
+    /* relay.partitions: the outbox is range-partitioned on created_at and the
+     * relay keeps it (NULL interval: a plain table) */
+    char *partition_interval; /* "1 days": each partition's span (hours, days or weeks) */
+    int partition_ahead;      /* partitions made this many spans ahead of now */
+    char *partition_keep;     /* a fully published partition older than this is dropped;
+                                 NULL: never */
     char *drivers_dir; /* NULL: loader_default_dir() */
 
     relay_source source;             /* "poll" (claims) or "wal" (logical replication) */
