@@ -8,7 +8,8 @@
 # in B dies (a permanent refusal). Then one row of C is made pending again
 # and the last partition ahead is dropped: the relay's cleanup makes it
 # again, drops A (all published) and keeps B (a dead row) and C (a pending
-# row) with every row; once C's row is published, C goes too. init-db
+# row) with every row; once C's row is published, C goes too. One
+# aggregate's inserts into B and into now wait for each other. init-db
 # refuses a table partitioned otherwise, and a plain table, for this config.
 ENG_TEST=partition_managed
 . "$(dirname "$0")/elib.sh"
@@ -97,6 +98,26 @@ expect_eq "detached tables left behind" \
 before=$(sql "$OBJECTS")
 init_db "$WORK/relay.cfg"
 expect_eq "relations after init-db on a kept table" "$(sql "$OBJECTS")" "$before"
+
+# one aggregate's inserts into two partitions wait for each other (the order
+# trigger locks the root table's key): B's insert commits first, with the lower id and number
+sql "CREATE TABLE go (k text)"
+session sa "BEGIN; INSERT INTO outbox (aggregate_type, aggregate_id, event_type, created_at)
+    SELECT 'Order', 'lock-x', 'order.old', lo + interval '1 minute' FROM outbox_partition_bounds('outbox')
+    WHERE part = 'outbox_b'::regclass;
+$(wait_go a)
+COMMIT;"
+SA=$SESSION_PID
+wait_in_go sa
+session sb "INSERT INTO outbox (aggregate_type, aggregate_id, event_type) VALUES ('Order', 'lock-x', 'order.new');"
+SB=$SESSION_PID
+wait_blocked sb
+sql "INSERT INTO go VALUES ('a')"
+wait "$SA" || fail "session sa: $(cat "$WORK/sa.out")"
+wait "$SB" || fail "session sb: $(cat "$WORK/sb.out")"
+expect_eq "partition/number of lock-x's events in id order" \
+    "$(sql "SELECT string_agg(tableoid::regclass::text || ':' || aggregate_seq, ' ' ORDER BY id) FROM outbox WHERE aggregate_id = 'lock-x'")" \
+    "outbox_b:1 $(sql "SELECT tableoid::regclass FROM outbox WHERE aggregate_id = 'lock-x' AND event_type = 'order.new'"):2"
 
 # init-db refuses, for this config, a table partitioned by something else and a plain table
 sql "CREATE TABLE by_id (LIKE outbox) PARTITION BY RANGE (id); CREATE TABLE plain (LIKE outbox)"
