@@ -107,7 +107,7 @@ typedef struct relay_config {
     int partition_ahead;      /* partitions made this many spans ahead of now */
     char *partition_keep;     /* a fully published partition older than this is dropped;
                                  NULL: never */
-    char *drivers_dir; /* NULL: loader_default_dir() */
+    char *drivers_dir;        /* NULL: loader_default_dir() */
 
     relay_source source;             /* "poll" (claims) or "wal" (logical replication) */
     char *wal_slot;                  /* WAL mode: the logical replication slot */

@@ -7,7 +7,10 @@
 #include "db.h"
 #include "sql.h"
 
-int partitions_on(const relay_config *cfg) { return cfg->partition_interval != NULL; }
+int partitions_on(const relay_config *cfg)
+{
+    return cfg->partition_interval != NULL;
+}
 
 /* SQL text reads best as written. */
 /* clang-format off */

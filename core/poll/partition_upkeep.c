@@ -48,8 +48,8 @@ static int command_ok(PGconn *conn, PGresult *res, const char *what, const char 
 /* After the detach: drops the table when it still holds no unpublished
  * row, else (a row made pending meanwhile) attaches it again: never is a
  * pending or dead row dropped. Returns 1 when dropped. */
-static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part,
-                         const char *lo, const char *hi)
+static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part, const char *lo,
+                         const char *hi)
 {
     PGresult *res =
         run_on_part(conn, cfg, "SELECT count(*) FROM ", part, " WHERE {c.published_at} IS NULL");
@@ -69,8 +69,8 @@ static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part
              hi_lit ? hi_lit : "NULL");
     PQfreemem(lo_lit);
     PQfreemem(hi_lit);
-    log_warn("partitions: %s had %lld unpublished rows after its detach: attaching it again",
-             part, unpublished);
+    log_warn("partitions: %s had %lld unpublished rows after its detach: attaching it again", part,
+             unpublished);
     command_ok(conn, run_on_part(conn, cfg, "ALTER TABLE {table} ATTACH PARTITION ", part, bounds),
                "attach again", part);
     return 0;
@@ -83,7 +83,9 @@ static int retire_one(PGconn *conn, const relay_config *cfg, const char *part, c
     const char *how = finalize ? " FINALIZE" : " CONCURRENTLY";
     char ignored[256];
     db_exec(conn, DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
-    int detached = command_ok(conn, run_on_part(conn, cfg, "ALTER TABLE {table} DETACH PARTITION ", part, how), "detach", part);
+    int detached =
+        command_ok(conn, run_on_part(conn, cfg, "ALTER TABLE {table} DETACH PARTITION ", part, how),
+                   "detach", part);
     db_exec(conn, UPKEEP_LOCK_TIMEOUT, ignored, sizeof ignored);
     return detached ? drop_detached(conn, cfg, part, lo, hi) : 0;
 }

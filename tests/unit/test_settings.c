@@ -120,8 +120,8 @@ static void write_row(char *out, size_t cap, const setting_def *def, const char 
     char open[256] = "", close[64] = "", sec[128];
     snprintf(sec, sizeof sec, "%s", def->section);
     int database = strncmp(sec, "database", 8) == 0;
-    int partitions = strcmp(def->section, "relay.partitions") == 0 &&
-                     strcmp(def->key, "interval") != 0;
+    int partitions =
+        strcmp(def->section, "relay.partitions") == 0 && strcmp(def->key, "interval") != 0;
     for (char *part = strtok(sec, "."); part; part = strtok(NULL, ".")) {
         const char *required = strcmp(part, "database") == 0 ? "conninfo = \"dbname=app\"; "
                                : partitions && strcmp(part, "partitions") == 0
