@@ -43,14 +43,15 @@ const char *const partitions_function_suffixes[] = {"_partition_bounds", "_parti
  * named <table>_pYYYYMMDD_HH24MI by their start in UTC.
  */
 const char *const partitions_function_steps[] = {
-    /* each attached partition's range; a DEFAULT partition is left out */
+    /* each attached partition's range (lo NULL: MINVALUE, a converted
+     * table's); a DEFAULT partition is left out */
     "CREATE OR REPLACE FUNCTION {schema}.{n._partition_bounds}(p_parent regclass)"
     " RETURNS TABLE (part regclass, lo timestamptz, hi timestamptz, detaching boolean)"
     " LANGUAGE sql STABLE AS {$}"
     " SELECT c.oid::regclass, m[1]::timestamptz, m[2]::timestamptz, h.inhdetachpending"
     " FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid,"
     " LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid),"
-    "   'FROM [(]''([^'']*)''[)] TO [(]''([^'']*)''[)]') m"
+    "   'FROM [(](?:''([^'']*)''|MINVALUE)[)] TO [(]''([^'']*)''[)]') m"
     " WHERE h.inhparent = p_parent AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT' {$}",
     /*
      * A new partition is made as a table of its own, then attached: ATTACH
@@ -108,9 +109,11 @@ const char *const partitions_function_steps[] = {
     "    EXECUTE format('LOCK TABLE %s IN SHARE MODE', r.part);"
     /* each count in the words of a partial index (_aggregate_live,
      * _aggregate_dead): it reads the index, not the partition */
-    "    SELECT count(*) INTO pending FROM {table} o WHERE o.{c.created_at} >= r.lo"
+    "    SELECT count(*) INTO pending FROM {table} o"
+    "     WHERE o.{c.created_at} >= coalesce(r.lo, '-infinity')"
     "     AND o.{c.created_at} < r.hi AND o.{c.published_at} IS NULL AND o.{c.dead_at} IS NULL;"
-    "    SELECT count(*) INTO dead FROM {table} o WHERE o.{c.created_at} >= r.lo"
+    "    SELECT count(*) INTO dead FROM {table} o"
+    "     WHERE o.{c.created_at} >= coalesce(r.lo, '-infinity')"
     "     AND o.{c.created_at} < r.hi AND o.{c.dead_at} IS NOT NULL AND o.{c.published_at} IS NULL;"
     "    outcome := CASE WHEN pending + dead = 0 THEN 'detach'"
     "     ELSE format('kept: %s pending, %s dead', pending, dead) END;"
@@ -159,13 +162,7 @@ int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, siz
                  cfg->col.created_at);
         return -1;
     }
-    if (exists && !partitioned && partitions_on(cfg)) {
-        snprintf(why, why_size,
-                 "it is a plain table and the config has relay.partitions: init-db does not "
-                 "convert an existing outbox; drain it and rename it, or remove relay.partitions");
-        return -1;
-    }
-    return 0;
+    return exists && !partitioned && partitions_on(cfg);
 }
 
 int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)

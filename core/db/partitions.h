@@ -23,8 +23,8 @@ extern const char *const partitions_function_suffixes[];
 
 /* What the existing table is, against what cfg asks: -1 with why when
  * init-db must not install into it (a partitioned table not configured as
- * one, one partitioned on something else, a plain table configured as
- * partitioned). */
+ * one, one partitioned on something else); 1 for a plain table configured
+ * as partitioned (partition_convert.c); 0 otherwise. */
 int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
 
 /* Makes the partitions from the current span to `ahead` spans past it that

@@ -6,6 +6,7 @@
 
 #include "db.h"
 #include "enqueue.h"
+#include "partition_convert.h"
 #include "partitions.h"
 #include "pgarray.h"
 #include "sql.h"
@@ -261,12 +262,15 @@ static int verify_objects(PGconn *conn, const relay_config *cfg, char *why, size
     return rc;
 }
 
-/* The table, its columns and its storage; a partitioned one as configured. */
-static int install_table(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+/* The table, its columns and its storage; a partitioned one as configured,
+ * converted from the plain one when bound is set. */
+static int install_table(PGconn *conn, const relay_config *cfg, const char *bound, char *why,
+                         size_t why_size)
 {
     const char *create = partitions_on(cfg) ? partitions_create_table : plain_create_table;
     if (schema_run_steps(conn, cfg, head_steps, sizeof head_steps / sizeof head_steps[0], why,
                          why_size) < 0 ||
+        (bound && partition_convert_swap(conn, cfg, bound, why, why_size) < 0) ||
         schema_run_steps(conn, cfg, &create, 1, why, why_size) < 0 ||
         schema_run_steps(conn, cfg, table_steps, sizeof table_steps / sizeof table_steps[0], why,
                          why_size) < 0)
@@ -294,12 +298,14 @@ static int install_objects(PGconn *conn, const relay_config *cfg, char *why, siz
 
 int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
-    char why[1024];
-    if (partitions_check_table(conn, cfg, why, sizeof why) < 0)
+    char why[1024], bound[128];
+    int convert = partitions_check_table(conn, cfg, why, sizeof why);
+    if (convert < 0 ||
+        (convert && partition_convert_prepare(conn, cfg, bound, sizeof bound, why, sizeof why) < 0))
         goto fail;
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;
-    if (install_table(conn, cfg, why, sizeof why) < 0 ||
+    if (install_table(conn, cfg, convert ? bound : NULL, why, sizeof why) < 0 ||
         drop_v1_objects(conn, cfg, why, sizeof why) < 0 ||
         schema_run_steps(conn, cfg, enqueue_steps, enqueue_step_count, why, sizeof why) < 0 ||
         install_objects(conn, cfg, why, sizeof why) < 0 ||

@@ -61,11 +61,12 @@ static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part
     PQclear(res);
     if (unpublished == 0)
         return command_ok(conn, run_on_part(conn, cfg, "DROP TABLE ", part, ""), "drop", part);
-    char *lo_lit = PQescapeLiteral(conn, lo, strlen(lo));
+    /* an empty lo: MINVALUE (a converted table's partition) */
+    char *lo_lit = lo[0] ? PQescapeLiteral(conn, lo, strlen(lo)) : NULL;
     char *hi_lit = PQescapeLiteral(conn, hi, strlen(hi));
     /* literals from the server's own bound text: no braces to render */
     char bounds[256];
-    snprintf(bounds, sizeof bounds, " FOR VALUES FROM (%s) TO (%s)", lo_lit ? lo_lit : "NULL",
+    snprintf(bounds, sizeof bounds, " FOR VALUES FROM (%s) TO (%s)", lo_lit ? lo_lit : "MINVALUE",
              hi_lit ? hi_lit : "NULL");
     PQfreemem(lo_lit);
     PQfreemem(hi_lit);
