@@ -169,3 +169,9 @@ int partition_convert_swap(PGconn *conn, const relay_config *cfg, const char *bo
         return -1;
     return 0;
 }
+
+void partition_convert_undo(PGconn *conn, const relay_config *cfg)
+{
+    char ignored[256];
+    run(conn, cfg, before_steps[0], "", ignored, sizeof ignored);
+}

@@ -23,4 +23,8 @@ int partition_convert_prepare(PGconn *conn, const relay_config *cfg, char *bound
 int partition_convert_swap(PGconn *conn, const relay_config *cfg, const char *bound, char *why,
                            size_t why_size);
 
+/* After a failed swap (rolled back): the plain table's bound CHECK
+ * dropped, so that inserts past it do not fail once its time comes. */
+void partition_convert_undo(PGconn *conn, const relay_config *cfg);
+
 #endif

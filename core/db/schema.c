@@ -312,6 +312,8 @@ int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_
         verify_objects(conn, cfg, why, sizeof why) < 0) {
         char ignored[256];
         db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+        if (convert)
+            partition_convert_undo(conn, cfg);
         goto fail;
     }
     if (db_exec(conn, "COMMIT", why, sizeof why) == 0)

@@ -6,7 +6,8 @@
 # from now) with every row, its relay indexes attached rather than built
 # again, its grants on the new table, the identity and the per-aggregate
 # numbers going on. 500 more events; a drain publishes every pending one
-# once, in order per aggregate; init-db again changes nothing.
+# once, in order per aggregate; init-db again changes nothing. A conversion
+# that fails first (the name taken) leaves the plain table as it was.
 ENG_TEST=partition_convert
 . "$(dirname "$0")/elib.sh"
 
@@ -20,6 +21,15 @@ enqueue_bulk 1000 20
 drain "$WORK/plain.cfg" "$WORK/plain.log" 120
 enqueue_bulk 1000 20
 max_id=$(sql "SELECT max(id) FROM outbox")
+
+# a conversion that fails (the new name taken) leaves the plain table as it was, without its CHECK
+sql "CREATE TABLE outbox_p_before (x int)"
+if "$OBX_BIN" init-db -c "$WORK/parts.cfg" >"$WORK/failed.out" 2>&1; then fail "init-db converted onto a taken name"; fi
+grep -q 'relation "outbox_p_before" already exists' "$WORK/failed.out" || fail "failed conversion: $(cat "$WORK/failed.out")"
+expect_eq "after the failed conversion: kind/bound CHECKs/rows" \
+    "$(sql "SELECT c.relkind::text || '/' || (SELECT count(*) FROM pg_constraint WHERE conrelid = c.oid AND contype = 'c')
+            || '/' || (SELECT count(*) FROM outbox) FROM pg_class c WHERE c.oid = 'outbox'::regclass")" "r/0/2000"
+sql "DROP TABLE outbox_p_before"
 
 init_db "$WORK/parts.cfg"
 expect_eq "outbox partitioned by range of created_at" \
