@@ -103,7 +103,7 @@ typedef struct relay_config {
     int max_payload_bytes;
     /* relay.partitions: the outbox is range-partitioned on created_at and the
      * relay keeps it (NULL interval: a plain table) */
-    char *partition_interval; /* "1 days": each partition's span (hours, days or weeks) */
+    char *partition_interval; /* "1 day": each partition's span (hours, days or weeks) */
     int partition_ahead;      /* partitions made this many spans ahead of now */
     char *partition_keep;     /* a fully published partition older than this is dropped;
                                  NULL: never */

@@ -55,7 +55,7 @@ static int check_slot_name(cfg_reader *st, const config_setting_t *s, const sett
 }
 
 /* A partition span or age: "N hour(s)", "N day(s)" or "N week(s)", kept as
- * "N hours" (PostgreSQL's interval text). No months: partitions are cut
+ * "1 hour" or "N hours" (PostgreSQL's interval text). No months: partitions are cut
  * with date_bin, which needs a fixed length. */
 static int check_span(cfg_reader *st, const config_setting_t *s, const setting_def *def,
                       void *slot)
@@ -77,7 +77,7 @@ static int check_span(cfg_reader *st, const config_setting_t *s, const setting_d
                         "or weeks, 1 to 100000)",
                         path, *text);
     char canonical[48];
-    snprintf(canonical, sizeof canonical, "%ld %ss", n, units[u]);
+    snprintf(canonical, sizeof canonical, "%ld %s%s", n, units[u], n == 1 ? "" : "s");
     free(*text);
     *text = strdup(canonical);
     return 0;

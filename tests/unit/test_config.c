@@ -395,10 +395,10 @@ static void test_partitions(void **state)
                                         " ahead = 5; keep = \"1 week\"; }; };\n");
     assert_string_equal(cfg->partition_interval, "2 days");
     assert_int_equal(cfg->partition_ahead, 5);
-    assert_string_equal(cfg->partition_keep, "1 weeks");
+    assert_string_equal(cfg->partition_keep, "1 week");
     config_free(cfg);
     cfg = load_ok(MINIMAL "relay = { retention_hours = 48; partitions = { interval = \"1 hour\"; }; };\n");
-    assert_string_equal(cfg->partition_interval, "1 hours");
+    assert_string_equal(cfg->partition_interval, "1 hour");
     assert_int_equal(cfg->partition_ahead, 3);
     assert_string_equal(cfg->partition_keep, "48 hours");
     config_free(cfg);
