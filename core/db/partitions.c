@@ -88,7 +88,8 @@ const char *const partitions_function_steps[] = {
      * 'detach' when it holds no pending and no dead row, counted under a
      * SHARE lock (no row of it can change meanwhile; claims and inserts
      * elsewhere go on); 'kept: ...' otherwise, 'busy' when the lock was not
-     * had within lock_timeout; 'finalize' for a detach left half done. The
+     * had within lock_timeout; 'finalize' for a detach left half done (past
+     * keep too: one an operator began on a younger partition is theirs). The
      * caller detaches concurrently, checks again and drops (a detach cannot
      * run in a function).
      */
@@ -102,7 +103,7 @@ const char *const partitions_function_steps[] = {
     "  IF NOT pg_try_advisory_xact_lock(hashtext('outbox-relay partitions'),"
     "   hashtext(p_schema || '.' || p_table)) THEN RETURN; END IF;"
     "  FOR r IN SELECT b.part, b.lo, b.hi, b.detaching FROM {schema}.{n._partition_bounds}(parent) b"
-    "   WHERE b.detaching OR b.hi <= now() - p_keep ORDER BY b.lo LOOP"
+    "   WHERE b.hi <= now() - p_keep ORDER BY b.lo LOOP"
     "   part := r.part::text; lo := r.lo::text; hi := r.hi::text;"
     "   IF r.detaching THEN outcome := 'finalize'; RETURN NEXT; CONTINUE; END IF;"
     "   BEGIN"

@@ -9,7 +9,8 @@
 # and the last partition ahead is dropped: the relay's cleanup makes it
 # again, drops A (all published) and keeps B (a dead row) and C (a pending
 # row) with every row; once C's row is published, C goes too. One
-# aggregate's inserts into B and into now wait for each other. init-db
+# aggregate's inserts into B and into now wait for each other. A detach left
+# half done is finished and the partition dropped. init-db
 # refuses a table partitioned otherwise for this config.
 ENG_TEST=partition_managed
 . "$(dirname "$0")/elib.sh"
@@ -118,6 +119,28 @@ wait "$SB" || fail "session sb: $(cat "$WORK/sb.out")"
 expect_eq "partition/number of lock-x's events in id order" \
     "$(sql "SELECT string_agg(tableoid::regclass::text || ':' || aggregate_seq, ' ' ORDER BY id) FROM outbox WHERE aggregate_id = 'lock-x'")" \
     "outbox_b:1 $(sql "SELECT tableoid::regclass FROM outbox WHERE aggregate_id = 'lock-x' AND event_type = 'order.new'"):2"
+
+# a detach left half done (cancelled while it waited for an older
+# transaction) is finished by the relay, and the partition dropped
+sql "DO \$\$ BEGIN EXECUTE format('CREATE TABLE outbox_d PARTITION OF outbox FOR VALUES FROM (%L) TO (%L)',
+       date_trunc('hour', now()) - interval '6 hours', date_trunc('hour', now()) - interval '5 hours'); END \$\$;
+     INSERT INTO outbox (aggregate_type, aggregate_id, event_type, created_at, published_at)
+       VALUES ('Order', 'd', 'order.old', date_trunc('hour', now()) - interval '6 hours', now())"
+session sd "BEGIN; SELECT count(*) FROM outbox;
+$(wait_go d)
+COMMIT;"
+SD=$SESSION_PID
+wait_in_go sd
+if PGOPTIONS="$PGOPTIONS -c statement_timeout=3s" psql -qAt -d "$TEST_DB" \
+    -c "ALTER TABLE outbox DETACH PARTITION outbox_d CONCURRENTLY" 2>"$WORK/detach.out"; then
+    fail "the detach did not wait for the open transaction"
+fi
+expect_eq "outbox_d pending detach" "$(sql "SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = 'outbox_d'::regclass")" t
+sql "INSERT INTO go VALUES ('d')"
+wait "$SD" || fail "session sd: $(cat "$WORK/sd.out")"
+start_relay "$WORK/relay.cfg" "$WORK/finalize.log"
+wait_sql "SELECT to_regclass('outbox_d') IS NULL" t 60
+stop_relay "$RELAY_PID" 30
 
 # init-db refuses, for this config, a table partitioned by something else
 # (a plain one it converts: partition_convert.sh)
