@@ -14,9 +14,11 @@ SERVICES=$OBX_SRC/tests/services/services.sh
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "--- $*" >&2; }
 
-# fresh_db NAME: drop and create database NAME; sets TEST_DB and TEST_DSN.
+# fresh_db NAME: drop and create database NAME (TEST_DB_PREFIX before it,
+# when set: runs sharing a server keep to their own names); sets TEST_DB and
+# TEST_DSN.
 fresh_db() {
-    TEST_DB=$1
+    TEST_DB=${TEST_DB_PREFIX:-}$1
     psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $TEST_DB WITH (FORCE)" >/dev/null
     psql -qAt -d postgres -c "CREATE DATABASE $TEST_DB" >/dev/null
     TEST_DSN="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$TEST_DB"

@@ -111,7 +111,13 @@ typedef struct relay_config {
     retention_mode retention;
     int retention_hours; /* published rows older than this are deleted (mark mode); 0 = keep */
     int max_payload_bytes;
-    char *drivers_dir; /* NULL: loader_default_dir() */
+    /* relay.partitions: the outbox is range-partitioned on created_at and the
+     * relay keeps it (NULL interval: a plain table) */
+    char *partition_interval; /* "1 day": each partition's span (hours, days or weeks) */
+    int partition_ahead;      /* partitions made this many spans ahead of now */
+    char *partition_keep;     /* a fully published partition older than this is dropped;
+                                 NULL: never */
+    char *drivers_dir;        /* NULL: loader_default_dir() */
 
     relay_source source;             /* "poll" (claims) or "wal" (logical replication) */
     char *wal_slot;                  /* WAL mode: the logical replication slot */

@@ -54,6 +54,35 @@ static int check_slot_name(cfg_reader *st, const config_setting_t *s, const sett
                     "relay.wal.slot must be 1 to 63 lower-case letters, digits or underscores");
 }
 
+/* A partition span or age: "N hour(s)", "N day(s)" or "N week(s)", kept as
+ * "1 hour" or "N hours" (PostgreSQL's interval text). No months: partitions are cut
+ * with date_bin, which needs a fixed length. */
+static int check_span(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                      void *slot)
+{
+    static const char *const units[] = {"hour", "day", "week", NULL};
+    char **text = slot, unit[16] = "", path[128], rest;
+    long n = 0;
+    int ok = sscanf(*text, "%ld %15[a-z]%c", &n, unit, &rest) == 2 && n >= 1 && n <= 100000;
+    size_t len = strlen(unit);
+    if (ok && len > 1 && unit[len - 1] == 's')
+        unit[--len] = '\0';
+    int u = 0;
+    while (ok && units[u] && strcmp(units[u], unit) != 0)
+        u++;
+    setting_path(def, path, sizeof path);
+    if (!ok || !units[u])
+        return cfg_fail(st, s,
+                        "%s \"%s\": expected a count and a unit, such as \"1 day\" (hours, days "
+                        "or weeks, 1 to 100000)",
+                        path, *text);
+    char canonical[48];
+    snprintf(canonical, sizeof canonical, "%ld %s%s", n, units[u], n == 1 ? "" : "s");
+    free(*text);
+    *text = strdup(canonical);
+    return 0;
+}
+
 static int check_relative_path(cfg_reader *st, const config_setting_t *s, const setting_def *def,
                                void *slot)
 {
@@ -103,6 +132,25 @@ static void derive_wal_names(cfg_reader *st, const config_setting_t *w)
     }
     if (!cfg->wal_publication)
         cfg->wal_publication = strdup(cfg->wal_slot);
+}
+
+/* A partitioned outbox is kept by the poll source's cleanup; unset keep
+ * follows relay.retention_hours (0: partitions are never dropped). */
+static void check_partitions(cfg_reader *st, const config_setting_t *p)
+{
+    relay_config *cfg = st->cfg;
+    if (!p)
+        return;
+    if (cfg->source != SOURCE_POLL) {
+        cfg_fail(st, p, "relay.partitions needs source = \"poll\" (the WAL source does not "
+                        "keep a partitioned outbox)");
+        return;
+    }
+    if (!cfg->partition_keep && cfg->retention_hours > 0) {
+        char keep[32];
+        snprintf(keep, sizeof keep, "%d hours", cfg->retention_hours);
+        cfg->partition_keep = strdup(keep);
+    }
 }
 
 static void check_backoff_order(cfg_reader *st, const config_setting_t *b)
@@ -189,6 +237,13 @@ static const setting_def table[] = {
     /* pg_logical_emit_message with the relay's prefix as an event: any role that can connect
      * may send one, so only where every such role may publish (README, Security) */
     BOOL("relay.wal", "accept_logical_messages", wal_accept_logical_messages, 0, FIXED),
+    /* a time-partitioned outbox, made by init-db and kept by the relay (README,
+     * Partitioned outbox) */
+    STRING("relay.partitions", "interval", partition_interval, NULL, FIXED, .check = check_span,
+           .required = "relay.partitions needs interval, such as \"1 day\" (hours, days or weeks)"),
+    INT("relay.partitions", "ahead", partition_ahead, 1, 1000, 3, FIXED),
+    STRING("relay.partitions", "keep", partition_keep, NULL, FIXED, .check = check_span,
+           .derived = "relay.retention_hours (0: never dropped)"),
     INT("relay.backoff", "initial_ms", backoff_initial_ms, 1, 86400000, 500, LIVE),
     INT("relay.backoff", "max_ms", backoff_max_ms, 1, 86400000, 300000, LIVE),
     DOUBLE("relay.backoff", "multiplier", backoff_multiplier, 1.0, 100.0, 2.0, LIVE),
@@ -206,6 +261,7 @@ static const setting_section sections[] = {
     {.path = "database.columns", .shape = "{ id = \"...\"; ... }"},
     {.path = "relay"},
     {.path = "relay.wal", .after = derive_wal_names},
+    {.path = "relay.partitions", .after = check_partitions},
     {.path = "relay.backoff", .after = check_backoff_order},
     {.path = "log"},
     {.path = "metrics"},

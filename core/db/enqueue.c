@@ -21,13 +21,16 @@ const char *const enqueue_steps[] = {
      * TG_ARGV[0]: the id column. As the table's owner, so that INSERT on the
      * outbox is the one grant a writer needs (not the sequence and the
      * counters too); a trigger runs only for an insert its caller may make.
+     * In a partitioned outbox the trigger fires on the partition: the lock
+     * and the sequence are the root table's, so that two partitions'
+     * inserts of one aggregate still wait for each other.
      */
     "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql"
     " SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {$}"
-    " BEGIN PERFORM pg_advisory_xact_lock(TG_RELID::int,"
+    " DECLARE root regclass := coalesce(pg_partition_root(TG_RELID), TG_RELID);"
+    " BEGIN PERFORM pg_advisory_xact_lock(root::oid::int,"
     " hashtext(NEW.{c.aggregate_type} || '/' || NEW.{c.aggregate_id}));"
-    " NEW.{c.id} := nextval(pg_get_serial_sequence("
-    "format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME), TG_ARGV[0]));"
+    " NEW.{c.id} := nextval(pg_get_serial_sequence(root::text, TG_ARGV[0]));"
     " INSERT INTO {schema}.{n._aggregate_seq} AS s VALUES (NEW.{c.aggregate_type},"
     " NEW.{c.aggregate_id}, 1) ON CONFLICT (aggregate_type, aggregate_id)"
     " DO UPDATE SET seq = s.seq + 1 RETURNING s.seq INTO NEW.{c.aggregate_seq};"

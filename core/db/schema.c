@@ -6,6 +6,8 @@
 
 #include "db.h"
 #include "enqueue.h"
+#include "partition_convert.h"
+#include "partitions.h"
 #include "pgarray.h"
 #include "sql.h"
 
@@ -23,12 +25,15 @@ static const char *const trigger_suffixes[] = {"_order", "_notify", NULL};
 /* clang-format off */
 /* The table and its columns. Every step is idempotent, so an existing table
  * (with mapped column names) only gains the relay's state columns. */
-static const char *const table_steps[] = {
+static const char *const head_steps[] = {
     "SELECT pg_advisory_xact_lock(hashtext('outbox-relay init-db'))",
     "CREATE SCHEMA IF NOT EXISTS {schema}",
     "CREATE TABLE IF NOT EXISTS {schema}.outbox_relay_schema ("
     " table_name text PRIMARY KEY, version int NOT NULL,"
     " updated_at timestamptz NOT NULL DEFAULT now())",
+};
+/* a partitioned outbox is partitions.c's partitions_create_table */
+static const char plain_create_table[] =
     "CREATE TABLE IF NOT EXISTS {table} ("
     " {c.id} bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
     " {c.event_id} uuid NOT NULL DEFAULT gen_random_uuid(),"
@@ -38,11 +43,11 @@ static const char *const table_steps[] = {
     " {c.payload} jsonb,"
     " {c.headers} jsonb,"
     " {c.destination} text,"
-    " {c.created_at} timestamptz NOT NULL DEFAULT clock_timestamp())",
+    " {c.created_at} timestamptz NOT NULL DEFAULT clock_timestamp())";
+static const char *const table_steps[] = {
     /* an adopted table (Debezium's EventRouter shape, with mapped names)
      * gains the columns the relay reads and it lacks: its own order column
-     * (filled for existing rows in id-less insertion order) and the optional
-     * ones, empty */
+     * (numbered for existing rows) and the optional ones, empty */
     "ALTER TABLE {table}"
     " ADD COLUMN IF NOT EXISTS {c.id} bigint GENERATED ALWAYS AS IDENTITY,"
     " ADD COLUMN IF NOT EXISTS {c.headers} jsonb,"
@@ -57,11 +62,6 @@ static const char *const table_steps[] = {
     " ADD COLUMN IF NOT EXISTS {c.published_at} timestamptz,"
     " ADD COLUMN IF NOT EXISTS {c.dead_at} timestamptz,"
     " ADD COLUMN IF NOT EXISTS {c.last_error} text",
-    /* a queue table churns: vacuum and analyze it early, before plans go stale;
-     * free room on each page keeps a recorded row's new version on its page
-     * (no update is HOT: the record changes the partial indexes' predicates) */
-    ("ALTER TABLE {table} SET (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.01,"
-     " autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01)"),
     /* dead events the dead_letter output acknowledged, or refused for good
      * (refused: its reason; host/dead_forward.c):
      * one row per time an event died, so a requeued event that dies again
@@ -71,6 +71,21 @@ static const char *const table_steps[] = {
     " forwarded_at timestamptz NOT NULL DEFAULT now(), refused text,"
     " PRIMARY KEY (dead_key, dead_at_us))",
 };
+
+/* A queue table churns: vacuum and analyze it early, before plans go stale;
+ * free room on each page keeps a recorded row's new version on its page
+ * (no update is HOT: the record changes the partial indexes' predicates).
+ * A partitioned table has no storage: each partition is made with these. */
+static const char plain_storage[] =
+    "ALTER TABLE {table} SET (fillfactor = 85, autovacuum_vacuum_scale_factor = 0.01,"
+    " autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01)";
+
+/* A partitioned table's unique indexes must hold the partition key: there
+ * event_id has a plain index (partitions.c says why). */
+static const char event_id_unique[] =
+    "CREATE UNIQUE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})";
+static const char event_id_plain[] =
+    "CREATE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})";
 
 /*
  * Version 1 named objects "<table><suffix>", which PostgreSQL cut at 63
@@ -104,7 +119,6 @@ static const char old_objects_sql[] =
  * table by TG_TABLE_SCHEMA and TG_TABLE_NAME, quoted.
  */
 static const char *const object_steps[] = {
-    "CREATE UNIQUE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})",
     /* the claim scans only pending rows, so published history (and rows held
      * behind a dead head) cost nothing */
     "CREATE INDEX IF NOT EXISTS {n._pending} ON {table} ({c.id})"
@@ -230,6 +244,8 @@ static int verify_objects(PGconn *conn, const relay_config *cfg, char *why, size
     pgarray_init(&tgfn);
     add_names(&idx, cfg, index_suffixes, 0);
     add_names(&fn, cfg, function_suffixes, 0);
+    if (partitions_on(cfg))
+        add_names(&fn, cfg, partitions_function_suffixes, 0);
     pgarray_add(&fn, SCHEMA_PAYLOAD_SIZE_FUNCTION, 1);
     add_names(&tg, cfg, trigger_suffixes, 0);
     add_names(&tgfn, cfg, trigger_suffixes, 0);
@@ -254,46 +270,58 @@ static int verify_objects(PGconn *conn, const relay_config *cfg, char *why, size
     return rc;
 }
 
-/* A partitioned outbox is not installed into: its unique event_id index
- * would need the partition key, and its storage settings belong to each
- * partition. Returns -1 with the reason when the table is one. */
-static int refuse_partitioned(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+/* The table, its columns and its storage; a partitioned one as configured,
+ * converted from the plain one when bound is set. */
+static int install_table(PGconn *conn, const relay_config *cfg, const char *bound, char *why,
+                         size_t why_size)
 {
-    const char *params[] = {cfg->schema, cfg->table};
-    PGresult *res =
-        PQexecParams(conn,
-                     "SELECT c.relkind = 'p' FROM pg_class c JOIN pg_namespace n"
-                     " ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
-                     2, NULL, params, NULL, NULL, 0);
-    int partitioned = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-                      PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
-    if (!partitioned)
+    const char *create = partitions_on(cfg) ? partitions_create_table : plain_create_table;
+    if (schema_run_steps(conn, cfg, head_steps, sizeof head_steps / sizeof head_steps[0], why,
+                         why_size) < 0 ||
+        (bound && partition_convert_swap(conn, cfg, bound, why, why_size) < 0) ||
+        schema_run_steps(conn, cfg, &create, 1, why, why_size) < 0 ||
+        schema_run_steps(conn, cfg, table_steps, sizeof table_steps / sizeof table_steps[0], why,
+                         why_size) < 0)
+        return -1;
+    const char *storage = plain_storage;
+    return partitions_on(cfg) ? 0 : schema_run_steps(conn, cfg, &storage, 1, why, why_size);
+}
+
+/* Indexes, functions and triggers; a partitioned table's upkeep functions
+ * and its partitions from now to `ahead` spans on. */
+static int install_objects(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    const char *event_id = partitions_on(cfg) ? event_id_plain : event_id_unique;
+    if (schema_run_steps(conn, cfg, &event_id, 1, why, why_size) < 0 ||
+        schema_run_steps(conn, cfg, object_steps, sizeof object_steps / sizeof object_steps[0],
+                         why, why_size) < 0)
+        return -1;
+    if (!partitions_on(cfg))
         return 0;
-    snprintf(why, why_size,
-             "it is a partitioned table, which init-db does not install into (a unique index on "
-             "event_id would need the partition key); relay from a plain table, or create the "
-             "relay's columns, indexes and triggers on it yourself and register it in "
-             "outbox_relay_schema (README, Configuration)");
-    return -1;
+    if (schema_run_steps(conn, cfg, partitions_function_steps, partitions_function_step_count,
+                         why, why_size) < 0)
+        return -1;
+    return partitions_make_ahead(conn, cfg, why, why_size) < 0 ? -1 : 0;
 }
 
 int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
-    char why[1024];
-    if (refuse_partitioned(conn, cfg, why, sizeof why) < 0)
+    char why[1024], bound[128];
+    int convert = partitions_check_table(conn, cfg, why, sizeof why);
+    if (convert < 0 ||
+        (convert && partition_convert_prepare(conn, cfg, bound, sizeof bound, why, sizeof why) < 0))
         goto fail;
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;
-    if (schema_run_steps(conn, cfg, table_steps, sizeof table_steps / sizeof table_steps[0], why,
-                         sizeof why) < 0 ||
+    if (install_table(conn, cfg, convert ? bound : NULL, why, sizeof why) < 0 ||
         drop_v1_objects(conn, cfg, why, sizeof why) < 0 ||
         schema_run_steps(conn, cfg, enqueue_steps, enqueue_step_count, why, sizeof why) < 0 ||
-        schema_run_steps(conn, cfg, object_steps, sizeof object_steps / sizeof object_steps[0], why,
-                         sizeof why) < 0 ||
+        install_objects(conn, cfg, why, sizeof why) < 0 ||
         verify_objects(conn, cfg, why, sizeof why) < 0) {
         char ignored[256];
         db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+        if (convert)
+            partition_convert_undo(conn, cfg);
         goto fail;
     }
     if (db_exec(conn, "COMMIT", why, sizeof why) == 0)

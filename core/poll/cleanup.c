@@ -6,11 +6,15 @@
 
 #include "db.h"
 #include "log.h"
+#include "partition_upkeep.h"
+#include "partitions.h"
 #include "sql.h"
 #include "counters.h"
 
-/* Small batches that skip locked rows, so cleanup never holds locks a claim
- * would wait on. */
+/* A partitioned outbox is kept a whole partition at a time
+ * (partition_upkeep.c): no row is deleted one by one. Otherwise: small
+ * batches that skip locked rows, so cleanup never holds locks a claim would
+ * wait on. */
 #define CLEANUP_BATCH 1000
 #define CLEANUP_BATCH_SQL "1000"
 
@@ -35,6 +39,14 @@ void *cleanup_main(void *arg)
         char err[512];
         if (!conn && !(conn = db_connect(cfg, "outbox-relay cleanup", err, sizeof err))) {
             log_warn("cleanup: %s", err);
+            continue;
+        }
+        if (partitions_on(cfg)) {
+            if (partition_upkeep(conn, cfg, err, sizeof err) < 0) {
+                log_warn("cleanup: %s", err);
+                PQfinish(conn);
+                conn = NULL;
+            }
             continue;
         }
         long long total = 0;

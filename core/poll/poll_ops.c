@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "cleanup.h"
+#include "partitions.h"
 #include "poll_admin.h"
 #include "poll_purge.h"
 #include "service_notify.h"
@@ -43,7 +44,9 @@ static void *start(relay_state *st, const char *payload_type)
     snprintf(ready, sizeof ready, "READY=1\nSTATUS=relaying: %d workers%s", cfg->workers,
              st->drain ? ", drain" : "");
     notify_send(ready);
-    run->cleaning = cfg->retention == RETAIN_MARK && cfg->retention_hours > 0 && !st->drain;
+    run->cleaning =
+        (partitions_on(cfg) || (cfg->retention == RETAIN_MARK && cfg->retention_hours > 0)) &&
+        !st->drain;
     if (run->cleaning)
         pthread_create(&run->cleaner, NULL, cleanup_main, st);
     return run;

@@ -84,7 +84,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     char name[256], db[300], out_path[4096];
     spec_name(argv[1], name, sizeof name);
-    snprintf(db, sizeof db, "spec_%s", name);
+    /* TEST_DB_PREFIX: as tests/lib.sh's fresh_db, runs sharing a server keep to their names */
+    const char *prefix = getenv("TEST_DB_PREFIX");
+    snprintf(db, sizeof db, "%sspec_%s", prefix ? prefix : "", name);
     snprintf(out_path, sizeof out_path, "%s/%s.out", argv[3], name);
     spec *s = spec_parse(argv[1]);
     relay_config *cfg = s ? load_config(s, db, argv[3]) : NULL;

@@ -296,6 +296,16 @@ static void test_errors_name_file_and_line(void **state)
         {MINIMAL "relay = {\n workers = \"2\"; };\n", 4, "\"workers\" must be an integer"},
         {MINIMAL "relay = { batch_size = 100001; };\n", 3, "must be between 1 and 100000"},
         {MINIMAL "relay = { polling = 1; };\n", 3, "unknown setting \"polling\" in relay"},
+        {MINIMAL "relay = { partitions = {\n interval = \"1 month\"; }; };\n", 4,
+         "relay.partitions.interval \"1 month\": expected a count and a unit, such as \"1 day\""},
+        {MINIMAL "relay = { partitions = { interval = \"1 day\";\n keep = \"7\"; }; };\n", 4,
+         "relay.partitions.keep \"7\": expected a count and a unit"},
+        {MINIMAL "relay = { partitions = {\n ahead = 3; }; };\n", 3,
+         "relay.partitions needs interval"},
+        {MINIMAL "relay = { partitions = { interval = \"1 day\";\n ahead = 0; }; };\n", 4,
+         "\"ahead\" must be between 1 and 1000"},
+        {MINIMAL "relay = { source = \"wal\";\n partitions = { interval = \"1 day\"; }; };\n", 4,
+         "relay.partitions needs source = \"poll\""},
         {MINIMAL "relay = {\n ordering = \"random\"; };\n", 4,
          "\"ordering\" is \"random\"; expected one of \"aggregate\", \"none\""},
         {MINIMAL "relay = { backoff = {\n jitter = 1.5; }; };\n", 4,
@@ -384,6 +394,30 @@ static void test_errors_name_file_and_line(void **state)
         expect_error(cases[i].text, cases[i].line, cases[i].want);
 }
 
+/* relay.partitions: spans kept as PostgreSQL interval text; keep follows
+ * retention_hours when unset; no section, no partitions. */
+static void test_partitions(void **state)
+{
+    (void)state;
+    relay_config *cfg = load_ok(MINIMAL "relay = { partitions = { interval = \"2 days\";"
+                                        " ahead = 5; keep = \"1 week\"; }; };\n");
+    assert_string_equal(cfg->partition_interval, "2 days");
+    assert_int_equal(cfg->partition_ahead, 5);
+    assert_string_equal(cfg->partition_keep, "1 week");
+    config_free(cfg);
+    cfg = load_ok(MINIMAL "relay = { retention_hours = 48; partitions = { interval = \"1 hour\"; }; };\n");
+    assert_string_equal(cfg->partition_interval, "1 hour");
+    assert_int_equal(cfg->partition_ahead, 3);
+    assert_string_equal(cfg->partition_keep, "48 hours");
+    config_free(cfg);
+    cfg = load_ok(MINIMAL "relay = { retention_hours = 0; partitions = { interval = \"1 day\"; }; };\n");
+    assert_null(cfg->partition_keep);
+    config_free(cfg);
+    cfg = load_ok(MINIMAL);
+    assert_null(cfg->partition_interval);
+    config_free(cfg);
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -456,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_environment_expansion),
         cmocka_unit_test(test_environment_errors),
         cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_partitions),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_secrets_not_in_errors),
         cmocka_unit_test(test_world_writable_refused),

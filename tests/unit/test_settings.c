@@ -113,15 +113,21 @@ static void test_every_default_within_its_range(void **state)
     config_free(cfg);
 }
 
-/* The file with the row's groups opened on line 3 and "key = value;" on line 4. */
+/* The file with the row's groups opened on line 3 and "key = value;" on line 4;
+ * a group's required setting (other than the row) is given on line 3. */
 static void write_row(char *out, size_t cap, const setting_def *def, const char *value)
 {
     char open[256] = "", close[64] = "", sec[128];
     snprintf(sec, sizeof sec, "%s", def->section);
     int database = strncmp(sec, "database", 8) == 0;
+    int partitions =
+        strcmp(def->section, "relay.partitions") == 0 && strcmp(def->key, "interval") != 0;
     for (char *part = strtok(sec, "."); part; part = strtok(NULL, ".")) {
-        snprintf(open + strlen(open), sizeof open - strlen(open), "%s = { %s", part,
-                 strcmp(part, "database") == 0 ? "conninfo = \"dbname=app\"; " : "");
+        const char *required = strcmp(part, "database") == 0 ? "conninfo = \"dbname=app\"; "
+                               : partitions && strcmp(part, "partitions") == 0
+                                   ? "interval = \"1 day\"; "
+                                   : "";
+        snprintf(open + strlen(open), sizeof open - strlen(open), "%s = { %s", part, required);
         snprintf(close + strlen(close), sizeof close - strlen(close), "};");
     }
     snprintf(out, cap, "%s%s%s\n%s = %s;\n%s\n", database ? "\n" : DB, OUTS, open, def->key, value,

@@ -18,7 +18,7 @@ wal_drop_slots() {
 
 # fresh_wal_db NAME: fresh_db, after dropping the old database's slots.
 fresh_wal_db() {
-    wal_drop_slots "$1" || true
+    wal_drop_slots "${TEST_DB_PREFIX:-}$1" || true
     fresh_db "$1"
 }
 

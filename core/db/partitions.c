@@ -1,0 +1,185 @@
+#include "partitions.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "sql.h"
+
+int partitions_on(const relay_config *cfg)
+{
+    return cfg->partition_interval != NULL;
+}
+
+/* SQL text reads best as written. */
+/* clang-format off */
+/*
+ * A unique index of a partitioned table must hold the partition key, so
+ * the key is (id, created_at) and event_id has a plain index (schema.c):
+ * event ids are gen_random_uuid(), and idempotency keys have their own
+ * table, which is not partitioned.
+ */
+const char partitions_create_table[] =
+    "CREATE TABLE IF NOT EXISTS {table} ("
+    " {c.id} bigint GENERATED ALWAYS AS IDENTITY,"
+    " {c.event_id} uuid NOT NULL DEFAULT gen_random_uuid(),"
+    " {c.aggregate_type} text NOT NULL,"
+    " {c.aggregate_id} text NOT NULL,"
+    " {c.event_type} text NOT NULL,"
+    " {c.payload} jsonb,"
+    " {c.headers} jsonb,"
+    " {c.destination} text,"
+    " {c.created_at} timestamptz NOT NULL DEFAULT clock_timestamp(),"
+    " PRIMARY KEY ({c.id}, {c.created_at})) PARTITION BY RANGE ({c.created_at})";
+
+const char *const partitions_function_suffixes[] = {"_partition_bounds", "_partition_ahead",
+                                                    "_partition_retire", NULL};
+
+/*
+ * The functions take the table's schema and name as arguments (no body
+ * holds a configured name as a string literal). Partitions are cut at
+ * multiples of the span from a Monday, 2000-01-03 00:00 UTC (date_bin), and
+ * named <table>_pYYYYMMDD_HH24MI by their start in UTC.
+ */
+const char *const partitions_function_steps[] = {
+    /* each attached partition's range (lo NULL: MINVALUE, a converted
+     * table's); a DEFAULT partition is left out */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._partition_bounds}(p_parent regclass)"
+    " RETURNS TABLE (part regclass, lo timestamptz, hi timestamptz, detaching boolean)"
+    " LANGUAGE sql STABLE AS {$}"
+    " SELECT c.oid::regclass, m[1]::timestamptz, m[2]::timestamptz, h.inhdetachpending"
+    " FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid,"
+    " LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid),"
+    "   'FROM [(](?:''([^'']*)''|MINVALUE)[)] TO [(]''([^'']*)''[)]') m"
+    " WHERE h.inhparent = p_parent AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT' {$}",
+    /*
+     * A new partition is made as a table of its own, then attached: ATTACH
+     * takes SHARE UPDATE EXCLUSIVE on the outbox, which neither inserts nor
+     * claims wait for (CREATE TABLE ... PARTITION OF would take ACCESS
+     * EXCLUSIVE). One caller at a time per table; another returns nothing.
+     */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._partition_ahead}(p_schema text, p_table text,"
+    " p_span interval, p_ahead int) RETURNS SETOF text LANGUAGE plpgsql AS {$}"
+    " DECLARE parent regclass := format('%I.%I', p_schema, p_table)::regclass;"
+    "  v_base text := CASE WHEN octet_length(p_table) <= 40 THEN p_table"
+    "   ELSE left(md5(p_table), 12) END;"
+    "  v_lo timestamptz := date_bin(p_span, now(), timestamptz '2000-01-03 00:00:00+00');"
+    "  v_part text;"
+    " BEGIN"
+    "  IF NOT pg_try_advisory_xact_lock(hashtext('outbox-relay partitions'),"
+    "   hashtext(p_schema || '.' || p_table)) THEN RETURN; END IF;"
+    "  FOR i IN 0..p_ahead LOOP"
+    "   IF NOT EXISTS (SELECT 1 FROM {schema}.{n._partition_bounds}(parent) b"
+    "    WHERE coalesce(b.lo, '-infinity') < v_lo + p_span AND coalesce(b.hi, 'infinity') > v_lo) THEN"
+    "    v_part := v_base || '_p' || to_char(v_lo AT TIME ZONE 'UTC', 'YYYYMMDD\"_\"HH24MI');"
+    "    EXECUTE format('CREATE TABLE %I.%I (LIKE %s INCLUDING DEFAULTS) WITH (fillfactor = 85,"
+    "     autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.01,"
+    "     autovacuum_vacuum_insert_scale_factor = 0.01)', p_schema, v_part, parent);"
+    "    EXECUTE format('ALTER TABLE %s ATTACH PARTITION %I.%I FOR VALUES FROM (%L) TO (%L)',"
+    "     parent, p_schema, v_part, v_lo, v_lo + p_span);"
+    "    RETURN NEXT v_part;"
+    "   END IF;"
+    "   v_lo := v_lo + p_span;"
+    "  END LOOP;"
+    " END {$}",
+    /*
+     * The partitions wholly older than p_keep, each with what may be done:
+     * 'detach' when it holds no pending and no dead row, counted under a
+     * SHARE lock (no row of it can change meanwhile; claims and inserts
+     * elsewhere go on); 'kept: ...' otherwise, 'busy' when the lock was not
+     * had within lock_timeout; 'finalize' for a detach left half done (past
+     * keep too: one an operator began on a younger partition is theirs). The
+     * caller detaches concurrently, checks again and drops (a detach cannot
+     * run in a function).
+     */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._partition_retire}(p_schema text, p_table text,"
+    " p_keep interval) RETURNS TABLE (part text, lo text, hi text, outcome text)"
+    " LANGUAGE plpgsql AS {$}"
+    " #variable_conflict use_column\n"
+    " DECLARE parent regclass := format('%I.%I', p_schema, p_table)::regclass;"
+    "  r record; pending bigint; dead bigint;"
+    " BEGIN"
+    "  IF NOT pg_try_advisory_xact_lock(hashtext('outbox-relay partitions'),"
+    "   hashtext(p_schema || '.' || p_table)) THEN RETURN; END IF;"
+    "  FOR r IN SELECT b.part, b.lo, b.hi, b.detaching FROM {schema}.{n._partition_bounds}(parent) b"
+    "   WHERE b.hi <= now() - p_keep ORDER BY b.lo LOOP"
+    "   part := r.part::text; lo := r.lo::text; hi := r.hi::text;"
+    "   IF r.detaching THEN outcome := 'finalize'; RETURN NEXT; CONTINUE; END IF;"
+    "   BEGIN"
+    "    EXECUTE format('LOCK TABLE %s IN SHARE MODE', r.part);"
+    /* each count in the words of a partial index (_aggregate_live,
+     * _aggregate_dead): it reads the index, not the partition */
+    "    SELECT count(*) INTO pending FROM {table} o"
+    "     WHERE o.{c.created_at} >= coalesce(r.lo, '-infinity')"
+    "     AND o.{c.created_at} < r.hi AND o.{c.published_at} IS NULL AND o.{c.dead_at} IS NULL;"
+    "    SELECT count(*) INTO dead FROM {table} o"
+    "     WHERE o.{c.created_at} >= coalesce(r.lo, '-infinity')"
+    "     AND o.{c.created_at} < r.hi AND o.{c.dead_at} IS NOT NULL AND o.{c.published_at} IS NULL;"
+    "    outcome := CASE WHEN pending + dead = 0 THEN 'detach'"
+    "     ELSE format('kept: %s pending, %s dead', pending, dead) END;"
+    "   EXCEPTION WHEN lock_not_available THEN outcome := 'busy';"
+    "   END;"
+    "   RETURN NEXT;"
+    "  END LOOP;"
+    " END {$}",
+};
+/* clang-format on */
+
+const size_t partitions_function_step_count =
+    sizeof partitions_function_steps / sizeof partitions_function_steps[0];
+
+int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    const char *params[] = {cfg->schema, cfg->table, cfg->col.created_at};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT c.relkind, c.relkind = 'p' AND pg_get_partkeydef(c.oid)"
+                                 " = format('RANGE (%I)', $3::text) FROM pg_class c"
+                                 " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                                 " WHERE n.nspname = $1 AND c.relname = $2",
+                                 3, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        db_error(conn, res, why, why_size);
+        PQclear(res);
+        return -1;
+    }
+    int exists = PQntuples(res) == 1;
+    int partitioned = exists && PQgetvalue(res, 0, 0)[0] == 'p';
+    int by_created_at = exists && PQgetvalue(res, 0, 1)[0] == 't';
+    PQclear(res);
+    if (partitioned && !partitions_on(cfg)) {
+        snprintf(why, why_size,
+                 "it is a partitioned table, which init-db does not install into unless the "
+                 "config has relay.partitions (then init-db makes the table itself: README, "
+                 "Partitioned outbox); relay from a plain table, or create the relay's columns, "
+                 "indexes and triggers on it yourself and register it in outbox_relay_schema "
+                 "(README, Configuration)");
+        return -1;
+    }
+    if (partitioned && !by_created_at) {
+        snprintf(why, why_size,
+                 "it is partitioned, but not by range of \"%s\" as relay.partitions needs; "
+                 "init-db does not install into a partitioned table it did not make",
+                 cfg->col.created_at);
+        return -1;
+    }
+    return exists && !partitioned && partitions_on(cfg);
+}
+
+int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    char *sql = sql_render(cfg, "SELECT count(*) FROM {schema}.{n._partition_ahead}"
+                                "($1, $2, $3::interval, $4::int)");
+    char ahead[16];
+    snprintf(ahead, sizeof ahead, "%d", cfg->partition_ahead);
+    const char *params[] = {cfg->schema, cfg->table, cfg->partition_interval, ahead};
+    PGresult *res = PQexecParams(conn, sql, 4, NULL, params, NULL, NULL, 0);
+    free(sql);
+    int made = -1;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        made = atoi(PQgetvalue(res, 0, 0));
+    else
+        db_error(conn, res, why, why_size);
+    PQclear(res);
+    return made;
+}

@@ -1,0 +1,34 @@
+/* A time-partitioned outbox (relay.partitions): the table init-db makes,
+ * range-partitioned on created_at, and the SQL functions that keep it
+ * (partitions made ahead, old fully published ones retired). */
+#ifndef OBX_PARTITIONS_H
+#define OBX_PARTITIONS_H
+
+#include <libpq-fe.h>
+
+#include "config.h"
+
+/* Is the outbox configured as partitioned? */
+int partitions_on(const relay_config *cfg);
+
+/* The partitioned table, created when missing (init-db runs it where the
+ * plain table's CREATE would be). */
+extern const char partitions_create_table[];
+
+/* The functions that make and retire partitions, as init-db steps. */
+extern const char *const partitions_function_steps[];
+extern const size_t partitions_function_step_count;
+/* their name suffixes ({n.SUFFIX}), NULL-terminated, for init-db's check */
+extern const char *const partitions_function_suffixes[];
+
+/* What the existing table is, against what cfg asks: -1 with why when
+ * init-db must not install into it (a partitioned table not configured as
+ * one, one partitioned on something else); 1 for a plain table configured
+ * as partitioned (partition_convert.c); 0 otherwise. */
+int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
+
+/* Makes the partitions from the current span to `ahead` spans past it that
+ * are missing. Returns how many were made, or -1 with why. */
+int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
+
+#endif

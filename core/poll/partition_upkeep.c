@@ -1,0 +1,132 @@
+#include "partition_upkeep.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "log.h"
+#include "partitions.h"
+#include "sql.h"
+
+/* How long a step waits for a lock before it is skipped until the next
+ * pass: a partition in use is left alone rather than waited for. The
+ * concurrent detach blocks no one while it waits for older transactions
+ * (a claim's lasts up to max_transaction_ms), so it may wait longer. */
+#define UPKEEP_LOCK_TIMEOUT "SET lock_timeout = '1s'"
+#define DETACH_LOCK_TIMEOUT "SET lock_timeout = '30s'"
+
+/* Runs before + part + after, before and after rendered for cfg; part is a
+ * regclass as the server wrote it (quoted), put in as is, never rendered. */
+static PGresult *run_on_part(PGconn *conn, const relay_config *cfg, const char *before,
+                             const char *part, const char *after)
+{
+    char *head = sql_render(cfg, before), *tail = sql_render(cfg, after);
+    size_t cap = strlen(head) + strlen(part) + strlen(tail) + 1;
+    char *sql = malloc(cap);
+    snprintf(sql, cap, "%s%s%s", head, part, tail);
+    PGresult *res = PQexec(conn, sql);
+    free(sql);
+    free(head);
+    free(tail);
+    return res;
+}
+
+static int command_ok(PGconn *conn, PGresult *res, const char *what, const char *part)
+{
+    ExecStatusType st = PQresultStatus(res);
+    int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    if (!ok) {
+        char why[512];
+        db_error(conn, res, why, sizeof why);
+        log_warn("partitions: %s %s: %s", what, part, why);
+    }
+    PQclear(res);
+    return ok;
+}
+
+/* After the detach: drops the table when it still holds no unpublished
+ * row, else (a row made pending meanwhile) attaches it again: never is a
+ * pending or dead row dropped. Returns 1 when dropped. */
+static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part, const char *lo,
+                         const char *hi)
+{
+    PGresult *res =
+        run_on_part(conn, cfg, "SELECT count(*) FROM ", part, " WHERE {c.published_at} IS NULL");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        command_ok(conn, res, "count unpublished rows of detached", part);
+        return 0;
+    }
+    long long unpublished = atoll(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    if (unpublished == 0)
+        return command_ok(conn, run_on_part(conn, cfg, "DROP TABLE ", part, ""), "drop", part);
+    /* an empty lo: MINVALUE (a converted table's partition) */
+    char *lo_lit = lo[0] ? PQescapeLiteral(conn, lo, strlen(lo)) : NULL;
+    char *hi_lit = PQescapeLiteral(conn, hi, strlen(hi));
+    /* literals from the server's own bound text: no braces to render */
+    char bounds[256];
+    snprintf(bounds, sizeof bounds, " FOR VALUES FROM (%s) TO (%s)", lo_lit ? lo_lit : "MINVALUE",
+             hi_lit ? hi_lit : "NULL");
+    PQfreemem(lo_lit);
+    PQfreemem(hi_lit);
+    log_warn("partitions: %s had %lld unpublished rows after its detach: attaching it again", part,
+             unpublished);
+    command_ok(conn, run_on_part(conn, cfg, "ALTER TABLE {table} ATTACH PARTITION ", part, bounds),
+               "attach again", part);
+    return 0;
+}
+
+/* Detaches (or finishes a detach of) part concurrently, then drops it. */
+static int retire_one(PGconn *conn, const relay_config *cfg, const char *part, const char *lo,
+                      const char *hi, int finalize)
+{
+    const char *how = finalize ? " FINALIZE" : " CONCURRENTLY";
+    char ignored[256];
+    db_exec(conn, DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
+    int detached =
+        command_ok(conn, run_on_part(conn, cfg, "ALTER TABLE {table} DETACH PARTITION ", part, how),
+                   "detach", part);
+    db_exec(conn, UPKEEP_LOCK_TIMEOUT, ignored, sizeof ignored);
+    return detached ? drop_detached(conn, cfg, part, lo, hi) : 0;
+}
+
+int partition_upkeep(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+{
+    if (db_exec(conn, UPKEEP_LOCK_TIMEOUT, err, err_size) < 0)
+        return -1;
+    char why[512];
+    int made = partitions_make_ahead(conn, cfg, why, sizeof why);
+    if (made < 0)
+        log_warn("partitions: making partitions ahead: %s", why);
+    else if (made > 0)
+        log_info("partitions: made %d partitions ahead", made);
+    if (!cfg->partition_keep)
+        return db_lost(conn) ? -1 : 0;
+    char *sql = sql_render(cfg, "SELECT part, lo, hi, outcome FROM"
+                                " {schema}.{n._partition_retire}($1, $2, $3::interval)");
+    const char *params[] = {cfg->schema, cfg->table, cfg->partition_keep};
+    PGresult *res = PQexecParams(conn, sql, 3, NULL, params, NULL, NULL, 0);
+    free(sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        db_error(conn, res, err, err_size);
+        PQclear(res);
+        return -1;
+    }
+    int dropped = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *part = PQgetvalue(res, i, 0), *outcome = PQgetvalue(res, i, 3);
+        if (strcmp(outcome, "detach") == 0 || strcmp(outcome, "finalize") == 0)
+            dropped += retire_one(conn, cfg, part, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
+                                  outcome[0] == 'f');
+        else
+            log_info("partitions: %s is past keep (%s) but %s", part, cfg->partition_keep,
+                     strcmp(outcome, "busy") == 0 ? "was in use (lock_timeout): next pass"
+                                                  : outcome);
+    }
+    PQclear(res);
+    if (dropped > 0)
+        log_info("partitions: dropped %d fully published partitions older than %s", dropped,
+                 cfg->partition_keep);
+    return db_lost(conn) ? -1 : 0;
+}
