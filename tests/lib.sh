@@ -14,6 +14,11 @@ SERVICES=$OBX_SRC/tests/services/services.sh
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "--- $*" >&2; }
 
+# lib_tmp: sets LIB_TMP, where these helpers keep their files: the test's
+# WORK, or a directory of their own for the tests that have none (their
+# private broker's directory is theirs). Call it in the test's own shell.
+lib_tmp() { [ -n "${LIB_TMP:-}" ] || LIB_TMP=${WORK:-$(mktemp -d /tmp/obx-lib.XXXXXX)}; }
+
 # fresh_db NAME: drop and create database NAME (TEST_DB_PREFIX before it,
 # when set: runs sharing a server keep to their own names); sets TEST_DB and
 # TEST_DSN.
@@ -62,6 +67,7 @@ relay_oldest_xact() {
 # the second). Fails when no claim was seen in flight.
 hang_watch() {
     local end=$((SECONDS + $1)) age deleter
+    lib_tmp
     sql "DO \$\$ BEGIN
            FOR i IN 1..6000 LOOP
              IF EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'outbox'::regclass
@@ -71,7 +77,7 @@ hang_watch() {
              PERFORM pg_sleep(0.01);
            END LOOP;
            RAISE 'no claim in flight';
-         END \$\$" >/dev/null 2>"$WORK/deleter.log" &
+         END \$\$" >/dev/null 2>"$LIB_TMP/deleter.log" &
     deleter=$!
     MAX_XACT_MS=0 OLDEST_XACT=none
     while [ $SECONDS -lt $end ]; do
@@ -91,8 +97,8 @@ hang_watch() {
             now() - xact_start, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
         FROM pg_stat_activity WHERE (backend_xid IS NOT NULL OR backend_xmin IS NOT NULL)
         AND pid <> pg_backend_pid()" \
-        -c "SELECT 'slot', slot_name, xmin, catalog_xmin FROM pg_replication_slots" >"$WORK/horizon" 2>&1 || true
-    cat "$WORK/deleter.log" >>"$WORK/horizon" 2>/dev/null || true
+        -c "SELECT 'slot', slot_name, xmin, catalog_xmin FROM pg_replication_slots" >"$LIB_TMP/horizon" 2>&1 || true
+    cat "$LIB_TMP/deleter.log" >>"$LIB_TMP/horizon" 2>/dev/null || true
 }
 
 # check_hang_bounded BOUND_MS: after hang_watch, no relay transaction was
@@ -101,10 +107,13 @@ hang_watch() {
 check_hang_bounded() {
     note "oldest relay transaction while the broker hung: $MAX_XACT_MS ms (bound $1 ms)"
     if [ "$MAX_XACT_MS" -ge $(($1 + 5000)) ]; then
-        [ -f "$WORK/relay.log" ] && grep -v ' debug ' "$WORK/relay.log" | tail -40 >&2
+        local log
+        for log in "${WORK:-}/relay.log" "${PMQ_DIR:-}/relay.log" "${WH_DIR:-}/relay.log"; do
+            [ -f "$log" ] && grep -v ' debug ' "$log" | tail -40 >&2
+        done
         fail "a relay transaction stayed open $MAX_XACT_MS ms while the broker hung (bound $1 ms); last seen: $OLDEST_XACT"
     fi
-    [ "$BYSTANDER_VAC" = "1000 0" ] || { cat "$WORK/horizon" >&2; fail "bystander VACUUM during the hang: removed, dead but not yet removable: got '$BYSTANDER_VAC', want '1000 0'"; }
+    [ "$BYSTANDER_VAC" = "1000 0" ] || { cat "$LIB_TMP/horizon" >&2; fail "bystander VACUUM during the hang: removed, dead but not yet removable: got '$BYSTANDER_VAC', want '1000 0'"; }
 }
 
 # hang_round PID N: the hung-broker round of the *_e2e_sigstop tests. Once
@@ -133,13 +142,14 @@ published_count() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT N
 # the pace, and so lengthen every test that waits for the last event.
 produce_paced() {
     local g
+    lib_tmp
     for ((g = 0; g < $1; g += 10)); do
         echo "SELECT count(outbox_enqueue('Order', 'agg-' || (n % $2), 'order.created',
                   jsonb_build_object('n', n), jsonb_build_object('seq', n::text)))
               FROM generate_series($g + 1, least($g + 10, $1)) n;
               SELECT pg_sleep(0.1);"
-    done >"$WORK/produce_paced.sql"
-    psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -f "$WORK/produce_paced.sql" >/dev/null &
+    done >"$LIB_TMP/produce_paced.sql"
+    psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -f "$LIB_TMP/produce_paced.sql" >/dev/null &
     PRODUCER=$!
 }
 
