@@ -57,8 +57,7 @@ static int check_slot_name(cfg_reader *st, const config_setting_t *s, const sett
 /* A partition span or age: "N hour(s)", "N day(s)" or "N week(s)", kept as
  * "1 hour" or "N hours" (PostgreSQL's interval text). No months: partitions are cut
  * with date_bin, which needs a fixed length. */
-static int check_span(cfg_reader *st, const config_setting_t *s, const setting_def *def,
-                      void *slot)
+static int check_span(cfg_reader *st, const config_setting_t *s, const setting_def *def, void *slot)
 {
     static const char *const units[] = {"hour", "day", "week", NULL};
     char **text = slot, unit[16] = "", path[128], rest;
@@ -135,15 +134,19 @@ static void derive_wal_names(cfg_reader *st, const config_setting_t *w)
 }
 
 /* A partitioned outbox is kept by the poll source's cleanup; unset keep
- * follows relay.retention_hours (0: partitions are never dropped). */
+ * follows relay.retention_hours (0: partitions are never dropped). The WAL
+ * source makes partitions ahead but retires none yet: no row of it says
+ * published, so keep is refused there. */
 static void check_partitions(cfg_reader *st, const config_setting_t *p)
 {
     relay_config *cfg = st->cfg;
     if (!p)
         return;
     if (cfg->source != SOURCE_POLL) {
-        cfg_fail(st, p, "relay.partitions needs source = \"poll\" (the WAL source does not "
-                        "keep a partitioned outbox)");
+        if (cfg->partition_keep)
+            cfg_fail(st, p,
+                     "relay.partitions.keep needs source = \"poll\": WAL mode makes "
+                     "partitions ahead but does not drop old ones yet");
         return;
     }
     if (!cfg->partition_keep && cfg->retention_hours > 0) {

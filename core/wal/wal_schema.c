@@ -161,18 +161,23 @@ static int install_publication(PGconn *conn, const relay_config *cfg, char *why,
                     : "CREATE PUBLICATION %s FOR TABLE {table}",
              pub);
     char *head = sql_render(cfg, tmpl);
+    /* through the root: a partitioned outbox's inserts are decoded under the
+     * outbox's name, not each partition's (a plain table is its own root) */
     /* the filter is the operator's SQL as written: not a template */
     const char *filter = cfg->wal_row_filter ? cfg->wal_row_filter : "";
-    size_t size = strlen(head) + strlen(filter) + 64;
+    size_t size = strlen(head) + strlen(filter) + 128;
     char *sql = malloc(size);
     snprintf(sql, size, "%s%s%s%s%s", head, filter[0] ? " WHERE (" : "", filter,
-             filter[0] ? ")" : "", exists ? "" : " WITH (publish = 'insert')");
+             filter[0] ? ")" : "",
+             exists ? "" : " WITH (publish = 'insert', publish_via_partition_root = true)");
     free(head);
     int rc = db_exec(conn, sql, why, why_size);
     free(sql);
     if (rc == 0 && exists) {
         char alter[256];
-        snprintf(alter, sizeof alter, "ALTER PUBLICATION %s SET (publish = 'insert')", pub);
+        snprintf(alter, sizeof alter,
+                 "ALTER PUBLICATION %s SET (publish = 'insert', publish_via_partition_root = true)",
+                 pub);
         rc = db_exec(conn, alter, why, why_size);
     }
     return rc;

@@ -6,14 +6,15 @@
 #include <time.h>
 
 #include "clock.h"
-#include "clock.h"
 #include "db.h"
 #include "log.h"
+#include "partitions.h"
 #include "wal_dead.h"
 
 #define SCOPE "wal"
 #define RETRY_MS 1000
 #define LAG_CHECK_MS 2000
+#define PARTS_CHECK_MS 60000
 
 /* Waits up to ms for a job or the stop. Caller holds the lock. */
 static void wait_locked(wal_side *dw, int ms)
@@ -68,6 +69,21 @@ static void check_slot(wal_side *dw, PGconn **db)
     dw->lag_warned = bytes > limit;
 }
 
+/* relay.partitions: makes the partitions ahead, as poll mode's cleanup
+ * does, so that inserts always find one. */
+static void make_partitions(wal_side *dw, PGconn **db)
+{
+    const relay_config *cfg = dw->st->cfg;
+    char why[512] = "";
+    if (!session(db, cfg, why, sizeof why))
+        return;
+    int made = partitions_make_ahead(*db, cfg, why, sizeof why);
+    if (made < 0)
+        log_warn("partitions: making partitions ahead: %s", why);
+    else if (made > 0)
+        log_info("partitions: made %d partitions ahead", made);
+}
+
 /* Writes one job on *db, connecting first when needed. Returns 0 or -1. */
 static int write_job(wal_side *dw, PGconn **db, const dead_job *job)
 {
@@ -99,6 +115,13 @@ static void *writer_main(void *arg)
     PGconn *db = NULL;
     pthread_mutex_lock(&dw->lock);
     while (!dw->stop) {
+        if (partitions_on(dw->st->cfg) && now_ms() - dw->parts_checked_ms >= PARTS_CHECK_MS) {
+            dw->parts_checked_ms = now_ms();
+            pthread_mutex_unlock(&dw->lock);
+            make_partitions(dw, &db);
+            pthread_mutex_lock(&dw->lock);
+            continue;
+        }
         if (now_ms() - dw->lag_checked_ms >= LAG_CHECK_MS) {
             dw->lag_checked_ms = now_ms();
             pthread_mutex_unlock(&dw->lock);

@@ -34,6 +34,7 @@ typedef struct wal_side {
     long pending;               /* submitted, not yet taken back */
     int stop;
     long long lag_checked_ms;
+    long long parts_checked_ms; /* relay.partitions: when partitions ahead were last made */
     int lag_warned;
     atomic_int slot_lost; /* the server invalidated the slot: the relay cannot go on */
 } wal_side;

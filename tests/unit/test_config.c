@@ -304,8 +304,9 @@ static void test_errors_name_file_and_line(void **state)
          "relay.partitions needs interval"},
         {MINIMAL "relay = { partitions = { interval = \"1 day\";\n ahead = 0; }; };\n", 4,
          "\"ahead\" must be between 1 and 1000"},
-        {MINIMAL "relay = { source = \"wal\";\n partitions = { interval = \"1 day\"; }; };\n", 4,
-         "relay.partitions needs source = \"poll\""},
+        {MINIMAL "relay = { source = \"wal\";\n partitions = { interval = \"1 day\"; keep = \"2 "
+                 "days\"; }; };\n",
+         4, "relay.partitions.keep needs source = \"poll\""},
         {MINIMAL "relay = {\n ordering = \"random\"; };\n", 4,
          "\"ordering\" is \"random\"; expected one of \"aggregate\", \"none\""},
         {MINIMAL "relay = { backoff = {\n jitter = 1.5; }; };\n", 4,
@@ -405,12 +406,14 @@ static void test_partitions(void **state)
     assert_int_equal(cfg->partition_ahead, 5);
     assert_string_equal(cfg->partition_keep, "1 week");
     config_free(cfg);
-    cfg = load_ok(MINIMAL "relay = { retention_hours = 48; partitions = { interval = \"1 hour\"; }; };\n");
+    cfg = load_ok(MINIMAL
+                  "relay = { retention_hours = 48; partitions = { interval = \"1 hour\"; }; };\n");
     assert_string_equal(cfg->partition_interval, "1 hour");
     assert_int_equal(cfg->partition_ahead, 3);
     assert_string_equal(cfg->partition_keep, "48 hours");
     config_free(cfg);
-    cfg = load_ok(MINIMAL "relay = { retention_hours = 0; partitions = { interval = \"1 day\"; }; };\n");
+    cfg = load_ok(MINIMAL
+                  "relay = { retention_hours = 0; partitions = { interval = \"1 day\"; }; };\n");
     assert_null(cfg->partition_keep);
     config_free(cfg);
     cfg = load_ok(MINIMAL);
