@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "log.h"
 #include "sql.h"
 
 int partitions_on(const relay_config *cfg)
@@ -182,4 +183,14 @@ int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size
         db_error(conn, res, why, why_size);
     PQclear(res);
     return made;
+}
+
+void partitions_keep_ahead(PGconn *conn, const relay_config *cfg)
+{
+    char why[512] = "";
+    int made = partitions_make_ahead(conn, cfg, why, sizeof why);
+    if (made < 0)
+        log_warn("partitions: making partitions ahead: %s", why);
+    else if (made > 0)
+        log_info("partitions: made %d partitions ahead", made);
 }

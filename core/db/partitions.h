@@ -31,4 +31,8 @@ int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, siz
  * are missing. Returns how many were made, or -1 with why. */
 int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
 
+/* partitions_make_ahead for a source's upkeep: logs what it made, or why
+ * it could not. */
+void partitions_keep_ahead(PGconn *conn, const relay_config *cfg);
+
 #endif

@@ -95,12 +95,7 @@ int partition_upkeep(PGconn *conn, const relay_config *cfg, char *err, size_t er
 {
     if (db_exec(conn, UPKEEP_LOCK_TIMEOUT, err, err_size) < 0)
         return -1;
-    char why[512];
-    int made = partitions_make_ahead(conn, cfg, why, sizeof why);
-    if (made < 0)
-        log_warn("partitions: making partitions ahead: %s", why);
-    else if (made > 0)
-        log_info("partitions: made %d partitions ahead", made);
+    partitions_keep_ahead(conn, cfg);
     if (!cfg->partition_keep)
         return db_lost(conn) ? -1 : 0;
     char *sql = sql_render(cfg, "SELECT part, lo, hi, outcome FROM"

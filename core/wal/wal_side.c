@@ -73,15 +73,9 @@ static void check_slot(wal_side *dw, PGconn **db)
  * does, so that inserts always find one. */
 static void make_partitions(wal_side *dw, PGconn **db)
 {
-    const relay_config *cfg = dw->st->cfg;
-    char why[512] = "";
-    if (!session(db, cfg, why, sizeof why))
-        return;
-    int made = partitions_make_ahead(*db, cfg, why, sizeof why);
-    if (made < 0)
-        log_warn("partitions: making partitions ahead: %s", why);
-    else if (made > 0)
-        log_info("partitions: made %d partitions ahead", made);
+    char err[512];
+    if (session(db, dw->st->cfg, err, sizeof err))
+        partitions_keep_ahead(*db, dw->st->cfg);
 }
 
 /* Writes one job on *db, connecting first when needed. Returns 0 or -1. */
