@@ -84,18 +84,23 @@ const char *const partitions_function_steps[] = {
     "   v_lo := v_lo + p_span;"
     "  END LOOP;"
     " END {$}",
+    /* version 1 had no p_dead and no moved column */
+    "DROP FUNCTION IF EXISTS {schema}.{n._partition_retire}(text, text, interval)",
     /*
      * The partitions wholly older than p_keep, each with what may be done:
-     * 'detach' when it holds no pending and no dead row, counted under a
-     * SHARE lock (no row of it can change meanwhile; claims and inserts
-     * elsewhere go on); 'kept: ...' otherwise, 'busy' when the lock was not
-     * had within lock_timeout; 'finalize' for a detach left half done (past
-     * keep too: one an operator began on a younger partition is theirs). The
-     * caller detaches concurrently, checks again and drops (a detach cannot
-     * run in a function).
+     * 'detach' when it holds no pending row and no dead one, counted under
+     * a SHARE lock (no row of it can change meanwhile; claims and inserts
+     * elsewhere go on); its dead rows are first moved to p_dead (the
+     * dead-letter table; NULL under on_dead = block, where a dead row holds
+     * its aggregate in place), counted in moved; 'kept: ...' otherwise,
+     * 'busy' when the lock was not had within lock_timeout; 'finalize' for a
+     * detach left half done (past keep too: one an operator began on a
+     * younger partition is theirs). The caller detaches concurrently, checks
+     * again and drops (a detach cannot run in a function).
      */
     "CREATE OR REPLACE FUNCTION {schema}.{n._partition_retire}(p_schema text, p_table text,"
-    " p_keep interval) RETURNS TABLE (part text, lo text, hi text, outcome text)"
+    " p_keep interval, p_dead regclass)"
+    " RETURNS TABLE (part text, lo text, hi text, outcome text, moved bigint)"
     " LANGUAGE plpgsql AS {$}"
     " #variable_conflict use_column\n"
     " DECLARE parent regclass := format('%I.%I', p_schema, p_table)::regclass;"
@@ -105,7 +110,7 @@ const char *const partitions_function_steps[] = {
     "   hashtext(p_schema || '.' || p_table)) THEN RETURN; END IF;"
     "  FOR r IN SELECT b.part, b.lo, b.hi, b.detaching FROM {schema}.{n._partition_bounds}(parent) b"
     "   WHERE b.hi <= now() - p_keep ORDER BY b.lo LOOP"
-    "   part := r.part::text; lo := r.lo::text; hi := r.hi::text;"
+    "   part := r.part::text; lo := r.lo::text; hi := r.hi::text; moved := 0;"
     "   IF r.detaching THEN outcome := 'finalize'; RETURN NEXT; CONTINUE; END IF;"
     "   BEGIN"
     "    EXECUTE format('LOCK TABLE %s IN SHARE MODE', r.part);"
@@ -117,9 +122,23 @@ const char *const partitions_function_steps[] = {
     "    SELECT count(*) INTO dead FROM {table} o"
     "     WHERE o.{c.created_at} >= coalesce(r.lo, '-infinity')"
     "     AND o.{c.created_at} < r.hi AND o.{c.dead_at} IS NOT NULL AND o.{c.published_at} IS NULL;"
+    /* an event id already in p_dead undoes the move: the partition stays */
+    "    IF pending = 0 AND dead > 0 AND p_dead IS NOT NULL THEN"
+    "     EXECUTE format('WITH m AS (DELETE FROM %s WHERE {c.dead_at} IS NOT NULL"
+    "      AND {c.published_at} IS NULL RETURNING *) INSERT INTO %s ({c.event_id},"
+    "      {c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload}, {c.headers},"
+    "      {c.destination}, {c.created_at}, {c.event_version}, dl_attempts, dl_error, dl_at)"
+    "      SELECT {c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload},"
+    "      {c.headers}, {c.destination}, {c.created_at}, {c.event_version}, {c.attempts},"
+    "      {c.last_error}, {c.dead_at} FROM m', r.part, p_dead);"
+    "     GET DIAGNOSTICS moved = ROW_COUNT;"
+    "     dead := dead - moved;"
+    "    END IF;"
     "    outcome := CASE WHEN pending + dead = 0 THEN 'detach'"
     "     ELSE format('kept: %s pending, %s dead', pending, dead) END;"
     "   EXCEPTION WHEN lock_not_available THEN outcome := 'busy';"
+    "    WHEN unique_violation THEN moved := 0;"
+    "     outcome := format('kept: %s dead, one of whose event ids %s already holds', dead, p_dead);"
     "   END;"
     "   RETURN NEXT;"
     "  END LOOP;"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "dead_letter.h"
 #include "enqueue.h"
 #include "partition_convert.h"
 #include "partitions.h"
@@ -287,19 +288,21 @@ static int install_table(PGconn *conn, const relay_config *cfg, const char *boun
     return partitions_on(cfg) ? 0 : schema_run_steps(conn, cfg, &storage, 1, why, why_size);
 }
 
-/* Indexes, functions and triggers; a partitioned table's upkeep functions
- * and its partitions from now to `ahead` spans on. */
+/* Indexes, functions and triggers; a partitioned table's upkeep functions,
+ * the dead-letter table its retired partitions' dead rows move to, and its
+ * partitions from now to `ahead` spans on. */
 static int install_objects(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
 {
     const char *event_id = partitions_on(cfg) ? event_id_plain : event_id_unique;
     if (schema_run_steps(conn, cfg, &event_id, 1, why, why_size) < 0 ||
-        schema_run_steps(conn, cfg, object_steps, sizeof object_steps / sizeof object_steps[0],
-                         why, why_size) < 0)
+        schema_run_steps(conn, cfg, object_steps, sizeof object_steps / sizeof object_steps[0], why,
+                         why_size) < 0)
         return -1;
     if (!partitions_on(cfg))
         return 0;
-    if (schema_run_steps(conn, cfg, partitions_function_steps, partitions_function_step_count,
-                         why, why_size) < 0)
+    if (schema_run_steps(conn, cfg, partitions_function_steps, partitions_function_step_count, why,
+                         why_size) < 0 ||
+        schema_run_steps(conn, cfg, dead_letter_steps, dead_letter_step_count, why, why_size) < 0)
         return -1;
     return partitions_make_ahead(conn, cfg, why, why_size) < 0 ? -1 : 0;
 }

@@ -7,6 +7,7 @@
 
 #include "db.h"
 #include "log.h"
+#include "partitions.h"
 #include "sql.h"
 #include "control.h"
 #include "counters.h"
@@ -16,13 +17,17 @@
 /* clang-format off */
 /* Each count states a partial index's predicate (_aggregate_live,
  * _aggregate_dead), so published history is never read. */
-static const char backlog_sql[] =
-    "SELECT (SELECT count(*) FROM {table} WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL),"
-    " (SELECT count(*) FROM {table} WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL"
-    "   AND " SQL_HELD("") "),"
-    " (SELECT count(*) FROM {table} WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL),"
-    " (SELECT coalesce(extract(epoch FROM now() - min({c.created_at})), 0) FROM {table}"
-    "   WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL)";
+#define BACKLOG_COUNTS                                                                            \
+    "SELECT (SELECT count(*) FROM {table} WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL),"\
+    " (SELECT count(*) FROM {table} WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL"        \
+    "   AND " SQL_HELD("") "),"                                                                   \
+    " (SELECT count(*) FROM {table} WHERE {c.dead_at} IS NOT NULL AND {c.published_at} IS NULL),"  \
+    " (SELECT coalesce(extract(epoch FROM now() - min({c.created_at})), 0) FROM {table}"          \
+    "   WHERE {c.published_at} IS NULL AND {c.dead_at} IS NULL)"
+static const char backlog_sql[] = BACKLOG_COUNTS;
+/* a partitioned outbox's retired partitions left their dead rows there */
+static const char backlog_partitioned_sql[] =
+    BACKLOG_COUNTS ", (SELECT count(*) FROM {schema}.{n._dead_letter})";
 /* clang-format on */
 
 /* A poll that hangs must not keep the snapshot (and /readyz) stale for long. */
@@ -77,7 +82,8 @@ static void poll_once(relay_state *st, PGconn **conn, const char *sql, char *err
     b->polls++;
     b->pending = atoll(PQgetvalue(res, 0, 0));
     b->leased = atoll(PQgetvalue(res, 0, 1));
-    b->dead = atoll(PQgetvalue(res, 0, 2));
+    b->dead =
+        atoll(PQgetvalue(res, 0, 2)) + (PQnfields(res) > 4 ? atoll(PQgetvalue(res, 0, 4)) : 0);
     b->oldest_pending_s = atof(PQgetvalue(res, 0, 3));
     pthread_mutex_unlock(&m->lock);
     PQclear(res);
@@ -112,7 +118,7 @@ void *backlog_main(void *arg)
 {
     relay_state *st = arg;
     counters_thread_register(st->metrics, st->cfg->workers + BEAT_BACKLOG);
-    char *sql = sql_render(st->cfg, backlog_sql);
+    char *sql = sql_render(st->cfg, partitions_on(st->cfg) ? backlog_partitioned_sql : backlog_sql);
     PGconn *conn = NULL;
     int failing = 0;
     char err[512] = "";
@@ -132,7 +138,9 @@ void *backlog_main(void *arg)
         if ((conn == NULL) != failing) { /* say it once per change, not per poll */
             failing = !conn;
             if (failing)
-                log_warn("the backlog poller cannot read the database (metrics, /readyz and operator pauses wait for it): %s", err);
+                log_warn("the backlog poller cannot read the database (metrics, /readyz and "
+                         "operator pauses wait for it): %s",
+                         err);
             else
                 log_info("backlog poll works again");
         }

@@ -98,10 +98,16 @@ int partition_upkeep(PGconn *conn, const relay_config *cfg, char *err, size_t er
     partitions_keep_ahead(conn, cfg);
     if (!cfg->partition_keep)
         return db_lost(conn) ? -1 : 0;
-    char *sql = sql_render(cfg, "SELECT part, lo, hi, outcome FROM"
-                                " {schema}.{n._partition_retire}($1, $2, $3::interval)");
-    const char *params[] = {cfg->schema, cfg->table, cfg->partition_keep};
-    PGresult *res = PQexecParams(conn, sql, 3, NULL, params, NULL, NULL, 0);
+    /* dead rows move to the dead-letter table, unless each holds its aggregate */
+    char dead_letter[SQL_NAME_MAX + 1];
+    sql_derived_name(cfg, "_dead_letter", dead_letter, sizeof dead_letter);
+    char *sql = sql_render(
+        cfg, "SELECT part, lo, hi, outcome, moved FROM"
+             " {schema}.{n._partition_retire}($1, $2, $3::interval,"
+             " CASE WHEN $4::bool THEN to_regclass(format('%I.%I', $1::text, $5::text)) END)");
+    const char *params[] = {cfg->schema, cfg->table, cfg->partition_keep,
+                            cfg->on_dead == DEAD_BLOCK ? "false" : "true", dead_letter};
+    PGresult *res = PQexecParams(conn, sql, 5, NULL, params, NULL, NULL, 0);
     free(sql);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         db_error(conn, res, err, err_size);
@@ -111,6 +117,9 @@ int partition_upkeep(PGconn *conn, const relay_config *cfg, char *err, size_t er
     int dropped = 0;
     for (int i = 0; i < PQntuples(res); i++) {
         const char *part = PQgetvalue(res, i, 0), *outcome = PQgetvalue(res, i, 3);
+        if (atoll(PQgetvalue(res, i, 4)) > 0)
+            log_info("partitions: moved %s dead events of %s to the dead-letter table",
+                     PQgetvalue(res, i, 4), part);
         if (strcmp(outcome, "detach") == 0 || strcmp(outcome, "finalize") == 0)
             dropped += retire_one(conn, cfg, part, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
                                   outcome[0] == 'f');

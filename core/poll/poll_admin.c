@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "db.h"
+#include "dead_letter.h"
+#include "partitions.h"
 #include "pgarray.h"
 #include "poll_outputs.h"
 #include "sql.h"
@@ -15,15 +17,19 @@
 
 /* SQL text reads best as written. */
 /* clang-format off */
-static const char totals_sql[] =
-    "SELECT count(*) FILTER (WHERE {c.dead_at} IS NULL AND NOT " SQL_HELD("") "),"
-    " count(*) FILTER (WHERE {c.dead_at} IS NULL AND " SQL_HELD("") "),"
-    " count(*) FILTER (WHERE {c.dead_at} IS NOT NULL),"
-    " coalesce(extract(epoch FROM now() - min({c.created_at}) FILTER (WHERE {c.dead_at} IS NULL)), 0),"
-    /* last put back, no attempt counted, because their output was unavailable */
-    " count(*) FILTER (WHERE {c.dead_at} IS NULL"
-    "   AND ({c.last_error} LIKE 'unavailable:%' OR {c.last_error} LIKE 'not sent:%'))"
-    " FROM {table} WHERE {c.published_at} IS NULL";
+#define TOTALS_COLUMNS                                                                            \
+    "SELECT count(*) FILTER (WHERE {c.dead_at} IS NULL AND NOT " SQL_HELD("") "),"                \
+    " count(*) FILTER (WHERE {c.dead_at} IS NULL AND " SQL_HELD("") "),"                          \
+    " count(*) FILTER (WHERE {c.dead_at} IS NOT NULL),"                                           \
+    " coalesce(extract(epoch FROM now() - min({c.created_at}) FILTER (WHERE {c.dead_at} IS NULL)), 0)," \
+    /* last put back, no attempt counted, because their output was unavailable */                 \
+    " count(*) FILTER (WHERE {c.dead_at} IS NULL"                                                  \
+    "   AND ({c.last_error} LIKE 'unavailable:%' OR {c.last_error} LIKE 'not sent:%')),"
+#define TOTALS_FROM " FROM {table} WHERE {c.published_at} IS NULL"
+static const char totals_sql[] = TOTALS_COLUMNS " 0" TOTALS_FROM;
+/* a partitioned outbox's retired partitions left their dead rows there */
+static const char totals_partitioned_sql[] =
+    TOTALS_COLUMNS " (SELECT count(*) FROM {schema}.{n._dead_letter})" TOTALS_FROM;
 
 /*
  * The aggregates held back: those whose head (oldest pending event) waits
@@ -113,7 +119,8 @@ static int print_status(PGconn *conn, const relay_config *cfg, PGresult *t, PGre
                         json_t *json)
 {
     long long pending = atoll(PQgetvalue(t, 0, 0)), in_flight = atoll(PQgetvalue(t, 0, 1)),
-              dead = atoll(PQgetvalue(t, 0, 2)), waiting = atoll(PQgetvalue(t, 0, 4));
+              dead = atoll(PQgetvalue(t, 0, 2)) + atoll(PQgetvalue(t, 0, 5)),
+              waiting = atoll(PQgetvalue(t, 0, 4));
     double oldest = atof(PQgetvalue(t, 0, 3));
     if (json) { /* flat, the first keys as before: scripts read them */
         json_int_t held = PQntuples(h) ? (json_int_t)atoll(PQgetvalue(h, 0, H_ALL)) : 0;
@@ -151,7 +158,8 @@ static PGresult *query(PGconn *conn, const relay_config *cfg, const char *tmpl, 
 int poll_command_status(PGconn *conn, const relay_config *cfg, json_t *json)
 {
     const char *params[] = {cfg->on_dead == DEAD_BLOCK ? "true" : "false"};
-    PGresult *t = query(conn, cfg, totals_sql, 0, NULL);
+    PGresult *t =
+        query(conn, cfg, partitions_on(cfg) ? totals_partitioned_sql : totals_sql, 0, NULL);
     PGresult *h = t ? query(conn, cfg, held_sql, 1, params) : NULL;
     int rc = t && h ? print_status(conn, cfg, t, h, json) : -1;
     PQclear(t);
@@ -170,26 +178,47 @@ static const char requeue_sql[] =
     " SELECT count(*) FROM r";
 /* clang-format on */
 
+/* The dead rows in place, and those a partition's retirement moved to the
+ * dead-letter table, in one transaction. */
+static long long requeue(PGconn *conn, const relay_config *cfg, int all, const char *ids_array,
+                         long long *kept, char *err, size_t err_size)
+{
+    char *sql = sql_render(cfg, requeue_sql);
+    const char *params[] = {all ? "true" : "false", ids_array};
+    PGresult *res = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
+    free(sql);
+    long long n = -1;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK)
+        n = atoll(PQgetvalue(res, 0, 0));
+    else
+        db_error(conn, res, err, err_size);
+    PQclear(res);
+    if (n < 0 || !partitions_on(cfg))
+        return n;
+    long long moved = dead_letter_requeue(conn, cfg, all, ids_array, 1, kept, err, err_size);
+    return moved < 0 ? -1 : n + moved;
+}
+
 int poll_command_requeue(PGconn *conn, const relay_config *cfg, int all, char **ids, int count)
 {
     pgarray list;
     pgarray_init(&list);
     for (int i = 0; i < count; i++)
         pgarray_add(&list, ids[i], 1);
-    char *sql = sql_render(cfg, requeue_sql);
-    const char *params[] = {all ? "true" : "false", pgarray_text(&list)};
-    PGresult *res = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
-    free(sql);
-    int rc = 1;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        char err[1024];
-        db_error(conn, res, err, sizeof err);
-        fprintf(stderr, "outbox-relay: requeue: %s\n", err);
-    } else {
-        printf("requeued %s dead events\n", PQgetvalue(res, 0, 0));
-        rc = 0;
-    }
-    PQclear(res);
+    char err[1024];
+    long long kept = 0, n = -1;
+    if (db_exec(conn, "BEGIN", err, sizeof err) == 0)
+        n = requeue(conn, cfg, all, pgarray_text(&list), &kept, err, sizeof err);
+    if (n >= 0 && db_exec(conn, "COMMIT", err, sizeof err) < 0)
+        n = -1;
     pgarray_free(&list);
-    return rc;
+    if (n < 0) {
+        fprintf(stderr, "outbox-relay: requeue: %s\n", err);
+        char ignored[256];
+        db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+        return 1;
+    }
+    printf("requeued %lld dead events\n", n);
+    dead_letter_print_kept(cfg, kept);
+    return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "dead_letter.h"
 #include "outcome.h"
 #include "pgarray.h"
 #include "sql.h"
@@ -36,29 +37,6 @@ static const char dead_sql[] =
     "SELECT count(*), coalesce(extract(epoch FROM now() - min(dl_at)), 0)"
     " FROM {schema}.{n._dead_letter}";
 
-/* Back through the outbox table, so the stream relays it again: a row kept
- * for audit under the same event_id is removed first (event_id is unique).
- * A dead letter stored raw, or lacking a field every message needs, has
- * nothing to requeue (the outbox may refuse it, and the relay would): it
- * stays, and is counted. */
-#define REQUEUABLE                                                                                \
-    "dl_raw IS NULL AND {c.event_id} IS NOT NULL AND {c.aggregate_type} IS NOT NULL"             \
-    " AND {c.aggregate_id} IS NOT NULL AND {c.event_type} IS NOT NULL AND {c.payload} IS NOT NULL"
-static const char requeue_delete_sql[] =
-    "DELETE FROM {table} o USING {schema}.{n._dead_letter} d"
-    " WHERE o.{c.event_id} = d.{c.event_id} AND ($1 OR d.{c.event_id} = ANY($2::uuid[]))";
-static const char requeue_kept_sql[] =
-    "SELECT count(*) FROM {schema}.{n._dead_letter}"
-    " WHERE NOT (" REQUEUABLE ") AND ($1 OR {c.event_id} = ANY($2::uuid[]))";
-static const char requeue_insert_sql[] =
-    "WITH d AS (DELETE FROM {schema}.{n._dead_letter}"
-    "   WHERE " REQUEUABLE " AND ($1 OR {c.event_id} = ANY($2::uuid[])) RETURNING *)"
-    " INSERT INTO {table} ({c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type},"
-    " {c.payload}, {c.headers}, {c.destination}, {c.created_at}, {c.event_version})"
-    " SELECT coalesce({c.event_id}, gen_random_uuid()), {c.aggregate_type}, {c.aggregate_id},"
-    " {c.event_type}, {c.payload}, {c.headers}, {c.destination}, {c.created_at},"
-    " {c.event_version} FROM d"
-    " ORDER BY dl_commit_lsn, dl_at";
 /* clang-format on */
 
 int wal_dead_insert(PGconn *conn, const relay_config *cfg, const wal_row *row, unsigned attempts,
@@ -197,41 +175,21 @@ int wal_command_requeue(PGconn *conn, const relay_config *cfg, int all, char **i
     pgarray_init(&list);
     for (int i = 0; i < count; i++)
         pgarray_add(&list, ids[i], 1);
-    const char *params[] = {all ? "true" : "false", pgarray_text(&list)};
     char err[1024];
-    int rc = db_exec(conn, "BEGIN", err, sizeof err) < 0 ? -1 : 0;
-    const char *steps[] = {requeue_kept_sql, requeue_delete_sql, requeue_insert_sql};
-    PGresult *res = NULL;
-    long long kept = 0;
-    for (int i = 0; rc == 0 && i < 3; i++) {
-        char *sql = sql_render(cfg, steps[i]);
-        PQclear(res);
-        res = PQexecParams(conn, sql, 2, NULL, params, NULL, NULL, 0);
-        free(sql);
-        if (PQresultStatus(res) != (i == 0 ? PGRES_TUPLES_OK : PGRES_COMMAND_OK)) {
-            db_error(conn, res, err, sizeof err);
-            rc = -1;
-        } else if (i == 0) {
-            kept = atoll(PQgetvalue(res, 0, 0));
-        }
-    }
-    if (rc == 0)
-        printf("requeued %s dead events\n", PQcmdTuples(res));
-    if (rc == 0 && kept > 0) {
-        char dead[SQL_NAME_MAX + 1];
-        sql_derived_name(cfg, "_dead_letter", dead, sizeof dead);
-        printf("kept %lld dead events: stored raw (dl_raw), or with a NULL event_id, "
-               "aggregate_type, aggregate_id, event_type or payload; fix them in %s.%s first\n",
-               kept, cfg->schema, dead);
-    }
-    PQclear(res);
-    if (rc == 0 && db_exec(conn, "COMMIT", err, sizeof err) < 0)
-        rc = -1;
-    if (rc < 0) {
+    long long kept = 0, requeued = -1;
+    if (db_exec(conn, "BEGIN", err, sizeof err) == 0)
+        requeued =
+            dead_letter_requeue(conn, cfg, all, pgarray_text(&list), 0, &kept, err, sizeof err);
+    if (requeued >= 0 && db_exec(conn, "COMMIT", err, sizeof err) < 0)
+        requeued = -1;
+    pgarray_free(&list);
+    if (requeued < 0) {
         fprintf(stderr, "outbox-relay: requeue: %s\n", err);
         char ignored[256];
         db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+        return 1;
     }
-    pgarray_free(&list);
-    return rc < 0 ? 1 : 0;
+    printf("requeued %lld dead events\n", requeued);
+    dead_letter_print_kept(cfg, kept);
+    return 0;
 }

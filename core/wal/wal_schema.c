@@ -7,24 +7,14 @@
 #include <string.h>
 
 #include "db.h"
+#include "dead_letter.h"
+#include "schema.h"
 #include "sql.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
 static const char *const wal_steps[] = {
     "SELECT pg_advisory_xact_lock(hashtext('outbox-relay init-db'))",
-    /* the only write per event in WAL mode, and only for a failed one; the
-     * event's columns keep the outbox's types so that requeue copies them back */
-    "CREATE TABLE IF NOT EXISTS {schema}.{n._dead_letter} AS SELECT"
-    " {c.event_id}, {c.aggregate_type}, {c.aggregate_id}, {c.event_type}, {c.payload},"
-    " {c.headers}, {c.destination}, {c.created_at}, 0 AS dl_attempts, ''::text AS dl_error,"
-    " now() AS dl_at, '0/0'::pg_lsn AS dl_commit_lsn FROM {table} WITH NO DATA",
-    /* the fields of an event the typed columns refused, as a JSON object (wal_dead.c) */
-    "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS dl_raw text",
-    /* schema 3: requeued, an event keeps its version (its number is the next one) */
-    "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS {c.event_version} text",
-    "CREATE UNIQUE INDEX IF NOT EXISTS {n._dead_letter_event}"
-    " ON {schema}.{n._dead_letter} ({c.event_id})",
     /*
      * outbox_emit: an event with no row left behind. It inserts into the
      * outbox as its caller (SECURITY INVOKER: only a role that may INSERT
@@ -302,13 +292,12 @@ int wal_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot, ch
         goto fail;
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;
-    for (size_t i = 0; i < sizeof wal_steps / sizeof wal_steps[0]; i++) {
-        char *sql = sql_render(cfg, wal_steps[i]);
-        int rc = db_exec(conn, sql, why, sizeof why);
-        free(sql);
-        if (rc < 0)
-            goto rollback;
-    }
+    /* then the dead-letter table: the only write per event in WAL mode,
+     * and only for a failed one */
+    if (schema_run_steps(conn, cfg, wal_steps, sizeof wal_steps / sizeof wal_steps[0], why,
+                         sizeof why) < 0 ||
+        schema_run_steps(conn, cfg, dead_letter_steps, dead_letter_step_count, why, sizeof why) < 0)
+        goto rollback;
     if (install_publication(conn, cfg, why, sizeof why) < 0)
         goto rollback;
     if (db_exec(conn, "COMMIT", why, sizeof why) < 0 ||

@@ -6,10 +6,13 @@
 # hand (A, B, C) and 3,000 events of 40 aggregates written across A, B, C
 # and now, in id order: all drain, once each, in order per aggregate; one
 # in B dies (a permanent refusal). Then one row of C is made pending again
-# and the last partition ahead is dropped: the relay's cleanup makes it
-# again, drops A (all published) and keeps B (a dead row) and C (a pending
-# row) with every row; once C's row is published, C goes too. One
-# aggregate's inserts into B and into now wait for each other. A detach left
+# and the last partition ahead is dropped: the relay's cleanup (on_dead =
+# block) makes it again, drops A (all published) and keeps B (a dead row
+# that holds its aggregate) and C (a pending row) with every row. Once C's
+# row is published, with on_dead = skip, C goes too, and B's dead row is
+# moved to the dead-letter table before B goes: status counts it, requeue
+# sends it back through the outbox, and it is published. One aggregate's
+# inserts into B and into now wait for each other. A detach left
 # half done is finished and the partition dropped. init-db
 # refuses a table partitioned otherwise for this config.
 ENG_TEST=partition_managed
@@ -19,6 +22,8 @@ fresh_db part_managed
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50; max_attempts = 1;
     partitions = { interval = \"1 hour\"; ahead = 3; keep = \"2 hours\"; };" \
     "permanent_event_type = \"order.poison\";"
+write_cfg "$WORK/block.cfg" "workers = 2; batch_size = 50; on_dead = \"block\";
+    partitions = { interval = \"1 hour\"; ahead = 3; keep = \"2 hours\"; };" ""
 PARTS="SELECT count(*) FROM outbox_partition_bounds('outbox')"
 init_db "$WORK/relay.cfg"
 expect_eq "outbox partitioned by range of created_at" \
@@ -72,7 +77,7 @@ sql "UPDATE outbox SET published_at = NULL, available_at = 'infinity'
      WHERE id = (SELECT min(id) FROM outbox_c)" >/dev/null
 last=$(sql "SELECT part FROM outbox_partition_bounds('outbox') ORDER BY lo DESC LIMIT 1")
 sql "ALTER TABLE outbox DETACH PARTITION $last; DROP TABLE $last"
-start_relay "$WORK/relay.cfg" "$WORK/keep.log"
+start_relay "$WORK/block.cfg" "$WORK/keep.log"
 wait_sql "SELECT to_regclass('outbox_a') IS NULL" t 60
 wait_sql "SELECT count(*) FROM outbox_partition_bounds('outbox') WHERE hi > now()" 4 60
 wait_log "$WORK/keep.log" "outbox_b is past keep \(2 hours\) but kept: 0 pending, 1 dead" 60
@@ -87,18 +92,44 @@ expect_eq "rows of B and C kept, A's gone" \
 expect_eq "dead row kept" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 1
 expect_eq "pending row kept" "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL")" 1
 
-# C's row published: C goes on the next pass; B (dead) stays
+# C's row published: C goes on the next pass; B's dead row is moved to the
+# dead-letter table (on_dead = skip), then B goes
 sql "UPDATE outbox SET published_at = now() WHERE published_at IS NULL AND dead_at IS NULL" >/dev/null
+DEAD="SELECT event_id || '/' || created_at || '/' || attempts || '/' || last_error FROM outbox WHERE dead_at IS NOT NULL"
+dead_row=$(sql "$DEAD")
 start_relay "$WORK/relay.cfg" "$WORK/drop.log"
-wait_sql "SELECT to_regclass('outbox_c') IS NULL" t 60
-wait_log "$WORK/drop.log" "outbox_b is past keep" 60
+wait_sql "SELECT to_regclass('outbox_c') IS NULL AND to_regclass('outbox_b') IS NULL" t 60
 stop_relay "$RELAY_PID" 30
-expect_eq "B kept with its dead row" "$(sql "SELECT count(*) FROM outbox_b WHERE dead_at IS NOT NULL")" 1
+grep -q "partitions: moved 1 dead events of outbox_b to the dead-letter table" "$WORK/drop.log" ||
+    fail "no move logged"
+expect_eq "the dead row in the dead-letter table, as it was" \
+    "$(sql "SELECT event_id || '/' || created_at || '/' || dl_attempts || '/' || dl_error FROM outbox_dead_letter")" \
+    "$dead_row"
+expect_eq "dead rows left in the outbox" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
 expect_eq "detached tables left behind" \
-    "$(sql "SELECT count(*) FROM pg_class WHERE relname IN ('outbox_a', 'outbox_c')")" 0
+    "$(sql "SELECT count(*) FROM pg_class WHERE relname IN ('outbox_a', 'outbox_b', 'outbox_c')")" 0
+"$OBX_BIN" status -c "$WORK/relay.cfg" >"$WORK/status.out" || fail "status: $(cat "$WORK/status.out")"
+grep -Eq "^dead: +1$" "$WORK/status.out" || fail "status does not count the moved dead event: $(cat "$WORK/status.out")"
 before=$(sql "$OBJECTS")
 init_db "$WORK/relay.cfg"
 expect_eq "relations after init-db on a kept table" "$(sql "$OBJECTS")" "$before"
+
+# requeue sends it back through the outbox (now: its partition is gone), and
+# it is published once the driver takes it
+"$OBX_BIN" requeue -c "$WORK/relay.cfg" --all >"$WORK/requeue.out" 2>&1 || fail "requeue: $(cat "$WORK/requeue.out")"
+grep -q "requeued 1 dead events" "$WORK/requeue.out" || fail "requeue: $(cat "$WORK/requeue.out")"
+expect_eq "dead letters left" "$(sql "SELECT count(*) FROM outbox_dead_letter")" 0
+write_cfg "$WORK/take.cfg" "workers = 1; partitions = { interval = \"1 hour\"; ahead = 3; keep = \"2 hours\"; };" ""
+drain "$WORK/take.cfg" "$WORK/take.log" 60
+load_record
+expect_eq "the requeued event published" \
+    "$(sql "SELECT count(*) FROM outbox o JOIN r USING (event_id) WHERE o.published_at IS NOT NULL
+            AND o.event_type = 'order.poison' AND r.status = 'ok' AND o.created_at > now() - interval '10 minutes'")" 1
+
+# B again, by hand, for the next check
+sql "DO \$\$ DECLARE h timestamptz := date_trunc('hour', now()); BEGIN
+       EXECUTE format('CREATE TABLE outbox_b PARTITION OF outbox FOR VALUES FROM (%L) TO (%L)', h - interval '4 hours', h - interval '3 hours');
+     END \$\$" >/dev/null
 
 # one aggregate's inserts into two partitions wait for each other (the order
 # trigger locks the root table's key): B's insert commits first, with the lower id and number
@@ -151,4 +182,4 @@ if "$OBX_BIN" init-db -c "$WORK/by_id.cfg" >"$WORK/by_id.out" 2>&1; then fail "i
 grep -q "init-db failed for public.by_id: it is partitioned, but not by range of \"created_at\"" "$WORK/by_id.out" ||
     fail "by_id: $(cat "$WORK/by_id.out")"
 check_logs_clean
-echo "ok partition_managed: made ahead and again, 3,000 events over 4 partitions drained in order, A dropped, B (dead) and C (pending) kept until C's row was published"
+echo "ok partition_managed: made ahead and again, 3,000 events over 4 partitions drained in order, A dropped, B (dead, on_dead = block) and C (pending) kept until C's row was published, B's dead row moved, requeued and published"
