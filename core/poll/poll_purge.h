@@ -1,5 +1,6 @@
 /* `purge` in poll mode: dead rows of the outbox table (dead_at set, never
- * published), selected and locked, then deleted by id. */
+ * published), and of a partitioned outbox's dead-letter table, selected and
+ * locked, then deleted by key. */
 #ifndef OBX_POLL_PURGE_H
 #define OBX_POLL_PURGE_H
 

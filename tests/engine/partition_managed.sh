@@ -10,8 +10,8 @@
 # block) makes it again, drops A (all published) and keeps B (a dead row
 # that holds its aggregate) and C (a pending row) with every row. Once C's
 # row is published, with on_dead = skip, C goes too, and B's dead row is
-# moved to the dead-letter table before B goes: status counts it, requeue
-# sends it back through the outbox, and it is published. One aggregate's
+# moved to the dead-letter table before B goes: status counts it, purge
+# sees it, requeue sends it back through the outbox, and it is published. One aggregate's
 # inserts into B and into now wait for each other. A detach left
 # half done is finished and the partition dropped. init-db
 # refuses a table partitioned otherwise for this config.
@@ -113,6 +113,18 @@ grep -Eq "^dead: +1$" "$WORK/status.out" || fail "status does not count the move
 before=$(sql "$OBJECTS")
 init_db "$WORK/relay.cfg"
 expect_eq "relations after init-db on a kept table" "$(sql "$OBJECTS")" "$before"
+
+# purge sees it (dry run), and removes only the dead letter it is given
+"$OBX_BIN" purge -c "$WORK/relay.cfg" --all --dry-run >"$WORK/purge.out" 2>&1 || fail "purge: $(cat "$WORK/purge.out")"
+grep -q "would purge 1 dead events" "$WORK/purge.out" && grep -q "${dead_row%%/*}  order.poison" "$WORK/purge.out" ||
+    fail "purge dry run: $(cat "$WORK/purge.out")"
+sql "INSERT INTO outbox_dead_letter (event_id, aggregate_type, aggregate_id, event_type, payload, created_at,
+       dl_attempts, dl_error, dl_at) VALUES ('00000000-0000-4000-8000-000000000001', 'Order', 'x', 'order.other', '{}',
+       now() - interval '1 day', 1, 'by hand', now())" >/dev/null
+"$OBX_BIN" purge -c "$WORK/relay.cfg" --id 00000000-0000-4000-8000-000000000001 >"$WORK/purge.out" 2>&1 ||
+    fail "purge: $(cat "$WORK/purge.out")"
+grep -q "purged 1 dead events" "$WORK/purge.out" || fail "purge: $(cat "$WORK/purge.out")"
+expect_eq "dead letters after the purge" "$(sql "SELECT string_agg(event_type, ',') FROM outbox_dead_letter")" order.poison
 
 # requeue sends it back through the outbox (now: its partition is gone), and
 # it is published once the driver takes it
