@@ -2,9 +2,11 @@
 # WAL mode on a partitioned outbox (relay.partitions, issue 31): init-db
 # makes it and publishes it through its root (publish_via_partition_root),
 # so inserts into any partition are decoded as the outbox's. Events in the
-# current partition and in two later ones (created_at set ahead), rows and
-# outbox_emit, 4 transactions over 20 aggregates: each published once, in
-# order per aggregate, the emitted ones leaving no row. The side thread makes
+# current partition, in two later ones (created_at set ahead) and in a past
+# one dropped before the relay starts, rows and outbox_emit, 5 transactions
+# over 20 aggregates: each published once, in order per aggregate (the
+# dropped partition's too: decoding reads the catalog as it was), the
+# emitted ones leaving no row. The side thread makes
 # partitions ahead: one dropped by hand is made again at start. keep is
 # refused in WAL mode with the reason (no row says published there).
 ENG_TEST=walparts
@@ -27,14 +29,24 @@ for hours in 0 1 2; do
                 clock_timestamp() + interval '$hours hours'
          FROM generate_series(1, 100) g" >/dev/null
 done
+# and into a past partition made by hand, dropped below before the relay reads the WAL
+sql "DO \$\$ DECLARE h timestamptz := date_trunc('hour', now()); BEGIN
+       EXECUTE format('CREATE TABLE outbox_old PARTITION OF outbox FOR VALUES FROM (%L) TO (%L)', h - interval '5 hours', h - interval '4 hours');
+     END \$\$;
+     INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
+     SELECT 'Order', 'agg-' || (g % 20), 'order.created', jsonb_build_object('n', 200000 + g),
+            date_trunc('hour', now()) - interval '5 hours' + g * interval '1 second'
+     FROM generate_series(1, 100) g" >/dev/null
 sql "CREATE TABLE emitted AS SELECT outbox_emit('Order', 'agg-' || (g % 20), 'order.created',
        jsonb_build_object('n', g)) AS event_id, 'agg-' || (g % 20) AS aggregate_id, 100000 + g AS n
      FROM generate_series(1, 50) g" >/dev/null
-expect_eq "rows in three partitions" \
-    "$(sql "SELECT count(DISTINCT tableoid) FROM outbox")" 3
-expect_eq "emitted events left no row" "$(sql "SELECT count(*) FROM outbox")" 300
+expect_eq "rows in four partitions" \
+    "$(sql "SELECT count(DISTINCT tableoid) FROM outbox")" 4
+expect_eq "emitted events left no row" "$(sql "SELECT count(*) FROM outbox")" 400
 wal_expected
 sql "INSERT INTO ev SELECT event_id, aggregate_id, n FROM emitted"
+# the past partition dropped, rows and all: its inserts are in the WAL and decoded all the same
+sql "ALTER TABLE outbox DETACH PARTITION outbox_old; DROP TABLE outbox_old"
 
 # the farthest partition ahead, dropped: the relay makes it again
 last=$(sql "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
@@ -48,7 +60,7 @@ expect_eq "the dropped partition made again" \
             WHERE i.inhparent = 'outbox'::regclass AND c.relname = '$last'")" 1
 load_record
 check_wal_published
-expect_eq "ok lines (300 rows and 50 emitted)" "$(sql "SELECT count(DISTINCT event_id) FROM r WHERE status = 'ok'")" 350
+expect_eq "ok lines (400 rows and 50 emitted)" "$(sql "SELECT count(DISTINCT event_id) FROM r WHERE status = 'ok'")" 450
 check_wal_order
 expect_eq "duplicates" "$(dup_count)" 0
 
@@ -57,4 +69,4 @@ write_wal_cfg "$WORK/keep.cfg" 'partitions = { interval = "1 hour"; keep = "2 ho
 if "$OBX_BIN" check-config -c "$WORK/keep.cfg" >"$WORK/keep.out" 2>&1; then fail "keep accepted in WAL mode"; fi
 grep -q 'relay.partitions.keep needs source = "poll"' "$WORK/keep.out" || { cat "$WORK/keep.out" >&2; fail "no reason for keep"; }
 drop_wal_slots
-echo "PASS wal_partitions (350 events over three partitions once each, in order; a partition ahead made again)"
+echo "PASS wal_partitions (450 events over four partitions once each, in order, one partition dropped before they were read; a partition ahead made again)"
