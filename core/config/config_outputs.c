@@ -8,15 +8,16 @@
 #include "obx/cloudevents.h"
 #include "obx/driver.h"
 
-/* CFG_KEEP_CE for the options that are CloudEvents templates: their
- * placeholders are the driver's to fill, not environment variables. */
+/* A driver option's ${event_type} and the like are the driver's to fill
+ * (a template), not environment variables; in the options that are
+ * CloudEvents templates, an unknown ${...} is refused here already. */
 static int option_keeps(const char *name)
 {
     static const char *const templates[] = OBX_CE_TEMPLATE_OPTIONS;
     for (size_t i = 0; i < sizeof templates / sizeof *templates; i++)
         if (strcmp(name, templates[i]) == 0)
             return CFG_KEEP_CE;
-    return 0;
+    return CFG_KEEP_OPTION;
 }
 
 static void load_option(cfg_reader *st, const config_setting_t *s, cfg_value *v)

@@ -104,7 +104,7 @@ static int expand_into(cfg_reader *st, const config_setting_t *s, const char *in
             return cfg_fail(st, s, "setting \"%s\": a variable name cannot hold \"${\"",
                             config_setting_name(s));
         if ((keep_fields && cfg_is_row_field(name, name_len)) ||
-            (keep_fields == CFG_KEEP_CE && obx_ce_placeholder(name, name_len) >= 0)) {
+            (keep_fields >= CFG_KEEP_CE && obx_ce_placeholder(name, name_len) >= 0)) {
             buf_put(out, p, end + 1 - p);
             p = end + 1;
             continue;
@@ -123,7 +123,7 @@ static int expand_into(cfg_reader *st, const config_setting_t *s, const char *in
                             "(${event_id}, ${event_type}, ${aggregate_type}, ${aggregate_id}, "
                             "${destination}) nor a set environment variable",
                             config_setting_name(s), var);
-        } else if (keep_fields) {
+        } else if (keep_fields == CFG_KEEP_ROW) {
             return cfg_fail(st, s,
                             "setting \"%s\": ${%s} is neither a row field (${event_type}, "
                             "${aggregate_type}, ${aggregate_id}, ${event_id}) nor a set "

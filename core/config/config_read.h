@@ -27,9 +27,12 @@ int cfg_fail(cfg_reader *st, const config_setting_t *s, const char *fmt, ...)
  * router. NULL after an error. */
 char *cfg_expand(cfg_reader *st, const config_setting_t *s, const char *in, int keep_fields);
 /* keep_fields values: row fields (destinations), or those of a CloudEvents
- * template option (obx/cloudevents.h: ${destination} too) */
+ * template option (obx/cloudevents.h: ${destination} too); any other driver
+ * option keeps them too (a driver may take it as a template and checks it
+ * itself), while an unset environment variable is an error as usual */
 #define CFG_KEEP_ROW 1
 #define CFG_KEEP_CE 2
+#define CFG_KEEP_OPTION 3
 
 /* Is name[0..len) a row field a destination template may name? */
 int cfg_is_row_field(const char *name, size_t len);

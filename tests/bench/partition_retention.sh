@@ -13,7 +13,9 @@
 # drain and during the retention step (pg_current_wal_lsn; the server's, so
 # other sessions' writes count too), its time, and the outbox's dead tuples
 # left (pg_stat_user_tables, autovacuum off on the outbox so they stay
-# countable). Timings are printed, never asserted.
+# countable), then the work autovacuum would do for them, done by a VACUUM:
+# its time and WAL; and per million events, all WAL and the VACUUM time.
+# Timings are printed, never asserted.
 #
 #   tests/bench/partition_retention.sh [--events N] [--rounds N] [--out FILE.md]
 #
@@ -68,7 +70,8 @@ dead_tuples() {
         OR relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'outbox'::regclass)"
 }
 
-# one_run MODE: prints "mode drain_ms events_per_s drain_wal retention_ms retention_wal dead"
+# one_run MODE: prints "mode drain_ms events_per_s drain_wal retention_ms retention_wal dead
+# vacuum_ms vacuum_wal"
 one_run() {
     local mode=$1 start t0 drain_ms drain_wal ret_ms ret_wal created="clock_timestamp()"
     psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
@@ -105,7 +108,7 @@ one_run() {
         delete) ;;
         partition)
             local part outcome
-            IFS='|' read -r part outcome < <(psql -qAt -d "$DB" -c "SELECT part, outcome FROM outbox_partition_retire('public', 'outbox', '1 hour')")
+            IFS='|' read -r part outcome < <(psql -qAt -d "$DB" -c "SELECT part, outcome FROM outbox_partition_retire('public', 'outbox', '1 hour', NULL)")
             [ "$outcome" = detach ] || fail "partition: retire said '$outcome' for '$part'"
             psql -qAt -d "$DB" -c "ALTER TABLE outbox DETACH PARTITION $part CONCURRENTLY" >/dev/null
             psql -qAt -d "$DB" -c "DROP TABLE $part" >/dev/null ;;
@@ -113,7 +116,15 @@ one_run() {
     ret_ms=$(($(ms) - t0))
     ret_wal=$(wal_since "$start")
     [ "$(psql -qAt -d "$DB" -c "SELECT count(*) FROM outbox")" = 0 ] || fail "$mode: rows left after retention"
-    echo "$mode $drain_ms $((EVENTS * 1000 / drain_ms)) $drain_wal $ret_ms $ret_wal $(dead_tuples)"
+    local dead vac_ms vac_wal
+    dead=$(dead_tuples)
+    # the work left for autovacuum, done now: its time and WAL
+    start=$(lsn)
+    t0=$(ms)
+    psql -qAt -d "$DB" -c "VACUUM outbox" >/dev/null
+    vac_ms=$(($(ms) - t0))
+    vac_wal=$(wal_since "$start")
+    echo "$mode $drain_ms $((EVENTS * 1000 / drain_ms)) $drain_wal $ret_ms $ret_wal $dead $vac_ms $vac_wal"
 }
 
 results=$WORK/results.txt
@@ -123,9 +134,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
 done
 table=$(
-    echo "| mode | drain ms | events/s | drain WAL MB | retention ms | retention WAL MB | dead tuples left |"
-    echo "|---|---|---|---|---|---|---|"
-    awk '{ printf "| %s | %d | %d | %.1f | %d | %.2f | %d |\n", $1, $2, $3, $4 / 1048576, $5, $6 / 1048576, $7 }' "$results"
+    echo "| mode | drain ms | events/s | drain WAL MB | retention ms | retention WAL MB | dead tuples left | VACUUM ms | VACUUM WAL MB | per 1M events: WAL MB, VACUUM s |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+    awk -v n="$EVENTS" '{ m = 1000000 / n
+        printf "| %s | %d | %d | %.1f | %d | %.2f | %d | %d | %.2f | %.0f, %.1f |\n", $1, $2, $3, $4 / 1048576, $5, $6 / 1048576, $7,
+            $8, $9 / 1048576, ($4 + $6 + $9) / 1048576 * m, $8 / 1000 * m }' "$results"
 )
 echo "$table"
 if [ -n "$OUT" ]; then

@@ -251,7 +251,8 @@ static void test_environment_expansion(void **state)
         "database = { conninfo = \"host=${OBX_UNIT_HOST} port=${OBX_UNIT_UNSET:-5432}\";\n"
         "  table = \"${OBX_UNIT_EMPTY:-outbox2}\"; schema = \"${OBX_UNIT_HOST:-unused}\"; };\n"
         "outputs = ( { name = \"o\"; driver = \"memory\";\n"
-        "  options = { url = \"amqp://${OBX_UNIT_HOST}\"; blank = \"${OBX_UNIT_UNSET:-}\"; };\n"
+        "  options = { url = \"amqp://${OBX_UNIT_HOST}\"; blank = \"${OBX_UNIT_UNSET:-}\";\n"
+        "    key_template = \"${OBX_UNIT_HOST}/${aggregate_type}-${destination}\"; };\n"
         "  properties = ( [\"bootstrap\", \"${OBX_UNIT_HOST}:9092\"] ); } );\n"
         "routes = ( { destination = \"${OBX_UNIT_HOST}.${aggregate_type}\"; } );\n");
     assert_string_equal(cfg->conninfo, "host=db.internal port=5432");
@@ -259,6 +260,9 @@ static void test_environment_expansion(void **state)
     assert_string_equal(cfg->schema, "db.internal");
     assert_string_equal(config_output_option(&cfg->outputs[0], "url")->s, "amqp://db.internal");
     assert_string_equal(config_output_option(&cfg->outputs[0], "blank")->s, "");
+    /* a driver option's message fields are the driver's to fill (a template) */
+    assert_string_equal(config_output_option(&cfg->outputs[0], "key_template")->s,
+                        "db.internal/${aggregate_type}-${destination}");
     assert_string_equal(cfg->outputs[0].properties[0].value, "db.internal:9092");
     /* row fields in a destination are left for the router */
     assert_string_equal(cfg->routes[0].destination, "db.internal.${aggregate_type}");
@@ -276,6 +280,11 @@ static void test_environment_errors(void **state)
                  "  options = {\n"
                  "    url = \"${OBX_UNIT_UNSET\"; }; } );\n",
                  4, "unterminated ${");
+    expect_error("database = { conninfo = \"x\"; };\n"
+                 "outputs = ( { name = \"o\"; driver = \"memory\";\n"
+                 "  options = {\n"
+                 "    key_template = \"${aggregate_id}.${OBX_UNIT_UNSET}\"; }; } );\n",
+                 4, "setting \"key_template\": environment variable OBX_UNIT_UNSET is not set");
 }
 
 /* Errors name the file and line; a secret in the config is never echoed. */
