@@ -37,7 +37,8 @@ typedef struct cfg_output {
     size_t option_count;
     cfg_pair *properties; /* native client properties, passed through */
     size_t property_count;
-    int routed; /* a route (not a drop route) names it: the workers need an instance */
+    int routed;     /* a route (not a drop route) names it: the workers need an instance */
+    int tombstones; /* a NULL payload goes out as the protocol's null value (a tombstone) */
 } cfg_output;
 
 /* A route's condition on one header of the row: present, value matching glob. */

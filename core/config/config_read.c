@@ -129,6 +129,12 @@ static int expand_into(cfg_reader *st, const config_setting_t *s, const char *in
                             "${aggregate_type}, ${aggregate_id}, ${event_id}) nor a set "
                             "environment variable",
                             config_setting_name(s), var);
+        } else if (keep_fields == CFG_KEEP_OPTION) {
+            return cfg_fail(st, s,
+                            "setting \"%s\": environment variable %s is not set (nor is it a "
+                            "message field a driver's template may name: ${event_id}, "
+                            "${event_type}, ${aggregate_type}, ${aggregate_id}, ${destination})",
+                            config_setting_name(s), var);
         } else {
             return cfg_fail(st, s, "setting \"%s\": environment variable %s is not set",
                             config_setting_name(s), var);

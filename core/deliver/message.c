@@ -37,7 +37,9 @@ static int read_payload(const message_source *src, const char *payload, size_t l
                         obx_message *msg, char *err, size_t err_size)
 {
     if (!payload) {
-        snprintf(err, err_size, "payload is NULL");
+        snprintf(err, err_size,
+                 "payload is NULL (an output with tombstones = true sends that "
+                 "as a null value)");
         return -1;
     }
     if (src->payload == PAYLOAD_BYTES) { /* bytea arrives as \x hex text */
@@ -89,8 +91,6 @@ int message_build(const message_source *src, const event_fields *f, obx_message 
                  "event_id, event_type, aggregate_type and aggregate_id must not be NULL");
         return -1;
     }
-    if (read_payload(src, f->payload, f->payload_len, msg, err, err_size) < 0)
-        return -1;
     if (f->headers && json_read_headers(f->headers, src->scratch, msg, err, err_size) < 0)
         return -1;
     const cfg_route *route = route_for(src->cfg, msg);
@@ -104,6 +104,10 @@ int message_build(const message_source *src, const event_fields *f, obx_message 
         snprintf(err, err_size, "dropped by the route at %s:%d", src->cfg->path, route->line);
         return MESSAGE_DROPPED;
     }
+    /* a NULL payload is a tombstone where the route's output takes them */
+    if ((f->payload || !src->cfg->outputs[route->output_index].tombstones) &&
+        read_payload(src, f->payload, f->payload_len, msg, err, err_size) < 0)
+        return -1;
     if (route_shape_headers(route, msg, src->scratch, err, err_size) < 0)
         return -1;
     const char *override = f->destination;

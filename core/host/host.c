@@ -152,6 +152,14 @@ loaded_driver *host_load_output(const relay_config *cfg, const cfg_output *outpu
         snprintf(err, err_size, "%s:%d: output %s: %s", cfg->path, output->line, output->name, why);
         return NULL;
     }
+    if (output->tombstones && !(drv->def.flags & OBX_DRIVER_NULL_PAYLOAD)) {
+        snprintf(err, err_size,
+                 "%s:%d: output %s: tombstones = true, but driver \"%s\" cannot send a null "
+                 "payload (it does not declare OBX_DRIVER_NULL_PAYLOAD)",
+                 cfg->path, output->line, output->name, drv->def.name);
+        loader_close(drv);
+        return NULL;
+    }
     if (host_validate_options(cfg, output, drv, err, err_size) < 0) {
         loader_close(drv);
         return NULL;

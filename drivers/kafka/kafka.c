@@ -159,7 +159,7 @@ static const obx_driver_def kafka_def = {
     .flush = kafka_flush,
     .close = kafka_close,
     .destroy = kafka_destroy,
-    .flags = OBX_DRIVER_IN_ORDER,
+    .flags = OBX_DRIVER_IN_ORDER | OBX_DRIVER_NULL_PAYLOAD,
     .option_specs = kafka_specs,
     .probe = kafka_probe,
 };

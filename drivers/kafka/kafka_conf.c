@@ -36,6 +36,10 @@ const obx_option kafka_options[] = {
      "the record's timestamp: now (when produced) or created_at (the row's)"},
     {"compat", OBX_OPT_STRING, 0,
      "debezium: messages as Debezium's outbox EventRouter makes them (an id header, no other)"},
+    {"key_template", OBX_OPT_STRING, 0,
+     "the key from the message's fields, e.g. ${aggregate_type}-${aggregate_id} (over key)"},
+    {"partition_template", OBX_OPT_STRING, 0,
+     "the partition number from the message's fields (else the partitioner's, by key)"},
     OBX_CE_OPTIONS,
     {NULL, 0, 0, NULL},
 };
@@ -58,6 +62,8 @@ const obx_option_spec kafka_specs[] = {
     {"5", 1, 5, NULL, NULL},                            /* max_in_flight */
     {"now", 0, 0, kafka_timestamp_choices, NULL},       /* timestamp */
     {"none", 0, 0, kafka_compat_choices, NULL},         /* compat */
+    {NULL, 0, 0, NULL, NULL},                           /* key_template */
+    {NULL, 0, 0, NULL, NULL},                           /* partition_template */
     OBX_CE_OPTION_SPECS,
     {NULL, 0, 0, NULL, NULL},
 };
@@ -164,6 +170,17 @@ static int kafka_apply_options(obx_instance *inst, rd_kafka_conf_t *conf, char *
     inst->key_mode = !strcmp(key, "event_id") ? KAFKA_KEY_EVENT_ID
                      : !strcmp(key, "none")   ? KAFKA_KEY_NONE
                                               : KAFKA_KEY_AGGREGATE_ID;
+    inst->key_template = kafka_opt_str(inst, "key_template");
+    inst->partition_template = kafka_opt_str(inst, "partition_template");
+    const char *templates[] = {"key_template", inst->key_template, "partition_template",
+                               inst->partition_template};
+    for (int i = 0; i < 4; i += 2) {
+        char why[256];
+        if (templates[i + 1] && obx_ce_template_check(templates[i + 1], why, sizeof why) < 0) {
+            snprintf(errstr, errstr_size, "option \"%s\": %s", templates[i], why);
+            return -1;
+        }
+    }
     inst->debezium = !strcmp(kafka_opt_str(inst, "compat"), "debezium");
     inst->created_at_timestamp = !strcmp(kafka_opt_str(inst, "timestamp"), "created_at");
     if (inst->debezium && inst->ce.mode != OBX_CE_OFF) {

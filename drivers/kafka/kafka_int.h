@@ -22,6 +22,10 @@ struct obx_instance {
     const obx_host *host;
     rd_kafka_t *rk;
     kafka_key_mode key_mode;
+    /* templates over the message's fields (NULL: not set), expanded per
+     * message into the buffers below */
+    const char *key_template, *partition_template;
+    char key_buf[1024], partition_buf[32];
     obx_ce_config ce;         /* format = "cloudevents": how messages are shaped */
     int debezium;             /* compat = "debezium": an "id" header instead of the relay's set */
     int created_at_timestamp; /* timestamp = "created_at": the record's time is the row's */

@@ -235,13 +235,44 @@ static rd_kafka_headers_t *kafka_headers(const obx_instance *inst, const obx_mes
     return hdrs;
 }
 
-static const char *kafka_key(const obx_instance *inst, const obx_message *m)
+/* m's key: key_template expanded, or the field `key` names. -1 with why when
+ * the template's key does not fit. */
+static int kafka_key(obx_instance *inst, const obx_message *m, const char **key, char *why,
+                     size_t why_size)
 {
-    switch (inst->key_mode) {
-    case KAFKA_KEY_AGGREGATE_ID: return m->aggregate_id;
-    case KAFKA_KEY_EVENT_ID: return m->event_id;
-    default: return NULL;
+    if (inst->key_template) {
+        *key = inst->key_buf;
+        if (obx_ce_expand(inst->key_template, m, inst->key_buf, sizeof inst->key_buf) >= 0)
+            return 0;
+        snprintf(why, why_size, "key_template gives a key over %zu bytes",
+                 sizeof inst->key_buf - 1);
+        return -1;
     }
+    switch (inst->key_mode) {
+    case KAFKA_KEY_AGGREGATE_ID: *key = m->aggregate_id; break;
+    case KAFKA_KEY_EVENT_ID: *key = m->event_id; break;
+    default: *key = NULL;
+    }
+    return 0;
+}
+
+/* m's partition: partition_template expanded to a number, or
+ * RD_KAFKA_PARTITION_UA (the partitioner's choice, by key). -2 with why
+ * when the template gives no partition number. */
+static int32_t kafka_partition(obx_instance *inst, const obx_message *m, char *why, size_t why_size)
+{
+    if (!inst->partition_template)
+        return RD_KAFKA_PARTITION_UA;
+    char *end = NULL;
+    long n = -1;
+    if (obx_ce_expand(inst->partition_template, m, inst->partition_buf,
+                      sizeof inst->partition_buf) > 0)
+        n = strtol(inst->partition_buf, &end, 10);
+    if (n >= 0 && n <= INT32_MAX && end && *end == '\0')
+        return (int32_t)n;
+    snprintf(why, why_size, "partition_template gives \"%.32s\", not a partition number",
+             inst->partition_buf);
+    return -2;
 }
 
 /* The handle for topic `name`, created on first use; NULL past the cap. */
@@ -305,8 +336,8 @@ static void kafka_recycle(obx_instance *inst)
 
 static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_message *m,
                                                const obx_ce_event *ce, rd_kafka_headers_t *hdrs,
-                                               const char *key, size_t key_len, char *why,
-                                               size_t why_size);
+                                               const char *key, size_t key_len, int32_t partition,
+                                               char *why, size_t why_size);
 
 /*
  * Hands one message to librdkafka: through the alone producer when it is a
@@ -316,20 +347,27 @@ static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_mes
 static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_message *m, char *why,
                                              size_t why_size)
 {
-    const char *key = kafka_key(inst, m);
-    size_t key_len = key ? strlen(key) : 0;
-
+    const char *key = NULL;
     *why = '\0';
-    if (!m->destination || kafka_topic_illegal(m->destination, why, why_size))
+    if (kafka_key(inst, m, &key, why, why_size) < 0)
+        return RD_KAFKA_RESP_ERR__INVALID_ARG;
+    size_t key_len = key ? strlen(key) : 0;
+    int32_t partition = kafka_partition(inst, m, why, why_size);
+    if (partition == -2 || !m->destination || kafka_topic_illegal(m->destination, why, why_size))
         return RD_KAFKA_RESP_ERR__INVALID_ARG;
     obx_ce_event ce = {.body = m->payload, .body_len = m->payload_len};
-    int ce_rc = inst->ce.mode != OBX_CE_OFF
-                    ? obx_ce_fill(&ce, &inst->ce, inst->host, m, OBX_CE_KAFKA, why, why_size)
+    /* a tombstone's value stays null: its attributes go as headers */
+    obx_ce_config shape = inst->ce;
+    if (!m->payload && shape.mode == OBX_CE_STRUCTURED)
+        shape.mode = OBX_CE_BINARY;
+    int ce_rc = shape.mode != OBX_CE_OFF
+                    ? obx_ce_fill(&ce, &shape, inst->host, m, OBX_CE_KAFKA, why, why_size)
                     : 0;
     if (ce_rc != 0) /* a template too long: never; out of memory: refused for now */
         return ce_rc == -1 ? RD_KAFKA_RESP_ERR__INVALID_ARG : RD_KAFKA_RESP_ERR__QUEUE_FULL;
     rd_kafka_headers_t *hdrs = kafka_headers(inst, m, &ce);
-    rd_kafka_resp_err_t err = kafka_produce_value(inst, m, &ce, hdrs, key, key_len, why, why_size);
+    rd_kafka_resp_err_t err =
+        kafka_produce_value(inst, m, &ce, hdrs, key, key_len, partition, why, why_size);
     obx_ce_event_free(&ce); /* librdkafka copied the value (RD_KAFKA_MSG_F_COPY) */
     return err;
 }
@@ -337,8 +375,8 @@ static rd_kafka_resp_err_t kafka_produce_one(obx_instance *inst, const obx_messa
 /* kafka_produce_one with the value and headers built; owns hdrs. */
 static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_message *m,
                                                const obx_ce_event *ce, rd_kafka_headers_t *hdrs,
-                                               const char *key, size_t key_len, char *why,
-                                               size_t why_size)
+                                               const char *key, size_t key_len, int32_t partition,
+                                               char *why, size_t why_size)
 {
     uint64_t aggregate = obx_aggregate_hash(m), event = kafka_hash(m->event_id);
     int alone = kafka_suspect(inst, event) || kafka_alone_busy(inst, aggregate);
@@ -367,7 +405,7 @@ static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_mes
     *km = (kafka_msg){m->token, inst->published + 1, aggregate, event, size, alone};
     /* the alone producer produces by name: it is used rarely */
     rd_kafka_topic_t *topic = alone ? NULL : kafka_topic(inst, m->destination);
-    rd_kafka_vu_t vu[7];
+    rd_kafka_vu_t vu[8];
     memset(vu, 0, sizeof vu);
     if (topic) {
         vu[0].vtype = RD_KAFKA_VTYPE_RKT;
@@ -389,6 +427,10 @@ static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_mes
     vu[5].vtype = RD_KAFKA_VTYPE_OPAQUE;
     vu[5].u.ptr = km;
     size_t nvu = 6;
+    if (partition != RD_KAFKA_PARTITION_UA) {
+        vu[nvu].vtype = RD_KAFKA_VTYPE_PARTITION;
+        vu[nvu++].u.i32 = partition;
+    }
     if (inst->created_at_timestamp && m->created_at_us > 0) { /* else librdkafka's: now */
         vu[nvu].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
         vu[nvu++].u.i64 = m->created_at_us / 1000;
@@ -404,7 +446,11 @@ static rd_kafka_resp_err_t kafka_produce_value(obx_instance *inst, const obx_mes
     if (alone)
         kafka_alone_release(inst, aggregate);
     free(km);
-    if (err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC || err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+    if (err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
+        snprintf(why, why_size, "topic \"%.200s\" has no partition %d (partition_template)",
+                 m->destination, (int)partition);
+    else if (err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+             err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
         snprintf(why, why_size, "topic \"%.200s\" does not exist in the cluster (%s)",
                  m->destination, rd_kafka_err2str(err));
     return err;

@@ -264,6 +264,15 @@ typedef struct obx_host {
  * in flight.
  */
 #define OBX_DRIVER_IN_ORDER 0x1u
+/**
+ * OBX_DRIVER_NULL_PAYLOAD (since 1.2): the driver sends a message whose
+ * payload is NULL (payload_len 0) as its protocol's null value: a Kafka
+ * tombstone for compacted topics. Only an output configured with
+ * tombstones = true is given such messages, and the host refuses that
+ * setting for a driver without the flag; every other output's messages
+ * have a payload.
+ */
+#define OBX_DRIVER_NULL_PAYLOAD 0x2u
 
 /** The driver definition. Fields are appended only. */
 typedef struct obx_driver_def {

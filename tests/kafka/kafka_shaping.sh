@@ -13,6 +13,10 @@
 # row's time as the record's. The rows' own columns are unchanged. Then a
 # route that shapes the row's headers: drops internal-*, renames
 # traceparent, sets source from a template and tenant over the row's own.
+# Then the key and partition from templates over each message's fields, and
+# tombstones: rows with a NULL payload as null values, in order with the
+# others; a template giving no partition number dead-letters that event; bad
+# templates and tombstones for a driver without them refused at start.
 # With DBZ_SOURCE=wal (wal_kafka_shaping) the same through WAL mode, where
 # the rows are inserted after init-db (the slot starts there) and the
 # EventRouter table's rows are deleted in the transaction that inserted
@@ -38,7 +42,7 @@ init() {
     "$OBX_BIN" init-db -c "$1" >/dev/null || fail "init-db -c $1"
 }
 
-kmock_start outbox.event.Order:2 outbox.event.Customer:2 outbox.event.order.paid:1 outbox.event.order.shipped:1
+kmock_start outbox.event.Order:2 outbox.event.Customer:2 outbox.event.order.paid:1 outbox.event.order.shipped:1 tmpl:3
 
 # relay_cfg FILE COLUMNS DESTINATION
 relay_cfg() {
@@ -120,6 +124,55 @@ sql "SELECT 'id,' || event_id || ',keep,k,trace-parent,00-' || (payload->>'n') |
 expect_eq "shaped messages" "$(wc -l <"$WORK/shape.got")" 20
 diff "$WORK/shape.want" "$WORK/shape.got" >&2 || fail "shaped headers differ (want < > got)"
 
+# --- key and partition from templates, and tombstones (a NULL payload as a
+# null value, for compacted topics): partition = the aggregate's number,
+# key = type/aggregate; an aggregate that gives no number is dead with why
+new_db kt_templates
+cat >"$WORK/tmpl.cfg" <<EOF
+database = { conninfo = "\${TEST_DSN}"; };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 100; max_attempts = 1; };
+outputs = ( { name = "kafka"; driver = "kafka"; tombstones = true;
+              options = { bootstrap_servers = "$KM_BOOTSTRAP"; key_template = "\${aggregate_type}/\${aggregate_id}";
+                          partition_template = "\${aggregate_id}"; }; } );
+routes = ( { event_type = "*"; output = "kafka"; destination = "tmpl"; } );
+EOF
+init "$WORK/tmpl.cfg"
+sql "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+     SELECT 'Order', (g % 3)::text, 'order.changed', CASE WHEN g % 4 = 0 THEN NULL ELSE jsonb_build_object('n', g) END
+     FROM generate_series(1, 24) g ORDER BY g;
+     INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('Order', 'x', 'order.changed', '{}')" >/dev/null
+[ "$SOURCE" = wal ] || sql "CREATE TABLE tmpl_rows AS SELECT event_id, aggregate_id, payload FROM outbox"
+timeout 120 "$OBX_BIN" run --drain -c "$WORK/tmpl.cfg" 2>"$WORK/tmpl.log" || { tail "$WORK/tmpl.log" >&2; fail "drain"; }
+timeout 60 kcat -C -b "$KM_BOOTSTRAP" -t tmpl -o beginning -e -J -q >"$WORK/tmpl.json" || fail "kcat tmpl"
+expect_eq "templated messages" "$(wc -l <"$WORK/tmpl.json")" 24
+expect_eq "messages whose partition or key is not their aggregate's" \
+    "$(jq -r 'select(.partition != (.key | split("/")[1] | tonumber) or (.key | startswith("Order/") | not)) | .key' "$WORK/tmpl.json" | wc -l)" 0
+expect_eq "tombstones (null values)" "$(jq -r 'select(.payload == null) | .key' "$WORK/tmpl.json" | wc -l)" 6
+# each aggregate's values in order: n rising, tombstones where g % 4 = 0
+jq -r '[.partition, (.payload // "null")] | @tsv' "$WORK/tmpl.json" >"$WORK/tmpl.got"
+sql "SELECT (g % 3) || E'\t' || CASE WHEN g % 4 = 0 THEN 'null' ELSE jsonb_build_object('n', g)::text END
+     FROM generate_series(1, 24) g ORDER BY g % 3, g" >"$WORK/tmpl.want"
+sort -s -n -k1,1 "$WORK/tmpl.got" | diff "$WORK/tmpl.want" - >&2 || fail "per-aggregate values differ (want < > got)"
+if [ "$SOURCE" = wal ]; then
+    expect_eq "the aggregate with no partition number: dead, with why" \
+        "$(sql "SELECT count(*) FROM outbox_dead_letter WHERE aggregate_id = 'x' AND dl_error LIKE '%partition_template gives \"x\", not a partition number%'")" 1
+else
+    expect_eq "the aggregate with no partition number: dead, with why" \
+        "$(sql "SELECT count(*) FROM outbox WHERE aggregate_id = 'x' AND dead_at IS NOT NULL AND last_error LIKE '%partition_template gives \"x\", not a partition number%'")" 1
+fi
+# a template with an unknown field, and tombstones for a driver that cannot send them: refused at start
+sed 's/partition_template = "${aggregate_id}"/partition_template = "${aggregate}"/' "$WORK/tmpl.cfg" >"$WORK/badtmpl.cfg"
+if "$OBX_BIN" run --drain -c "$WORK/badtmpl.cfg" 2>"$WORK/badtmpl.log"; then fail "an unknown placeholder ran"; fi
+grep -q 'badtmpl.cfg:5: setting "partition_template": environment variable aggregate is not set (nor is it a message field' "$WORK/badtmpl.log" || { cat "$WORK/badtmpl.log" >&2; fail "no reason for the bad template"; }
+cat >"$WORK/memtomb.cfg" <<EOF
+database = { conninfo = "\${TEST_DSN}"; };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; };
+outputs = ( { name = "mem"; driver = "memory"; tombstones = true; } );
+EOF
+if "$OBX_BIN" check-config -c "$WORK/memtomb.cfg" >"$WORK/memtomb.out" 2>&1; then fail "tombstones accepted for the memory driver"; fi
+grep -q 'memtomb.cfg:3: output mem: tombstones = true, but driver "memory" cannot send a null payload' "$WORK/memtomb.out" ||
+    { cat "$WORK/memtomb.out" >&2; fail "no reason for tombstones on memory"; }
+
 # --- the minimal table: no aggregate columns, one aggregate per event type
 new_db kt_debezium_min
 sql "CREATE TABLE outbox (id uuid PRIMARY KEY, message_type text NOT NULL, payload jsonb,
@@ -131,7 +184,7 @@ if [ "$SOURCE" = wal ]; then # one column in three roles: poll mode only, WAL mo
     if "$OBX_BIN" init-db -c "$WORK/min.cfg" >"$WORK/min.out" 2>&1; then fail "WAL init-db took a shared column"; fi
     grep -q 'maps aggregate_type and aggregate_id to one column, "message_type": WAL mode needs' "$WORK/min.out" ||
         { cat "$WORK/min.out" >&2; fail "no reason for the shared column"; }
-    echo "PASS wal_kafka_shaping (30 EventRouter-shaped rows, inserted and deleted, each as EventRouter sends it; 20 with shaped headers)"
+    echo "PASS wal_kafka_shaping (30 EventRouter-shaped rows, inserted and deleted, each as EventRouter sends it; 20 with shaped headers; 24 keyed, partitioned and tombstoned by templates)"
     exit 0
 fi
 init "$WORK/min.cfg"
@@ -157,4 +210,4 @@ awk -F'\t' 'last[$1] != "" && $2 + 0 < last[$1] + 0 { bad++ } { last[$1] = $2 }
 sed 's/compat = "debezium";/compat = "debezium"; format = "cloudevents";/' "$WORK/min.cfg" >"$WORK/both.cfg"
 if "$OBX_BIN" run --drain -c "$WORK/both.cfg" 2>"$WORK/both.log"; then fail "compat with format cloudevents ran"; fi
 grep -q 'choose one' "$WORK/both.log" || { cat "$WORK/both.log" >&2; fail "no reason for compat + cloudevents"; }
-echo "PASS kafka_shaping (30 EventRouter-shaped and 20 minimal rows, each as EventRouter sends it; 20 with shaped headers)"
+echo "PASS kafka_shaping (30 EventRouter-shaped and 20 minimal rows, each as EventRouter sends it; 20 with shaped headers; 24 keyed, partitioned and tombstoned by templates)"
