@@ -12,6 +12,8 @@ export PGOPTIONS="-c client_min_messages=warning"
 ENG_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OBX_DRIVERS=${OBX_DRIVERS:-$(dirname "$OBX_BIN")/drivers}
 export OBX_DRIVERS
+PART=
+if [ "${OBX_PARTITIONED:-0}" = 1 ]; then PART=_part; ENG_TEST=${ENG_TEST}_part; fi
 WORK=$(mktemp -d "/tmp/obx-eng-${ENG_TEST:?set ENG_TEST}.XXXXXX")
 chmod 755 "$WORK"
 REC=$WORK/record.jsonl
@@ -49,17 +51,39 @@ trap eng_cleanup EXIT
 write_cfg() {
     local poll="poll_interval_ms = 200;"
     case "$2" in *poll_interval_ms*) poll="" ;; esac
+    local parts=""
+    if [ -n "$PART" ]; then parts='partitions = { interval = "1 day"; ahead = 2; };'; fi
     cat >"$1" <<EOF
 database = { conninfo = "\${TEST_DSN}"; };
-relay = { drivers_dir = "\${OBX_DRIVERS}"; $poll $2 };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; $poll $parts $2 };
 outputs = ( { name = "mem"; driver = "memory";
               options = { record_file = "$REC"; $3 }; } );
 ${4:-}
 EOF
 }
 
-# init_db CFG: schema into the fresh test database.
-init_db() { "$OBX_BIN" init-db -c "$1" >/dev/null || fail "init-db failed"; }
+# init_db CFG: schema into the fresh test database. Partitioned: a partition
+# before init-db's first one (MINVALUE up to it), and a created_at default
+# that puts about half the rows 3 days back, into it.
+init_db() {
+    "$OBX_BIN" init-db -c "$1" >/dev/null || fail "init-db failed"
+    [ -n "$PART" ] || return 0
+    expect_eq "outbox relkind" "$(sql "SELECT relkind FROM pg_class WHERE oid = 'outbox'::regclass")" p
+    sql "DO \$\$ BEGIN EXECUTE format('CREATE TABLE outbox_old PARTITION OF outbox FOR VALUES FROM (MINVALUE) TO (%L)',
+           (SELECT min(lo) FROM outbox_partition_bounds('outbox'))); END \$\$;
+         ALTER TABLE outbox ALTER COLUMN created_at
+           SET DEFAULT clock_timestamp() - (random() < 0.5)::int * interval '3 days'" >/dev/null
+}
+
+# check_partitions_used: partitioned, both the old partition and the others
+# hold rows (else the test did not interleave anything).
+check_partitions_used() {
+    [ -n "$PART" ] || return 0
+    local n
+    n=$(sql "SELECT count(*) FILTER (WHERE tableoid = 'outbox_old'::regclass) || '/' ||
+                    count(*) FILTER (WHERE tableoid <> 'outbox_old'::regclass) FROM outbox")
+    case "$n" in 0/* | */0) fail "rows in outbox_old/the other partitions: $n" ;; esac
+}
 
 # start_relay CFG LOG [ARGS...]: the relay in the background; sets RELAY_PID.
 start_relay() {
@@ -132,10 +156,14 @@ load_record() {
 
 # Pending rows a relay holds in flight. A claim's lease is its transaction's
 # row lock: pgrowlocks reads the locks off the table without taking any.
+# A partitioned table has no rows of its own: each partition is read.
 HELD_SQL="SELECT count(*) FROM pgrowlocks('outbox') l JOIN outbox o ON o.ctid = l.locked_row
           WHERE o.published_at IS NULL AND o.dead_at IS NULL"
+[ -z "$PART" ] || HELD_SQL="SELECT count(*) FROM pg_partition_tree('outbox') p, pgrowlocks(p.relid::text) l
+          JOIN outbox o ON o.ctid = l.locked_row WHERE p.isleaf AND o.tableoid = p.relid
+          AND o.published_at IS NULL AND o.dead_at IS NULL"
 eval "lib_$(declare -f fresh_db)"
-fresh_db() { lib_fresh_db "$@" && sql "CREATE EXTENSION pgrowlocks" >/dev/null; }
+fresh_db() { lib_fresh_db "$1$PART" && sql "CREATE EXTENSION pgrowlocks" >/dev/null; }
 
 # The common end-of-run checks on table outbox and the loaded record:
 # every committed row published, each with an "ok" line, no "ok" for a row
@@ -148,6 +176,7 @@ check_all_published() {
     expect_eq "ok lines for events not in the table" \
         "$(sql "SELECT count(*) FROM r WHERE NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = r.event_id)")" 0
     expect_eq "rows still held" "$(sql "$HELD_SQL")" 0
+    check_partitions_used
 }
 
 # dup_count: "ok" lines beyond the first per event.

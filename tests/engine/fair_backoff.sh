@@ -50,5 +50,6 @@ expect_eq "broker log lines for A" \
 expect_eq "ok lines per other event" \
     "$(sql "SELECT string_agg(DISTINCT n::text, ',') FROM (SELECT count(r.line) n FROM outbox o LEFT JOIN r
             ON r.event_id = o.event_id AND r.status = 'ok' WHERE o.aggregate_id <> 'A' GROUP BY o.id) x")" 1
+check_partitions_used
 check_logs_clean
 echo "PASS fair_backoff"
