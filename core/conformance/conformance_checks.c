@@ -34,7 +34,8 @@ void check_definition(cf_run *run)
             }
     }
     /* a newer minor may define flags this runner does not know */
-    if (def->abi_minor <= OBX_ABI_MINOR && (def->flags & ~OBX_DRIVER_IN_ORDER)) {
+    if (def->abi_minor <= OBX_ABI_MINOR &&
+        (def->flags & ~(OBX_DRIVER_IN_ORDER | OBX_DRIVER_NULL_PAYLOAD))) {
         cf_fail(run, "definition", "flags 0x%x: unknown driver flags", def->flags);
         return;
     }

@@ -105,8 +105,10 @@ int message_build(const message_source *src, const event_fields *f, obx_message 
         return MESSAGE_DROPPED;
     }
     /* a NULL payload is a tombstone where the route's output takes them */
-    if ((f->payload || !src->cfg->outputs[route->output_index].tombstones) &&
-        read_payload(src, f->payload, f->payload_len, msg, err, err_size) < 0)
+    const relay_config *cfg = src->cfg;
+    int tombstone = !f->payload && route->output_index < cfg->output_count &&
+                    cfg->outputs[route->output_index].tombstones;
+    if (!tombstone && read_payload(src, f->payload, f->payload_len, msg, err, err_size) < 0)
         return -1;
     if (route_shape_headers(route, msg, src->scratch, err, err_size) < 0)
         return -1;

@@ -312,6 +312,35 @@ static void test_build_payload_at_limit(void **state)
     assert_int_equal(m.payload_len, 16);
 }
 
+/* A NULL payload is a tombstone (no payload, no content type) only where the
+ * route's output has tombstones = true; elsewhere it is refused. */
+static void test_build_tombstone(void **state)
+{
+    (void)state;
+    cfg_output outputs[2] = {{.name = "a", .tombstones = 1}, {.name = "b"}};
+    cfg_route to_a = {.event_type = "*",
+                      .aggregate_type = "*",
+                      .output = "a",
+                      .output_index = 0,
+                      .destination = "t"};
+    relay_config cfg = config();
+    cfg.outputs = outputs;
+    cfg.output_count = 2;
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    row.v[ROW_PAYLOAD] = NULL;
+    obx_message m;
+    size_t output;
+    assert_int_equal(build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output), -1);
+    assert_non_null(strstr(err, "payload is NULL"));
+    cfg.routes = &to_a;
+    cfg.route_count = 1;
+    assert_int_equal(build_from(&cfg, claim_result(&row, 1), PAYLOAD_JSON, &m, &output), 0);
+    assert_int_equal(output, 0);
+    assert_null(m.payload);
+    assert_int_equal(m.payload_len, 0);
+    assert_null(m.content_type);
+}
+
 /* A route that renders to nothing names where it is. */
 static void test_build_empty_destination(void **state)
 {
@@ -491,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_build_refusals),
         cmocka_unit_test(test_build_payload_at_limit),
         cmocka_unit_test(test_build_empty_destination),
+        cmocka_unit_test(test_build_tombstone),
         cmocka_unit_test(test_build_header_routes_and_drop),
         cmocka_unit_test(test_build_header_shaping),
         cmocka_unit_test(test_build_bytea_payload),
