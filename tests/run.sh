@@ -28,9 +28,12 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The hung-broker tests (label hang) mostly wait, each on a private broker
 # and its own database (another database's open transaction holds back no
-# VACUUM here), so they run three at a time first; the rest one by one.
+# VACUUM here), so they run three at a time first; the two connection-churn
+# tests (label pair: their own database and queue, and they end only their
+# own database's sessions) two at a time; the rest one by one.
 ctest --test-dir "$build" --output-on-failure --timeout 900 -L hang -j3 "$@"
-ctest --test-dir "$build" --output-on-failure --timeout 900 -LE hang "$@"
+ctest --test-dir "$build" --output-on-failure --timeout 900 -L pair -j2 "$@"
+ctest --test-dir "$build" --output-on-failure --timeout 900 -LE 'hang|pair' "$@"
 # valgrind does not mix with ASan: its leak checks run on a plain build
 if [ $# -eq 0 ]; then
     cmake -S "$root" -B "$build-valgrind" -DCMAKE_BUILD_TYPE=Debug >/dev/null
