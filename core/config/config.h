@@ -37,8 +37,9 @@ typedef struct cfg_output {
     size_t option_count;
     cfg_pair *properties; /* native client properties, passed through */
     size_t property_count;
-    int routed;     /* a route (not a drop route) names it: the workers need an instance */
-    int tombstones; /* a NULL payload goes out as the protocol's null value (a tombstone) */
+    int routed;      /* a route (not a drop route) names it: the workers need an instance */
+    int tombstones;  /* a NULL payload goes out as the protocol's null value (a tombstone) */
+    int dead_letter; /* a dead_letter group (the global one, a route's) names it */
 } cfg_output;
 
 /* A route's condition on one header of the row: present, value matching glob. */
@@ -67,6 +68,11 @@ typedef struct cfg_route {
     int drop;               /* matching events are counted and marked done, never published */
     cfg_header_rule *shape; /* drop_headers, rename_headers, set_headers, in that order */
     size_t shape_count;
+    /* the route's own dead_letter = { output; destination; } (NULL output:
+     * the global one's, if any) */
+    char *dead_letter_output;
+    size_t dead_letter_output_index;
+    char *dead_letter_destination;
 } cfg_route;
 
 /* The outbox table's columns, each mappable for an existing table: this one

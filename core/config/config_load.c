@@ -95,6 +95,8 @@ void config_free(relay_config *cfg)
         free(r->aggregate_type);
         free(r->output);
         free(r->destination);
+        free(r->dead_letter_output);
+        free(r->dead_letter_destination);
         for (size_t k = 0; k < r->header_count; k++) {
             free(r->headers[k].name);
             free(r->headers[k].glob);

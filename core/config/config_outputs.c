@@ -228,11 +228,14 @@ static int load_drop(cfg_reader *st, const config_setting_t *r, cfg_route *route
     return 0;
 }
 
+static void load_dead_letter(cfg_reader *st, const config_setting_t *group, char **output,
+                             size_t *index, char **destination);
+
 void config_load_routes(cfg_reader *st, const config_setting_t *list)
 {
     static const char *const keys[] = {
-        "event_type", "aggregate_type", "headers",        "output",      "destination",
-        "drop",       "drop_headers",   "rename_headers", "set_headers", NULL};
+        "event_type",   "aggregate_type", "headers",     "output",      "destination", "drop",
+        "drop_headers", "rename_headers", "set_headers", "dead_letter", NULL};
     relay_config *cfg = st->cfg;
     if (!list) { /* one default route: everything to the first output */
         cfg->outputs[0].routed = 1;
@@ -290,39 +293,54 @@ void config_load_routes(cfg_reader *st, const config_setting_t *list)
         }
         route->output_index = j;
         cfg->outputs[j].routed = 1;
+        const config_setting_t *dead = cfg_member(r, "dead_letter");
+        if (dead)
+            load_dead_letter(st, dead, &route->dead_letter_output, &route->dead_letter_output_index,
+                             &route->dead_letter_destination);
     }
 }
 
 /* Where dead events are also published when no destination is named. */
 #define DEFAULT_DEAD_DESTINATION "outbox.dead.${aggregate_type}"
 
-void config_load_dead_letter(cfg_reader *st, const config_setting_t *group)
+/* A dead_letter = { output; destination; } group, the global one or a
+ * route's: the output it names is marked as a dead-letter output. */
+static void load_dead_letter(cfg_reader *st, const config_setting_t *group, char **output,
+                             size_t *index, char **destination)
 {
     static const char *const keys[] = {"output", "destination", NULL};
     relay_config *cfg = st->cfg;
-    if (!group)
-        return;
     if (!config_setting_is_group(group)) {
         cfg_fail(st, group, "dead_letter must be a group { output = ...; destination = ...; }");
         return;
     }
     if (cfg_check_keys(st, group, "dead_letter", keys) < 0 ||
-        cfg_get_string(st, group, "output", &cfg->dead_letter_output, 0) < 0 ||
-        cfg_get_string(st, group, "destination", &cfg->dead_letter_destination, 1) < 0)
+        cfg_get_string(st, group, "output", output, 0) < 0 ||
+        cfg_get_string(st, group, "destination", destination, 1) < 0)
         return;
-    if (!cfg->dead_letter_output) {
+    if (!*output) {
         cfg_fail(st, group, "dead_letter needs an output");
         return;
     }
-    if (!cfg->dead_letter_destination)
-        cfg->dead_letter_destination = strdup(DEFAULT_DEAD_DESTINATION);
-    check_template(st, cfg_member(group, "destination"), "destination",
-                   cfg->dead_letter_destination);
+    if (!*destination)
+        *destination = strdup(DEFAULT_DEAD_DESTINATION);
+    check_template(st, cfg_member(group, "destination"), "destination", *destination);
     size_t j = 0;
-    while (j < cfg->output_count && strcmp(cfg->outputs[j].name, cfg->dead_letter_output) != 0)
+    while (j < cfg->output_count && strcmp(cfg->outputs[j].name, *output) != 0)
         j++;
-    if (j == cfg->output_count)
+    if (j == cfg->output_count) {
         cfg_fail(st, cfg_member(group, "output"),
-                 "dead_letter names output \"%s\", which is not defined", cfg->dead_letter_output);
-    cfg->dead_letter_output_index = j;
+                 "dead_letter names output \"%s\", which is not defined", *output);
+        return;
+    }
+    *index = j;
+    cfg->outputs[j].dead_letter = 1;
+}
+
+void config_load_dead_letter(cfg_reader *st, const config_setting_t *group)
+{
+    relay_config *cfg = st->cfg;
+    if (group)
+        load_dead_letter(st, group, &cfg->dead_letter_output, &cfg->dead_letter_output_index,
+                         &cfg->dead_letter_destination);
 }

@@ -18,7 +18,7 @@ void outputs_init(outputs *o, relay_state *st, int worker_index, host_complete_f
     o->on_complete = on_complete;
     o->on_refuse = on_refuse;
     o->arg = arg;
-    o->only = -1;
+    o->only = OUTPUTS_ROUTED;
     snprintf(o->scope, sizeof o->scope, "worker %d", worker_index);
 }
 
@@ -97,11 +97,18 @@ static void recreate_if_stuck(outputs *o, size_t i)
     atomic_store(&oi->broken, 1);
 }
 
-/* Does this user of the outputs need an instance of output i? An output
- * only the dead_letter group names is the dead-letter thread's alone. */
+/* Does this user of the outputs need an instance of output i of cfg? An
+ * output only dead_letter groups name is the dead-letter thread's alone. */
+static int wanted_in(const outputs *o, const relay_config *cfg, size_t i)
+{
+    if (o->only == OUTPUTS_DEAD_LETTER)
+        return cfg->outputs[i].dead_letter;
+    return o->only >= 0 ? i == (size_t)o->only : cfg->outputs[i].routed;
+}
+
 static int wanted(const outputs *o, size_t i)
 {
-    return o->only >= 0 ? i == (size_t)o->only : o->gen->cfg->outputs[i].routed;
+    return wanted_in(o, o->gen->cfg, i);
 }
 
 int outputs_ensure(outputs *o, int first)
@@ -235,8 +242,8 @@ int outputs_switch(outputs *o)
     for (size_t j = 0; j < count; j++) {
         long i = gen_find_output(o->gen, next->cfg->outputs[j].name);
         if (i < 0 || !o->out[i].inst || !gen_same_output(o->gen, (size_t)i, next, j) ||
-            (o->only < 0 && !next->cfg->outputs[j].routed))
-            continue; /* not the same, or no route of the new config names it: closed */
+            (o->only < 0 && !wanted_in(o, next->cfg, j)))
+            continue;       /* not the same, or the new config does not name it so: closed */
         out[j] = o->out[i]; /* same output: the instance, its host and backoff carry over */
         memset(&o->out[i], 0, sizeof o->out[i]);
         kept++;

@@ -27,11 +27,16 @@ typedef struct outputs {
     output_instance *out; /* gen->cfg->output_count of them */
     size_t count;
     char scope[32]; /* "worker N", for the log */
-    long only;      /* -1: an instance of each output a route names; else of this output alone */
+    long only;      /* OUTPUTS_ROUTED, OUTPUTS_DEAD_LETTER, or the index of the one output used */
     host_complete_fn on_complete;
     host_refuse_fn on_refuse;
     void *arg; /* for both callbacks */
 } outputs;
+
+/* outputs.only: the outputs a route names (the workers'), or those a
+ * dead_letter group names (the dead-letter thread's) */
+#define OUTPUTS_ROUTED (-1)
+#define OUTPUTS_DEAD_LETTER (-2)
 
 void outputs_init(outputs *o, relay_state *st, int worker_index, host_complete_fn on_complete,
                   host_refuse_fn on_refuse, void *arg);

@@ -50,8 +50,7 @@ static const char lock_sql[] =
 typedef struct forwarder {
     relay_state *st;
     const relay_config *cfg;
-    delivery dl;
-    size_t out; /* the dead_letter output */
+    delivery dl; /* an instance of each output a dead_letter group names */
     char *read_sql;
     PGconn *conn;
     arena scratch;
@@ -69,6 +68,8 @@ typedef struct forwarder {
     obx_status status[BATCH];
     char detail[BATCH][DELIVERY_DETAIL_MAX];
     int done[BATCH];
+    size_t out[BATCH];  /* the output each of the batch goes to */
+    int nowhere[BATCH]; /* no dead_letter takes it: finished, never sent */
 } forwarder;
 
 static int stopping(const forwarder *f)
@@ -132,8 +133,40 @@ static char *make_read_sql(const relay_config *cfg, payload_kind kind)
     return text_fill(sql, "@DEAD@", source_for(cfg)->dead_events);
 }
 
-/* Offers the batch and waits for its answers (ACK_WAIT_MS at most). Fills
- * f->status; a message with no answer is UNAVAILABLE. */
+/* Offers the batch's messages of output `out`, each with its own answer in
+ * accept and refusal (UNAVAILABLE when the output may not send now). */
+static void offer(forwarder *f, size_t out, const obx_message *msgs, int n, obx_status *accept,
+                  char (*refusal)[DELIVERY_DETAIL_MAX])
+{
+    obx_message group[BATCH];
+    int at[BATCH], k = 0;
+    for (int i = 0; i < n; i++)
+        if (!f->nowhere[i] && f->out[i] == out) {
+            at[k] = i;
+            group[k++] = msgs[i];
+        }
+    if (k == 0)
+        return;
+    obx_status got[BATCH];
+    char why[BATCH][DELIVERY_DETAIL_MAX];
+    if (f->dl.outs.out[out].inst && outputs_may_send(&f->dl.outs, out)) {
+        delivery_publish(&f->dl, out, group, NULL, (size_t)k, got, why);
+    } else {
+        for (int j = 0; j < k; j++) {
+            got[j] = OBX_UNAVAILABLE;
+            snprintf(why[j], sizeof why[j], "output %s is not available now",
+                     f->cfg->outputs[out].name);
+        }
+    }
+    for (int j = 0; j < k; j++) {
+        accept[at[j]] = got[j];
+        text_copy(refusal[at[j]], sizeof refusal[at[j]], why[j]);
+    }
+}
+
+/* Offers the batch, each message to its output, and waits for the answers
+ * (ACK_WAIT_MS at most). Fills f->status; a message with no answer is
+ * UNAVAILABLE. */
 static void publish(forwarder *f, obx_message *msgs, int n)
 {
     obx_status accept[BATCH];
@@ -142,11 +175,22 @@ static void publish(forwarder *f, obx_message *msgs, int n)
     f->round++;
     memset(f->done, 0, sizeof f->done);
     f->awaiting = n;
-    pthread_mutex_unlock(&f->lock);
     for (int i = 0; i < n; i++)
+        if (f->nowhere[i]) {
+            f->done[i] = 1;
+            f->status[i] = OBX_PERMANENT;
+            text_copy(f->detail[i], sizeof f->detail[i], "no dead_letter takes its route");
+            f->awaiting--;
+        }
+    pthread_mutex_unlock(&f->lock);
+    for (int i = 0; i < n; i++) {
         msgs[i].token = delivery_token((uint64_t)i, f->round);
+        accept[i] = OBX_OK;
+    }
     long long sent = now_ms();
-    delivery_publish(&f->dl, f->out, msgs, NULL, (size_t)n, accept, refusal);
+    for (size_t out = 0; out < f->dl.outs.count; out++)
+        if (f->cfg->outputs[out].dead_letter)
+            offer(f, out, msgs, n, accept, refusal);
     pthread_mutex_lock(&f->lock);
     for (int i = 0; i < n; i++)
         if (accept[i] != OBX_OK && !f->done[i]) {
@@ -166,29 +210,32 @@ static void publish(forwarder *f, obx_message *msgs, int n)
         }
         pthread_mutex_lock(&f->lock);
     }
-    int late = f->awaiting;
+    int late[BATCH] = {0};
     for (int i = 0; i < n; i++)
         if (!f->done[i]) {
-            f->done[i] = 1;
+            f->done[i] = late[i] = 1;
             f->status[i] = OBX_UNAVAILABLE;
             snprintf(f->detail[i], sizeof f->detail[i], "no acknowledgement within %d s",
                      ACK_WAIT_MS / 1000);
         }
     f->round++; /* late answers of this batch are ignored */
     pthread_mutex_unlock(&f->lock);
-    if (late)
-        outputs_stall(&f->dl.outs, f->out);
-    /* the output's health and counters learn what its messages said */
+    for (int i = 0; i < n; i++)
+        if (late[i] && (i == 0 || !late[i - 1] || f->out[i - 1] != f->out[i]))
+            outputs_stall(&f->dl.outs, f->out[i]);
+    /* the outputs' health and counters learn what their messages said */
     settle_item items[BATCH];
     decision d[BATCH];
+    size_t k = 0;
     for (int i = 0; i < n; i++)
-        items[i] = (settle_item){.output = f->out,
-                                 .v = {VERDICT_COMPLETED, f->status[i], 0, f->detail[i]},
-                                 .attempt = 1,
-                                 .offered = accept[i] == OBX_OK,
-                                 .created_at_us = msgs[i].created_at_us,
-                                 .since_ms = sent};
-    delivery_settle(&f->dl, items, (size_t)n, d);
+        if (!f->nowhere[i])
+            items[k++] = (settle_item){.output = f->out[i],
+                                       .v = {VERDICT_COMPLETED, f->status[i], 0, f->detail[i]},
+                                       .attempt = 1,
+                                       .offered = accept[i] == OBX_OK,
+                                       .created_at_us = msgs[i].created_at_us,
+                                       .since_ms = sent};
+    delivery_settle(&f->dl, items, k, d);
 }
 
 /* Is the batch's message i finished with: acknowledged, or refused for
@@ -212,9 +259,10 @@ static int record(forwarder *f, const PGresult *rows, int n)
             pgarray_add(&keys, PQgetvalue(rows, i, DEAD_KEY), 1);
             pgarray_add(&ats, PQgetvalue(rows, i, DEAD_AT_US), 0);
             pgarray_add(&why, f->status[i] == OBX_OK ? "" : f->detail[i], 1);
-            if (f->status[i] != OBX_OK)
+            if (f->status[i] != OBX_OK && !f->nowhere[i])
                 log_warn("dead-letter output %s refused dead event %s for good: %s",
-                         f->cfg->dead_letter_output, PQgetvalue(rows, i, DEAD_KEY), f->detail[i]);
+                         f->cfg->outputs[f->out[i]].name, PQgetvalue(rows, i, DEAD_KEY),
+                         f->detail[i]);
             done++;
         }
     char err[1024];
@@ -264,7 +312,8 @@ static int forward_some(forwarder *f)
     if (n > 0) {
         obx_message msgs[BATCH];
         for (int i = 0; i < n; i++)
-            dead_message_build(f->cfg, f->st->payload, rows, i, &f->scratch, &msgs[i]);
+            f->nowhere[i] = dead_message_build(f->cfg, f->st->payload, rows, i, &f->scratch,
+                                               &msgs[i], &f->out[i]) < 0;
         publish(f, msgs, n);
         int done = record(f, rows, n), acked = 0;
         for (int i = 0; i < n && done >= 0; i++)
@@ -280,7 +329,8 @@ static int forward_some(forwarder *f)
                 first++;
             log_warn("dead-letter output %s: %d of %d dead events not acknowledged (%s); sent "
                      "again in %d ms",
-                     f->cfg->dead_letter_output, n - done, n, f->detail[first], f->backoff_ms);
+                     f->cfg->outputs[f->out[first]].name, n - done, n, f->detail[first],
+                     f->backoff_ms);
         }
         arena_reset(&f->scratch);
     }
@@ -293,13 +343,12 @@ void *dead_forward_main(void *arg)
     forwarder *f = calloc(1, sizeof *f);
     f->st = arg;
     f->cfg = f->st->cfg;
-    f->out = f->cfg->dead_letter_output_index;
     f->read_sql = make_read_sql(f->cfg, f->st->payload);
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->answered, NULL);
     delivery_init(&f->dl, f->st, 0, on_complete, f);
     snprintf(f->dl.outs.scope, sizeof f->dl.outs.scope, "dead-letter");
-    f->dl.outs.only = (long)f->out;
+    f->dl.outs.only = OUTPUTS_DEAD_LETTER;
     while (!stopping(f)) {
         char err[1024];
         if (!f->conn &&
@@ -314,8 +363,7 @@ void *dead_forward_main(void *arg)
         }
         outputs_close_broken(&f->dl.outs);
         outputs_ensure(&f->dl.outs, 0);
-        outputs_any_usable(&f->dl.outs);
-        if (!f->dl.outs.out[f->out].inst || !outputs_may_send(&f->dl.outs, f->out)) {
+        if (!outputs_any_usable(&f->dl.outs)) {
             long long wait = outputs_wait_ms(&f->dl.outs);
             nap(f, wait > 0 && wait < 5000 ? wait : 500);
             continue;

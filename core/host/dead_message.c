@@ -59,8 +59,8 @@ static void headers(const PGresult *res, int row, arena *a, obx_message *msg)
     msg->header_count = n;
 }
 
-void dead_message_build(const relay_config *cfg, payload_kind kind, const PGresult *res, int row,
-                        arena *a, obx_message *msg)
+int dead_message_build(const relay_config *cfg, payload_kind kind, const PGresult *res, int row,
+                       arena *a, obx_message *msg, size_t *output)
 {
     memset(msg, 0, sizeof *msg);
     msg->event_id = field(res, row, DEAD_EVENT_ID);
@@ -78,8 +78,17 @@ void dead_message_build(const relay_config *cfg, payload_kind kind, const PGresu
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (!**f[i])
             *f[i] = "unknown";
+    const cfg_route *route = route_for(cfg, msg);
+    const char *destination = cfg->dead_letter_destination;
+    *output = cfg->dead_letter_output_index;
+    if (route && route->dead_letter_output) {
+        destination = route->dead_letter_destination;
+        *output = route->dead_letter_output_index;
+    } else if (!cfg->dead_letter_output) {
+        return -1;
+    }
     char err[256];
-    if (route_render(cfg->dead_letter_destination, &named, a, &msg->destination, err, sizeof err) <
-        0)
-        msg->destination = cfg->dead_letter_destination; /* not reached: fields are set */
+    if (route_render(destination, &named, a, &msg->destination, err, sizeof err) < 0)
+        msg->destination = destination; /* not reached: fields are set */
+    return 0;
 }

@@ -28,9 +28,11 @@ enum {
 /* Builds msg from row `row` of res (strings in a): the row's fields ("" for
  * NULL), payload (empty when NULL or over the limit), its headers when they
  * read, then dead_letter_error, dead_letter_attempts and dead_letter_at, and
- * the destination cfg's dead_letter template renders ("unknown" for an
- * empty field). */
-void dead_message_build(const relay_config *cfg, payload_kind kind, const PGresult *res, int row,
-                        arena *a, obx_message *msg);
+ * where it goes: the dead_letter of the route the event takes, else cfg's
+ * global one; *output is that output's index, and the destination its
+ * template renders ("unknown" for an empty field). Returns 0, or -1 when
+ * no dead_letter takes the event. */
+int dead_message_build(const relay_config *cfg, payload_kind kind, const PGresult *res, int row,
+                       arena *a, obx_message *msg, size_t *output);
 
 #endif

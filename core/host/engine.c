@@ -152,9 +152,11 @@ static void run_source(relay_state *st, const source_ops *src, const char *paylo
     pthread_t poller;
     pthread_create(&poller, NULL, backlog_main, st); /* operator pauses, and metrics' backlog */
     pthread_t forwarder;
-    int forwarding =
-        st->cfg->dead_letter_output && pthread_create(&forwarder, NULL, dead_forward_main, st) == 0;
-    if (st->cfg->dead_letter_output && !forwarding)
+    int dead_letters = 0; /* a dead_letter group, the global one or a route's, names an output */
+    for (size_t i = 0; i < st->cfg->output_count; i++)
+        dead_letters |= st->cfg->outputs[i].dead_letter;
+    int forwarding = dead_letters && pthread_create(&forwarder, NULL, dead_forward_main, st) == 0;
+    if (dead_letters && !forwarding)
         log_error("dead-letter output: cannot start its thread; dead events stay in the database");
     while (!src->join(run, 50)) {
         config_gen *gen = state_take_gen(st);

@@ -10,14 +10,18 @@
 #  2. with the dead_letter output down (a webhook nobody listens on), the
 #     main flow goes on: every new event published, the new dead events
 #     wait, the log says why;
-#  3. once it is back, the dead events that waited go out, and only they.
+#  3. once it is back, the dead events that waited go out, and only they;
+#  4. a route with a dead_letter of its own (another output, another queue)
+#     takes its route's dead events; the global one takes the rest.
 . "$(dirname "$0")/modelib.sh" deadout
 RCONSUME=${RCONSUME:?RCONSUME must name the rconsume helper}
 
 X=obx_deadout_x
 Q=obx_deadout_${MODE}_$$
+Q2=obx_deadroute_${MODE}_$$
 eng_extra_cleanup() {
     "$RCONSUME" "$AMQP_URL" delete "$Q" >/dev/null 2>&1 || true
+    "$RCONSUME" "$AMQP_URL" delete "$Q2" >/dev/null 2>&1 || true
     if [ "$MODE" = wal ] && [ -n "${TEST_DB:-}" ]; then wal_drop_slots "$TEST_DB" || true; fi
 }
 "$RCONSUME" "$AMQP_URL" declare "$Q" "$X" "dead.$Q.#" || fail "declare $Q"
@@ -109,4 +113,37 @@ expect_eq "the dead events that waited, with their errors, none sent before" \
     "$(sql "SELECT count(*) FROM got3 g JOIN dead d USING (event_id) WHERE d.error = g.error
               AND g.event_id NOT IN (SELECT event_id FROM got)")" 5
 stop_relay "$RELAY_PID" 30
-echo "PASS dead_output ($MODE: 15 dead forwarded with their errors; the main flow went on with the output down; 5 more once back)"
+
+# ---- 4. a route's own dead_letter, on an output of its own
+"$RCONSUME" "$AMQP_URL" declare "$Q2" "$X" "routedead.$Q2.#" || fail "declare $Q2"
+cat >"$WORK/route.cfg" <<EOF
+database = { conninfo = "\${TEST_DSN}"; };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; workers = 2; batch_size = 50;
+          max_attempts = 1; $SOURCE };
+outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; }; },
+            { name = "dlq"; driver = "rabbitmq"; options = { url = "$AMQP_URL"; declare_exchange = "$X"; }; },
+            { name = "orders-dlq"; driver = "rabbitmq"; options = { url = "$AMQP_URL"; declare_exchange = "$X"; }; } );
+routes = ( { event_type = "order.*"; output = "mem"; destination = "orders";
+             dead_letter = { output = "orders-dlq"; destination = "$X/routedead.$Q2.\${aggregate_id}"; }; } );
+dead_letter = { output = "dlq"; destination = "$X/dead.$Q.\${event_type}"; };
+EOF
+start_relay "$WORK/route.cfg" "$WORK/relay4.log"
+enqueue 4 order.created badr "jsonb_build_object('nested', jsonb_build_object('a', 1))"
+enqueue 3 misc.third misc3 "NULL"
+wait_sql "SELECT count(*) FROM outbox_dead_forwarded" 27 60
+r=$("$RCONSUME" "$AMQP_URL" read "$Q2" 4 5000 --ids "$WORK/got4.tsv" --id-header dead_letter_error) ||
+    { echo "$r"; fail "the route's dead-letter queue: consumer checks failed"; }
+r2=$("$RCONSUME" "$AMQP_URL" read "$Q" 3 5000 --ids "$WORK/got5.tsv" --id-header dead_letter_error) ||
+    { echo "$r2"; fail "the global dead-letter queue: consumer checks failed"; }
+echo "4: $r / $r2"
+sql "CREATE TABLE got4 (event_id text, error text); CREATE TABLE got5 (event_id text, error text)" >/dev/null
+sql "COPY got4 FROM STDIN" <"$WORK/got4.tsv"
+sql "COPY got5 FROM STDIN" <"$WORK/got5.tsv"
+dead_table
+expect_eq "the route's dead events, on its own output" \
+    "$(sql "SELECT count(*) FROM got4 g JOIN dead d USING (event_id) WHERE d.error = g.error AND d.error LIKE 'header %nested%'")" 4
+expect_eq "the others, on the global one" \
+    "$(sql "SELECT count(*) FROM got5 g JOIN dead d USING (event_id) WHERE d.error = g.error AND d.error LIKE 'no route matches%'
+              AND g.event_id NOT IN (SELECT event_id FROM got UNION SELECT event_id FROM got3)")" 3
+stop_relay "$RELAY_PID" 30
+echo "PASS dead_output ($MODE: 15 dead forwarded with their errors; the main flow went on with the output down; 5 more once back; a route's own dead_letter took its 4, the global one the other 3)"

@@ -32,6 +32,7 @@ static relay_config config(const char *destination)
 {
     relay_config cfg;
     memset(&cfg, 0, sizeof cfg);
+    cfg.dead_letter_output = "dl";
     cfg.dead_letter_destination = (char *)destination;
     return cfg;
 }
@@ -63,7 +64,8 @@ static void test_whole_row(void **state)
     PGresult *res = dead_result(v);
     arena a = {0};
     obx_message m;
-    dead_message_build(&cfg, PAYLOAD_JSON, res, 0, &a, &m);
+    size_t out;
+    assert_int_equal(dead_message_build(&cfg, PAYLOAD_JSON, res, 0, &a, &m, &out), 0);
     assert_string_equal(m.event_id, "e1");
     assert_string_equal(m.destination, "dead.Order.order.paid");
     assert_int_equal(m.payload_len, 8);
@@ -101,7 +103,8 @@ static void test_bad_row(void **state)
     PGresult *res = dead_result(v);
     arena a = {0};
     obx_message m;
-    dead_message_build(&cfg, PAYLOAD_BYTES, res, 0, &a, &m);
+    size_t out;
+    assert_int_equal(dead_message_build(&cfg, PAYLOAD_BYTES, res, 0, &a, &m, &out), 0);
     assert_string_equal(m.aggregate_type, "");
     assert_string_equal(m.destination, "dead/unknown/unknown");
     assert_int_equal(m.payload_len, 2);
@@ -115,15 +118,61 @@ static void test_bad_row(void **state)
 
     v[DEAD_PAYLOAD] = "{not json"; /* a text column's event that died for it */
     res = dead_result(v);
-    dead_message_build(&cfg, PAYLOAD_TEXT, res, 0, &a, &m);
+    assert_int_equal(dead_message_build(&cfg, PAYLOAD_TEXT, res, 0, &a, &m, &out), 0);
     assert_string_equal(m.content_type, "application/octet-stream");
     PQclear(res);
     arena_free(&a);
 
     v[DEAD_PAYLOAD] = NULL; /* over max_payload_bytes, or NULL: sent empty */
     res = dead_result(v);
-    dead_message_build(&cfg, PAYLOAD_JSON, res, 0, &a, &m);
+    assert_int_equal(dead_message_build(&cfg, PAYLOAD_JSON, res, 0, &a, &m, &out), 0);
     assert_int_equal(m.payload_len, 0);
+    PQclear(res);
+    arena_free(&a);
+}
+
+/* A route's own dead_letter takes its events; the global one the rest; with
+ * no global one, an event whose route has none goes nowhere. */
+static void test_route_dead_letter(void **state)
+{
+    (void)state;
+    const char *v[DEAD_COLUMNS] = {
+        [DEAD_EVENT_ID] = "e3",
+        [DEAD_EVENT_TYPE] = "order.paid",
+        [DEAD_AGGREGATE_TYPE] = "Order",
+        [DEAD_AGGREGATE_ID] = "7",
+        [DEAD_AT_US] = "0",
+        [DEAD_ATTEMPTS] = "1",
+        [DEAD_ERROR] = "nack",
+        [DEAD_CREATED_US] = "0",
+    };
+    cfg_route routes[] = {
+        {.event_type = "order.*",
+         .aggregate_type = "*",
+         .dead_letter_output = "orders-dl",
+         .dead_letter_output_index = 2,
+         .dead_letter_destination = "orders.dead.${aggregate_id}"},
+        {.event_type = "*", .aggregate_type = "*"},
+    };
+    relay_config cfg = config("dead.${event_type}");
+    cfg.dead_letter_output_index = 1;
+    cfg.routes = routes;
+    cfg.route_count = 2;
+    PGresult *res = dead_result(v);
+    arena a = {0};
+    obx_message m;
+    size_t out = 99;
+    assert_int_equal(dead_message_build(&cfg, PAYLOAD_JSON, res, 0, &a, &m, &out), 0);
+    assert_int_equal(out, 2);
+    assert_string_equal(m.destination, "orders.dead.7");
+    PQclear(res);
+    v[DEAD_EVENT_TYPE] = "user.made";
+    res = dead_result(v);
+    assert_int_equal(dead_message_build(&cfg, PAYLOAD_JSON, res, 0, &a, &m, &out), 0);
+    assert_int_equal(out, 1);
+    assert_string_equal(m.destination, "dead.user.made");
+    cfg.dead_letter_output = NULL;
+    assert_int_equal(dead_message_build(&cfg, PAYLOAD_JSON, res, 0, &a, &m, &out), -1);
     PQclear(res);
     arena_free(&a);
 }
@@ -133,6 +182,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole_row),
         cmocka_unit_test(test_bad_row),
+        cmocka_unit_test(test_route_dead_letter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
