@@ -11,6 +11,7 @@
 #include "mqtt_clock.h"
 #include "mqtt_conf.h"
 #include "mqtt_conn.h"
+#include "mqtt_item.h"
 
 /* Only used to make client ids unique within a process. */
 static atomic_uint mqtt_instance_seq;
@@ -43,9 +44,14 @@ const obx_option mqtt_options[] = {
      "as unavailable (0 refuses at once); a full window never makes a batch wait"},
     {"publish_timeout_ms", OBX_OPT_INT, 0,
      "a publish not acknowledged in this time completes RETRIABLE"},
-    {"content_type", OBX_OPT_STRING, 0, "content type property (default: the row's)"},
+    {"content_type", OBX_OPT_STRING, 0,
+     "content type property, a template or a constant (default: the row's)"},
     {"message_expiry_s", OBX_OPT_INT, 0,
      "message expiry interval property, in seconds as MQTT defines it (0: never expires)"},
+    {"response_topic", OBX_OPT_STRING, 0,
+     "response topic property, a template, e.g. replies/${aggregate_type}/${aggregate_id}"},
+    {"correlation_data", OBX_OPT_STRING, 0,
+     "correlation data property, a template, e.g. ${event_id}"},
     {"heartbeat_ms", OBX_OPT_INT, 0,
      "MQTT keep-alive interval (rounded up to whole seconds, MQTT's unit; 0: off)"},
     {"keepalive_s", OBX_OPT_INT, OBX_OPT_DEPRECATED,
@@ -77,6 +83,8 @@ const obx_option_spec mqtt_option_specs[] = {
     {"30000", 100, 3600000, NULL, NULL}, /* publish_timeout_ms */
     {NULL, 0, 0, NULL, NULL},            /* content_type */
     {"0", 0, 4294967295.0, NULL, NULL},  /* message_expiry_s */
+    {NULL, 0, 0, NULL, NULL},            /* response_topic */
+    {NULL, 0, 0, NULL, NULL},            /* correlation_data */
     {"30000", 0, 65535000, NULL, NULL},  /* heartbeat_ms */
     {NULL, 0, 65535, NULL, NULL},        /* keepalive_s */
     {"10000", 1, 600000, NULL, NULL},    /* connect_timeout_ms */
@@ -102,6 +110,34 @@ static const obx_option_spec *mqtt_spec(const char *name)
         if (strcmp(mqtt_options[i].name, name) == 0)
             return &mqtt_option_specs[i];
     return NULL;
+}
+
+/* The property templates: each checked here, expanded per message
+ * (mqtt_item.c); an empty one is not set. A constant response topic must be
+ * a topic name already. */
+static int mqtt_templates_read(mqtt_inst *inst, char *errstr, size_t errstr_size)
+{
+    const obx_host *host = inst->host;
+    const char *names[] = {"content_type", "response_topic", "correlation_data"};
+    const char **tpl[] = {&inst->content_type, &inst->response_topic, &inst->correlation_data};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *s = NULL;
+        char why[256];
+        if (!host->get_string(host->host_ctx, names[i], &s) || !s || !*s)
+            continue;
+        if (obx_ce_template_check(s, why, sizeof why) < 0) {
+            snprintf(errstr, errstr_size, "option %s: %s", names[i], why);
+            return -1;
+        }
+        *tpl[i] = s;
+    }
+    const char *rt = inst->response_topic;
+    const char *bad = rt && !strstr(rt, "${") ? mqtt_topic_problem(rt) : NULL;
+    if (bad) {
+        snprintf(errstr, errstr_size, "option response_topic = \"%.64s\": %s", rt, bad);
+        return -1;
+    }
+    return 0;
 }
 
 /* An INT option: the host's value, or the declared default while a host
@@ -184,8 +220,8 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
             0 ||
         mqtt_opt_int(host, "message_expiry_s", &inst->message_expiry_s, errstr, errstr_size) < 0)
         return -1;
-    if (host->get_string(host->host_ctx, "content_type", &s) && *s)
-        inst->content_type = s;
+    if (mqtt_templates_read(inst, errstr, errstr_size) < 0)
+        return -1;
     obx_ce_config_read(host, &inst->ce);
     if (mqtt_opt_int(host, "reconnect_min_ms", &inst->reconnect_min_ms, errstr, errstr_size) < 0 ||
         mqtt_opt_int(host, "reconnect_max_ms", &inst->reconnect_max_ms, errstr, errstr_size) < 0)

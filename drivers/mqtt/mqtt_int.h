@@ -110,7 +110,8 @@ struct obx_instance {
     int window; /* max_in_flight: slots allocated */
     int64_t publish_timeout_ms;
     int64_t window_wait_ms;   /* how long one publish_batch may wait for the connection */
-    const char *content_type; /* NULL: use the message's own */
+    const char *content_type; /* a template; NULL: use the message's own */
+    const char *response_topic, *correlation_data; /* templates; NULL: not sent */
     obx_ce_config ce;         /* format = "cloudevents": how messages are shaped */
     int64_t message_expiry_s; /* 0: none */
     int64_t reconnect_min_ms, reconnect_max_ms;

@@ -81,12 +81,6 @@ const char *mqtt_topic_problem(const char *topic)
     return NULL;
 }
 
-static const char *mqtt_content_type(const mqtt_inst *inst, const obx_message *m)
-{
-    const char *ct = inst->content_type ? inst->content_type : m->content_type;
-    return ct && *ct ? ct : NULL;
-}
-
 static size_t mqtt_varint_len(size_t v)
 {
     return v < 128 ? 1 : v < 16384 ? 2 : v < 2097152 ? 3 : 4;
@@ -103,18 +97,63 @@ static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *
 static mqtt_item *mqtt_item_shaped(const mqtt_inst *inst, const obx_message *m,
                                    const mqtt_shape *sh);
 
+/* An expanded property template, NUL included. */
+#define MQTT_PROP_TEXT_MAX 1024
+
 /* What a message is sent as: user properties (the relay's envelope, or with
- * format = "cloudevents" the CloudEvent's attributes), the body and the
- * content type. mqtt_shape_free releases a structured body. */
+ * format = "cloudevents" the CloudEvent's attributes), the body, the
+ * content type and the properties from templates (in text[], NULL when not
+ * sent). mqtt_shape_free releases a structured body. */
 struct mqtt_shape {
     size_t count;
     obx_ce_attr field[OBX_CE_A_COUNT + OBX_ENVELOPE_MAX];
     const void *body;
     size_t body_len;
-    const char *ct;
+    const char *ct, *response_topic, *correlation_data;
     obx_envelope env;
     obx_ce_event ce;
+    char text[3][MQTT_PROP_TEXT_MAX];
 };
+
+/* Expands option `name`'s template tpl (NULL: none) for m into buf; *out is
+ * the text, or NULL when there is no template or it expands to nothing.
+ * 0, or -1 with err when it does not fit. */
+static int mqtt_expand(const char *name, const char *tpl, const obx_message *m, char *buf,
+                       const char **out, char *err, size_t err_size)
+{
+    *out = NULL;
+    if (!tpl)
+        return 0;
+    if (obx_ce_expand(tpl, m, buf, MQTT_PROP_TEXT_MAX) < 0) {
+        snprintf(err, err_size, "%s \"%.40s...\" is longer than %d bytes", name, buf,
+                 MQTT_PROP_TEXT_MAX - 1);
+        return -1;
+    }
+    *out = *buf ? buf : NULL;
+    return 0;
+}
+
+/* The properties from templates; the row's content type where none is set. */
+static int mqtt_shape_props(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh, char *err,
+                            size_t err_size)
+{
+    if (mqtt_expand("content_type", inst->content_type, m, sh->text[0], &sh->ct, err, err_size) <
+            0 ||
+        mqtt_expand("response_topic", inst->response_topic, m, sh->text[1], &sh->response_topic,
+                    err, err_size) < 0 ||
+        mqtt_expand("correlation_data", inst->correlation_data, m, sh->text[2],
+                    &sh->correlation_data, err, err_size) < 0)
+        return -1;
+    if (!sh->ct)
+        sh->ct = m->content_type && *m->content_type ? m->content_type : NULL;
+    const char *bad = inst->response_topic ? mqtt_topic_problem(sh->response_topic) : NULL;
+    if (bad) {
+        snprintf(err, err_size, "response_topic \"%.64s\" (from \"%.64s\"): %s",
+                 sh->response_topic ? sh->response_topic : "", inst->response_topic, bad);
+        return -1;
+    }
+    return 0;
+}
 
 /* 0, or -1 (the message's fault) / -2 (no memory) with the reason in err. */
 static int mqtt_shape_fill(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh, char *err,
@@ -124,7 +163,8 @@ static int mqtt_shape_fill(const mqtt_inst *inst, const obx_message *m, mqtt_sha
     sh->ce.json = NULL;
     sh->body = m->payload;
     sh->body_len = m->payload_len;
-    sh->ct = mqtt_content_type(inst, m);
+    if (mqtt_shape_props(inst, m, sh, err, err_size) != 0)
+        return -1;
     if (inst->ce.mode != OBX_CE_OFF) {
         int rc = obx_ce_fill(&sh->ce, &inst->ce, inst->host, m, OBX_CE_MQTT, err, err_size);
         if (rc != 0)
@@ -187,7 +227,11 @@ static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *
     }
     const char *ct = sh->ct;
     size_t body_len = sh->body_len;
+    if (ct && !mqtt_header_ok(ct))
+        return "invalid content type: not valid UTF-8, has control characters or is too long";
     props += ct ? 1 + 2 + strlen(ct) : 0;
+    props += sh->response_topic ? 1 + 2 + strlen(sh->response_topic) : 0;
+    props += sh->correlation_data ? 1 + 2 + strlen(sh->correlation_data) : 0;
     props += inst->message_expiry_s > 0 ? 5 : 0;
     size_t remaining = 2 + strlen(m->destination) + 2 + mqtt_varint_len(props) + props;
     if (body_len > MQTT_MAX_REMAINING || remaining + body_len > MQTT_MAX_REMAINING)
@@ -246,10 +290,12 @@ static mqtt_item *mqtt_item_shaped(const mqtt_inst *inst, const obx_message *m,
             nprops++;
             bytes += strlen(m->headers[i].key) + strlen(m->headers[i].value) + 2;
         }
-    if (ct) {
-        nprops++;
-        bytes += strlen(ct) + 1;
-    }
+    const char *texts[] = {ct, sh->response_topic, sh->correlation_data};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        if (texts[i]) {
+            nprops++;
+            bytes += strlen(texts[i]) + 1;
+        }
     if (inst->message_expiry_s > 0)
         nprops++;
 
@@ -276,13 +322,17 @@ static mqtt_item *mqtt_item_shaped(const mqtt_inst *inst, const obx_message *m,
     for (size_t i = 0; i < m->header_count; i++)
         if (m->headers[i].key && m->headers[i].value)
             mqtt_user_prop(&p[n++], &cur, m->headers[i].key, m->headers[i].value);
-    if (ct) {
-        size_t len = strlen(ct);
-        p[n].identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
-        p[n].value.data.data = mqtt_put(&cur, ct, len);
-        p[n].value.data.len = (int)len;
-        n++;
-    }
+    static const enum MQTTPropertyCodes codes[] = {MQTTPROPERTY_CODE_CONTENT_TYPE,
+                                                   MQTTPROPERTY_CODE_RESPONSE_TOPIC,
+                                                   MQTTPROPERTY_CODE_CORRELATION_DATA};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        if (texts[i]) {
+            size_t len = strlen(texts[i]);
+            p[n].identifier = codes[i];
+            p[n].value.data.data = mqtt_put(&cur, texts[i], len);
+            p[n].value.data.len = (int)len;
+            n++;
+        }
     if (inst->message_expiry_s > 0) {
         p[n].identifier = MQTTPROPERTY_CODE_MESSAGE_EXPIRY_INTERVAL;
         p[n].value.integer4 = (unsigned)inst->message_expiry_s;

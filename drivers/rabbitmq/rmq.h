@@ -23,13 +23,32 @@ typedef struct rmq_entry {
     uint8_t done;          /* completed (acked, nacked or failed) */
     uint8_t acked;         /* acked while an earlier one of its aggregate was open */
     uint16_t return_code;  /* non-zero: a basic.return came for it */
-    char event_id[40];     /* matches a basic.return to its publish */
+    char event_id[40];     /* with id_hash, matches a basic.return to its publish */
+    uint64_t id_hash;      /* of the message_id sent */
     char return_text[128]; /* the broker's reply text, e.g. "NO_ROUTE ..." */
 } rmq_entry;
 
 /* Events the broker may have closed the publishing channel for (rmq_channel.c):
  * each is sent alone when offered again. A ring: the oldest is forgotten first. */
 #define RMQ_SUSPECTS_MAX 1024
+
+/* Property templates (options type, message_id, content_type, priority,
+ * expiration; type and message_id always set, the others NULL when unset:
+ * not sent, or the message's content type) and their expansions for the
+ * message being published. AMQP short strings: 255 bytes at most. */
+enum {
+    RMQ_P_TYPE,
+    RMQ_P_MESSAGE_ID,
+    RMQ_P_CONTENT_TYPE,
+    RMQ_P_PRIORITY,
+    RMQ_P_EXPIRATION,
+    RMQ_P_COUNT
+};
+typedef struct rmq_props {
+    const char *tpl[RMQ_P_COUNT];
+    char text[RMQ_P_COUNT][256];
+    uint8_t priority;
+} rmq_props;
 
 /* Exchanges known to exist (missing 0); -1 unknown, 1 missing when last asked. */
 typedef struct rmq_exchange {
@@ -51,6 +70,7 @@ struct obx_instance {
     const char *content_type_default;
     obx_ce_config ce;      /* format = "cloudevents": how messages are shaped */
     obx_ce_event ce_event; /* the message being published (rmq_publish.c) */
+    rmq_props props;       /* rmq_props.c */
     const char *declare_exchange, *declare_exchange_type, *declare_queue, *bind_routing_key;
     int check_exchanges;
 

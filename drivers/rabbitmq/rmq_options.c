@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rmq_options.h"
+#include "rmq_props.h"
 
 const obx_option rmq_options[] = {
     {"url", OBX_OPT_STRING, OBX_OPT_REQUIRED | OBX_OPT_SECRET,
@@ -32,6 +33,17 @@ const obx_option rmq_options[] = {
     {"unroutable", OBX_OPT_STRING, 0, "status of an unroutable message"},
     {"persistent", OBX_OPT_BOOL, 0, "delivery_mode 2"},
     {"content_type_default", OBX_OPT_STRING, 0, "content_type when the message has none"},
+    {"type", OBX_OPT_STRING, 0, "type property, a template, e.g. ${aggregate_type}.${event_type}"},
+    {"message_id", OBX_OPT_STRING, 0,
+     "message_id property, a template holding ${event_id}, e.g. ${aggregate_type}-${event_id}"},
+    {"content_type", OBX_OPT_STRING, 0,
+     "content_type property, a template or a constant (default: the message's, else "
+     "content_type_default)"},
+    {"priority", OBX_OPT_STRING, 0,
+     "priority property, 0 to 255: a number in quotes or a template giving one (default: none)"},
+    {"expiration", OBX_OPT_STRING, 0,
+     "expiration property, milliseconds: digits in quotes or a template giving them (default: "
+     "none)"},
     {"check_exchanges", OBX_OPT_BOOL, 0,
      "check once that a destination exchange exists before publishing to it"},
     {"declare_exchange", OBX_OPT_STRING, 0, "durable exchange to declare on connect"},
@@ -63,6 +75,11 @@ const obx_option_spec rmq_specs[] = {
     {"permanent", 0, 0, rmq_unroutable_choices, NULL}, /* unroutable */
     {"true", 0, 0, NULL, NULL},                        /* persistent */
     {NULL, 0, 0, NULL, NULL},                          /* content_type_default */
+    {"${event_type}", 0, 0, NULL, NULL},               /* type */
+    {"${event_id}", 0, 0, NULL, NULL},                 /* message_id */
+    {NULL, 0, 0, NULL, NULL},                          /* content_type */
+    {NULL, 0, 0, NULL, NULL},                          /* priority */
+    {NULL, 0, 0, NULL, NULL},                          /* expiration */
     {"true", 0, 0, NULL, NULL},                        /* check_exchanges */
     {NULL, 0, 0, NULL, NULL},                          /* declare_exchange */
     {"topic", 0, 0, rmq_exchange_types, NULL},         /* declare_exchange_type */
@@ -192,6 +209,10 @@ int rmq_read_options(obx_instance *inst, char *errstr, size_t errstr_size)
         strcmp(rmq_opt_str(host, "unroutable"), "retriable") == 0 ? OBX_RETRIABLE : OBX_PERMANENT;
     inst->content_type_default = rmq_opt_str(host, "content_type_default");
     obx_ce_config_read(host, &inst->ce);
+    for (int i = 0; i < RMQ_P_COUNT; i++)
+        inst->props.tpl[i] = rmq_opt_str(host, rmq_prop_options[i]);
+    if (rmq_props_check(inst, errstr, errstr_size) != 0)
+        return -1;
     inst->declare_exchange = rmq_opt_str(host, "declare_exchange");
     inst->declare_exchange_type = rmq_opt_str(host, "declare_exchange_type");
     inst->declare_queue = rmq_opt_str(host, "declare_queue");

@@ -5,11 +5,11 @@
  * so the unconfirmed messages live in a ring indexed by delivery tag.
  * basic.ack / basic.nack (possibly `multiple`) complete ranges of it. A
  * basic.return (mandatory, unroutable) carries no delivery tag but comes
- * before the ack of its message: it is matched by message_id (the event id)
- * and fails that message with the broker's reply text (its ack then finds it
- * done). A nack is pushback (a full queue with reject-publish): the output's
- * state, not the message's. A channel.close is about one message:
- * rmq_channel.c.
+ * before the ack of its message: it is matched by message_id (the event id,
+ * or a template's text holding it: rmq_props.c) and fails that message with
+ * the broker's reply text (its ack then finds it done). A nack is pushback
+ * (a full queue with reject-publish): the output's state, not the message's. A channel.close is
+ * about one message: rmq_channel.c.
  *
  * In order: one channel routes its publishes in order, so an aggregate's
  * messages reach their queues in order. Acks may come in any order, though
@@ -34,6 +34,7 @@
 #include "rmq_confirm.h"
 #include "rmq_conn.h"
 #include "rmq_limits.h"
+#include "rmq_props.h"
 #include "rmq_publish.h"
 
 /* What a publish adds to its body, about (method, header frame, properties). */
@@ -60,11 +61,12 @@ static int rmq_on_return(obx_instance *inst, amqp_channel_t channel, const amqp_
     int matched = 0;
     if (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG) {
         amqp_bytes_t id = msg.properties.message_id;
+        uint64_t hash = rmq_id_hash(id.bytes, id.len);
         for (uint64_t t = inst->base_tag; t < inst->next_tag && !matched; t++) {
             rmq_entry *e = rmq_entry_at(inst, t);
             /* a done one too: it may have failed already, behind its aggregate */
-            if (!e->return_code && strlen(e->event_id) == id.len &&
-                memcmp(e->event_id, id.bytes, id.len) == 0) {
+            if (!e->return_code && e->id_hash == hash &&
+                rmq_id_holds(id.bytes, id.len, e->event_id)) {
                 e->return_code = code ? code : 312;
                 snprintf(e->return_text, sizeof(e->return_text), "%s", text);
                 matched = 1;
@@ -237,14 +239,24 @@ static void rmq_properties(obx_instance *inst, const obx_message *m, obx_envelop
     p->_flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG |
                 AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_HEADERS_FLAG;
     p->delivery_mode = inst->persistent ? 2 : 1;
-    p->message_id = amqp_cstring_bytes(m->event_id ? m->event_id : "");
-    p->type = amqp_cstring_bytes(m->event_type ? m->event_type : "");
+    const rmq_props *props = &inst->props;
+    p->message_id = amqp_cstring_bytes(props->text[RMQ_P_MESSAGE_ID]);
+    p->type = amqp_cstring_bytes(props->text[RMQ_P_TYPE]);
+    if (props->tpl[RMQ_P_PRIORITY]) {
+        p->_flags |= AMQP_BASIC_PRIORITY_FLAG;
+        p->priority = props->priority;
+    }
+    if (props->tpl[RMQ_P_EXPIRATION]) {
+        p->_flags |= AMQP_BASIC_EXPIRATION_FLAG;
+        p->expiration = amqp_cstring_bytes(props->text[RMQ_P_EXPIRATION]);
+    }
     p->timestamp = (uint64_t)(m->created_at_us > 0 ? m->created_at_us / 1000000 : 0);
     p->headers.num_entries = (int)n;
     p->headers.entries = inst->hdr;
-    const char *ct = inst->ce.mode != OBX_CE_OFF ? ce->content_type
-                     : m->content_type           ? m->content_type
-                                                 : inst->content_type_default;
+    const char *ct = inst->ce.mode != OBX_CE_OFF      ? ce->content_type
+                     : props->tpl[RMQ_P_CONTENT_TYPE] ? props->text[RMQ_P_CONTENT_TYPE]
+                     : m->content_type                ? m->content_type
+                                                      : inst->content_type_default;
     if (ct) {
         p->_flags |= AMQP_BASIC_CONTENT_TYPE_FLAG;
         p->content_type = amqp_cstring_bytes(ct);
@@ -329,6 +341,8 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
         if (rc != 0)
             return rc == -1 ? OBX_PERMANENT : OBX_RETRIABLE;
     }
+    if (rmq_props_expand(inst, m, why, why_size) != 0)
+        return OBX_PERMANENT;
     rmq_properties(inst, m, &env, &p);
     if (!rmq_properties_fit(inst, &p, why, why_size))
         return OBX_PERMANENT;
@@ -364,6 +378,7 @@ static obx_status rmq_publish_one(obx_instance *inst, const obx_message *m, char
     e->return_code = 0;
     e->return_text[0] = '\0';
     snprintf(e->event_id, sizeof(e->event_id), "%s", m->event_id ? m->event_id : "");
+    e->id_hash = rmq_id_hash(p.message_id.bytes, p.message_id.len);
     inst->pending++;
     amqp_bytes_t body = {ce->body_len, (void *)ce->body};
     errno = 0;

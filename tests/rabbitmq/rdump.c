@@ -1,7 +1,8 @@
 /*
  * rconsume's `dump` command: prints each message of a queue as one JSON line,
- *   {"content_type": "...", "headers": {"name": "text", ...}, "body": "..."}
- * (text headers only; the body as text) for a reader in another language,
+ *   {"content_type": "...", "message_id": "...", "type": "...", "expiration": "...",
+ *    "priority": N, "headers": {"name": "text", ...}, "body": "..."}
+ * (a property not set: null; text headers only; the body as text) for a reader in another language,
  * such as the CloudEvents tests' SDK check. Stops after N messages or when
  * none came for IDLE_MS.
  */
@@ -27,6 +28,16 @@ static void json_str(const void *data, size_t len)
     putchar('"');
 }
 
+/* ,"name":"text" for a property that is set, else ,"name":null */
+static void rdump_prop(const char *name, int set, amqp_bytes_t value)
+{
+    printf(",\"%s\":", name);
+    if (set)
+        json_str(value.bytes, value.len);
+    else
+        printf("null");
+}
+
 int rdump(amqp_connection_state_t conn, const char *queue, long expected, int idle_ms)
 {
     amqp_basic_consume(conn, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 1, 0,
@@ -47,6 +58,13 @@ int rdump(amqp_connection_state_t conn, const char *queue, long expected, int id
             json_str(p->content_type.bytes, p->content_type.len);
         else
             printf("null");
+        rdump_prop("message_id", p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG, p->message_id);
+        rdump_prop("type", p->_flags & AMQP_BASIC_TYPE_FLAG, p->type);
+        rdump_prop("expiration", p->_flags & AMQP_BASIC_EXPIRATION_FLAG, p->expiration);
+        if (p->_flags & AMQP_BASIC_PRIORITY_FLAG)
+            printf(",\"priority\":%u", (unsigned)p->priority);
+        else
+            printf(",\"priority\":null");
         printf(",\"headers\":{");
         for (int i = 0, n = 0; (p->_flags & AMQP_BASIC_HEADERS_FLAG) && i < p->headers.num_entries;
              i++) {
