@@ -142,6 +142,8 @@ typedef struct relay_config {
     char *metrics_listen;  /* "host:port" or NULL */
     char *admin_listen;    /* loopback "host:port" or NULL: the admin endpoint is off */
     char *admin_token_env; /* the environment variable holding its bearer token */
+    char *otlp_endpoint;   /* tracing: OTLP/HTTP traces URL, or NULL: no spans */
+    char *service_name;    /* tracing: the spans' service.name */
 
     cfg_output *outputs;
     size_t output_count;

@@ -14,7 +14,7 @@
 relay_config *config_load(const char *path, char *err, size_t err_size)
 {
     static const char *const keys[] = {"database", "relay",  "log",         "metrics", "admin",
-                                       "outputs",  "routes", "dead_letter", NULL};
+                                       "outputs",  "routes", "dead_letter", "tracing", NULL};
     relay_config *cfg = calloc(1, sizeof *cfg);
     cfg->path = strdup(path);
     settings_set_defaults(cfg);

@@ -97,6 +97,19 @@ static int check_listen(cfg_reader *st, const config_setting_t *s, const setting
     return listen_parse(*(char **)slot, NULL, why, sizeof why) < 0 ? cfg_fail(st, s, "%s", why) : 0;
 }
 
+static int check_http_url(cfg_reader *st, const config_setting_t *s, const setting_def *def,
+                          void *slot)
+{
+    (void)def;
+    const char *url = *(char **)slot;
+    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+        return cfg_fail(st, s,
+                        "tracing.otlp_endpoint \"%s\": must be an http:// or https:// URL "
+                        "(the collector's traces endpoint, e.g. http://127.0.0.1:4318/v1/traces)",
+                        url);
+    return 0;
+}
+
 /* The admin endpoint changes what the relays do: loopback only. */
 static int check_admin_listen(cfg_reader *st, const config_setting_t *s, const setting_def *def,
                               void *slot)
@@ -257,6 +270,9 @@ static const setting_def table[] = {
     STRING("admin", "listen", admin_listen, NULL, FIXED, .check = check_admin_listen),
     STRING("admin", "token_env", admin_token_env, "OUTBOX_RELAY_ADMIN_TOKEN", FIXED,
            .check = check_identifier),
+    /* a span per publish of an event that carries a traceparent (README, Tracing) */
+    STRING("tracing", "otlp_endpoint", otlp_endpoint, NULL, FIXED, .check = check_http_url),
+    STRING("tracing", "service_name", service_name, "outbox-relay", FIXED),
 };
 
 static const setting_section sections[] = {
@@ -269,6 +285,7 @@ static const setting_section sections[] = {
     {.path = "log"},
     {.path = "metrics"},
     {.path = "admin"},
+    {.path = "tracing"},
 };
 /* clang-format on */
 

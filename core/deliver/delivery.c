@@ -20,6 +20,7 @@ static void on_complete(void *arg, uint64_t token, obx_status status, int native
                         const char *detail)
 {
     delivery *d = arg;
+    tracing_end(d->spans, token, status == OBX_OK, detail);
     d->intake(d->intake_arg, delivery_token_key(token), delivery_token_check(token), status,
               native_code, detail ? detail : "");
 }
@@ -45,13 +46,15 @@ void delivery_init(delivery *d, relay_state *st, int worker_index, delivery_inta
     d->intake = intake;
     d->intake_arg = intake_arg;
     d->rand_state = (unsigned)(getpid() * 7919 + worker_index * 104729 + time(NULL));
+    d->spans = tracing_open_new();
     outputs_init(&d->outs, st, worker_index, on_complete, on_refuse, d);
     use_config(d);
 }
 
 void delivery_free(delivery *d)
 {
-    outputs_free(&d->outs);
+    outputs_free(&d->outs); /* its last completions close spans */
+    tracing_open_free(d->spans);
 }
 
 int delivery_switch(delivery *d)
@@ -71,6 +74,7 @@ size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs,
         accept[k] = OBX_RETRIABLE;
         refusal[k][0] = '\0';
         counters_sent(d->st->metrics, d->cfg, out); /* in flight until settled */
+        tracing_begin(d->spans, &msgs[k], d->cfg->outputs[out].name, oi->host->driver->def.name);
     }
     d->publishing = msgs;
     d->publishing_count = count;
@@ -96,6 +100,7 @@ size_t delivery_publish(delivery *d, size_t out, const obx_message *msgs,
         if (!refusal[k][0])
             text_copy(refusal[k], sizeof refusal[k],
                       rc == OBX_FATAL ? "driver instance failed" : "refused by the driver");
+        tracing_end(d->spans, msgs[k].token, 0, refusal[k]);
     }
     return accepted;
 }

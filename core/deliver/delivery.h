@@ -13,6 +13,7 @@
 
 #include "outcome.h"
 #include "outputs.h"
+#include "tracing.h"
 
 #define DELIVERY_DETAIL_MAX (OUTCOME_ERROR_MAX / 2)
 
@@ -54,6 +55,7 @@ typedef struct delivery {
     const obx_message *publishing;
     size_t publishing_count;
     char (*refusal)[DELIVERY_DETAIL_MAX];
+    tracing_open *spans; /* NULL: tracing is off */
 } delivery;
 
 /* Makes the driver instances' host callbacks point at d; completions go to

@@ -21,6 +21,7 @@
 #include "relay_state.h"
 #include "counters.h"
 #include "source.h"
+#include "tracing.h"
 
 static relay_state *running;         /* for the signal handler */
 static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
@@ -206,6 +207,13 @@ int engine_run(const relay_config *cfg, int drain)
             code = 1;
         }
     }
+    if (code == 0) {
+        char err[512];
+        if (tracing_start(cfg, err, sizeof err) < 0) {
+            log_error("%s", err);
+            code = 1;
+        }
+    }
     admin_server *admin = NULL;
     if (code == 0 && cfg->admin_listen) {
         char err[512];
@@ -215,6 +223,7 @@ int engine_run(const relay_config *cfg, int drain)
         }
     }
     if (code != 0) {
+        tracing_stop();
         metrics_stop(metrics);
         unload_drivers(st);
         counters_free(st->metrics);
@@ -227,6 +236,7 @@ int engine_run(const relay_config *cfg, int drain)
     src->describe(cfg, drain, line, sizeof line);
     log_info("relay starting: %s", line);
     run_source(st, src, payload_type);
+    tracing_stop(); /* the workers have ended: their spans are all queued */
     admin_stop(admin);
     metrics_stop(metrics);
     running = NULL;
