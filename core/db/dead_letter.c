@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "db.h"
+#include "pgarray.h"
 #include "sql.h"
 
 /* SQL text reads best as written. */
@@ -75,13 +76,33 @@ long long dead_letter_requeue(PGconn *conn, const relay_config *cfg, int all, co
     return requeued;
 }
 
-void dead_letter_print_kept(const relay_config *cfg, long long kept)
+int dead_letter_requeue_command(PGconn *conn, const relay_config *cfg, int all, char **ids,
+                                int count, requeue_fn fn)
 {
-    if (kept <= 0)
-        return;
-    char dead[SQL_NAME_MAX + 1];
-    sql_derived_name(cfg, "_dead_letter", dead, sizeof dead);
-    printf("kept %lld dead events: stored raw (dl_raw), or with a NULL event_id, "
-           "aggregate_type, aggregate_id, event_type or payload; fix them in %s.%s first\n",
-           kept, cfg->schema, dead);
+    pgarray list;
+    pgarray_init(&list);
+    for (int i = 0; i < count; i++)
+        pgarray_add(&list, ids[i], 1);
+    char err[1024];
+    long long kept = 0, n = -1;
+    if (db_exec(conn, "BEGIN", err, sizeof err) == 0)
+        n = fn(conn, cfg, all, pgarray_text(&list), &kept, err, sizeof err);
+    if (n >= 0 && db_exec(conn, "COMMIT", err, sizeof err) < 0)
+        n = -1;
+    pgarray_free(&list);
+    if (n < 0) {
+        fprintf(stderr, "outbox-relay: requeue: %s\n", err);
+        char ignored[256];
+        db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+        return 1;
+    }
+    printf("requeued %lld dead events\n", n);
+    if (kept > 0) {
+        char dead[SQL_NAME_MAX + 1];
+        sql_derived_name(cfg, "_dead_letter", dead, sizeof dead);
+        printf("kept %lld dead events: stored raw (dl_raw), or with a NULL event_id, "
+               "aggregate_type, aggregate_id, event_type or payload; fix them in %s.%s first\n",
+               kept, cfg->schema, dead);
+    }
+    return 0;
 }

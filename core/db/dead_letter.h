@@ -24,7 +24,14 @@ extern const size_t dead_letter_step_count;
 long long dead_letter_requeue(PGconn *conn, const relay_config *cfg, int all, const char *ids_array,
                               int retired, long long *kept, char *err, size_t err_size);
 
-/* Prints what requeue did with the dead letters it kept. */
-void dead_letter_print_kept(const relay_config *cfg, long long kept);
+/* A source's requeue inside a transaction: how many it requeued (and in
+ * *kept, dead letters it could not), or -1 with err. */
+typedef long long (*requeue_fn)(PGconn *conn, const relay_config *cfg, int all,
+                                const char *ids_array, long long *kept, char *err, size_t err_size);
+
+/* `requeue`: runs fn in one transaction over all dead events or the given
+ * event ids, and prints what it did. Returns the exit code. */
+int dead_letter_requeue_command(PGconn *conn, const relay_config *cfg, int all, char **ids,
+                                int count, requeue_fn fn);
 
 #endif

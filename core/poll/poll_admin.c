@@ -10,7 +10,6 @@
 #include "db.h"
 #include "dead_letter.h"
 #include "partitions.h"
-#include "pgarray.h"
 #include "poll_outputs.h"
 #include "sql.h"
 #include "text.h"
@@ -201,24 +200,5 @@ static long long requeue(PGconn *conn, const relay_config *cfg, int all, const c
 
 int poll_command_requeue(PGconn *conn, const relay_config *cfg, int all, char **ids, int count)
 {
-    pgarray list;
-    pgarray_init(&list);
-    for (int i = 0; i < count; i++)
-        pgarray_add(&list, ids[i], 1);
-    char err[1024];
-    long long kept = 0, n = -1;
-    if (db_exec(conn, "BEGIN", err, sizeof err) == 0)
-        n = requeue(conn, cfg, all, pgarray_text(&list), &kept, err, sizeof err);
-    if (n >= 0 && db_exec(conn, "COMMIT", err, sizeof err) < 0)
-        n = -1;
-    pgarray_free(&list);
-    if (n < 0) {
-        fprintf(stderr, "outbox-relay: requeue: %s\n", err);
-        char ignored[256];
-        db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
-        return 1;
-    }
-    printf("requeued %lld dead events\n", n);
-    dead_letter_print_kept(cfg, kept);
-    return 0;
+    return dead_letter_requeue_command(conn, cfg, all, ids, count, requeue);
 }

@@ -8,7 +8,6 @@
 #include "db.h"
 #include "dead_letter.h"
 #include "outcome.h"
-#include "pgarray.h"
 #include "sql.h"
 #include "text.h"
 
@@ -169,27 +168,14 @@ int wal_command_status(PGconn *conn, const relay_config *cfg, json_t *json)
     return rc;
 }
 
+/* WAL mode's dead events are all in the dead-letter table. */
+static long long requeue(PGconn *conn, const relay_config *cfg, int all, const char *ids_array,
+                         long long *kept, char *err, size_t err_size)
+{
+    return dead_letter_requeue(conn, cfg, all, ids_array, 0, kept, err, err_size);
+}
+
 int wal_command_requeue(PGconn *conn, const relay_config *cfg, int all, char **ids, int count)
 {
-    pgarray list;
-    pgarray_init(&list);
-    for (int i = 0; i < count; i++)
-        pgarray_add(&list, ids[i], 1);
-    char err[1024];
-    long long kept = 0, requeued = -1;
-    if (db_exec(conn, "BEGIN", err, sizeof err) == 0)
-        requeued =
-            dead_letter_requeue(conn, cfg, all, pgarray_text(&list), 0, &kept, err, sizeof err);
-    if (requeued >= 0 && db_exec(conn, "COMMIT", err, sizeof err) < 0)
-        requeued = -1;
-    pgarray_free(&list);
-    if (requeued < 0) {
-        fprintf(stderr, "outbox-relay: requeue: %s\n", err);
-        char ignored[256];
-        db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
-        return 1;
-    }
-    printf("requeued %lld dead events\n", requeued);
-    dead_letter_print_kept(cfg, kept);
-    return 0;
+    return dead_letter_requeue_command(conn, cfg, all, ids, count, requeue);
 }
