@@ -20,7 +20,7 @@ command -v "$CC" >/dev/null ||
     { echo "FAIL: $CC not found: install clang and libclang-rt-14-dev (tests/services/services.sh install)" >&2; exit 1; }
 
 mkdir -p "$OUT/obj" "$OUT/artifacts"
-PKGS="libpq libconfig libmicrohttpd jansson"
+PKGS="libpq libconfig libmicrohttpd jansson libcurl"
 # -Werror only on the targets: the core's warnings are the gcc build's to judge
 CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-omit-frame-pointer
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
