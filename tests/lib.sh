@@ -40,26 +40,21 @@ bystander_make() {
          INSERT INTO bystander SELECT generate_series(1, 1000)" >/dev/null
 }
 
-# relay_oldest_xact_ms: the age in ms of the oldest open transaction of the
-# relay's sessions in the test database (0: none), from pg_stat_activity.
-relay_oldest_xact_ms() {
-    sql "SELECT coalesce(max(floor(extract(epoch FROM clock_timestamp() - xact_start) * 1000)), 0)::bigint
-         FROM pg_stat_activity WHERE datname = current_database()
-         AND application_name LIKE 'outbox-relay%' AND xact_start IS NOT NULL"
-}
-
-# relay_oldest_xact: that session as one line (age ms, application, state,
-# wait event, statement), for a failure to say what held its transaction.
+# relay_oldest_xact: that session as one line (age ms, then pid,
+# application, state, wait event, when its state and statement began, the
+# statement), for a failure to say what held its transaction; "0" for none.
 relay_oldest_xact() {
-    sql "SELECT floor(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::bigint || ' ms ' ||
-                application_name || ' ' || state || ' wait=' || coalesce(wait_event, '-') || ' ' ||
-                left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+    sql "SELECT coalesce((SELECT floor(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::bigint
+                || ' ms pid=' || pid || ' ' || application_name || ' ' || state || ' wait=' || coalesce(wait_event, '-')
+                || ' xid=' || coalesce(backend_xid::text, '-') || ' xmin=' || coalesce(backend_xmin::text, '-')
+                || ' state_since=' || to_char(state_change, 'HH24:MI:SS.MS') || ' query_since=' || to_char(query_start, 'HH24:MI:SS.MS')
+                || ' ' || left(regexp_replace(query, '\s+', ' ', 'g'), 200)
          FROM pg_stat_activity WHERE datname = current_database()
          AND application_name LIKE 'outbox-relay%' AND xact_start IS NOT NULL
-         ORDER BY xact_start LIMIT 1"
+         ORDER BY xact_start LIMIT 1), '0')"
 }
 
-# hang_watch SECONDS: while a broker hangs, samples relay_oldest_xact_ms every
+# hang_watch SECONDS: while a broker hangs, samples relay_oldest_xact every
 # 0.2 s into MAX_XACT_MS; meanwhile, as soon as a claim's transaction holds
 # the outbox (its FOR UPDATE lock: pg_locks is read live), deletes every row
 # of the bystander, then VACUUMs it at the end: BYSTANDER_VAC is "REMOVED
@@ -80,11 +75,13 @@ hang_watch() {
          END \$\$" >/dev/null 2>"$LIB_TMP/deleter.log" &
     deleter=$!
     MAX_XACT_MS=0 OLDEST_XACT=none
+    local line
     while [ $SECONDS -lt $end ]; do
-        age=$(relay_oldest_xact_ms)
+        line=$(relay_oldest_xact) # the age and the session in one query: no race between them
+        age=${line%% *}
         if [ "$age" -gt "$MAX_XACT_MS" ]; then
             MAX_XACT_MS=$age
-            OLDEST_XACT="$(date +%T.%N | cut -c1-12) $(relay_oldest_xact)"
+            OLDEST_XACT="$(date +%T.%N | cut -c1-12) $line"
         fi
         sleep 0.2
     done
@@ -107,9 +104,9 @@ hang_watch() {
 check_hang_bounded() {
     note "oldest relay transaction while the broker hung: $MAX_XACT_MS ms (bound $1 ms)"
     if [ "$MAX_XACT_MS" -ge $(($1 + 5000)) ]; then
-        local log
-        for log in "${WORK:-}/relay.log" "${PMQ_DIR:-}/relay.log" "${WH_DIR:-}/relay.log"; do
-            [ -f "$log" ] && grep -v ' debug ' "$log" | tail -40 >&2
+        local dir
+        for dir in "${WORK:-}" "${PMQ_DIR:-}" "${WH_DIR:-}"; do
+            [ -n "$dir" ] && [ -f "$dir/relay.log" ] && grep -v ' debug ' "$dir/relay.log" | tail -40 >&2
         done
         fail "a relay transaction stayed open $MAX_XACT_MS ms while the broker hung (bound $1 ms); last seen: $OLDEST_XACT"
     fi
