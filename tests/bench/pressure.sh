@@ -235,7 +235,9 @@ run_source() {
                  AND (f.t_us IS NULL OR f.t_us > extract(epoch FROM p.t0) * 1e6)")
     # the same backlog's last acknowledgement (the record), beside the wait above
     # that also counts marking (poll) or confirming (WAL) and its 50 ms polls
-    acks_s=$(q "SELECT round((max(f.t_us) / 1e6 - max(extract(epoch FROM p.t0)))::numeric, 2)
+    # and its first (the relay resumes at its next probe of the output: up to 2 s)
+    acks_s=$(q "SELECT round((min(f.t_us) / 1e6 - max(extract(epoch FROM p.t0)))::numeric, 2) || ' s, its last after '
+                || round((max(f.t_us) / 1e6 - max(extract(epoch FROM p.t0)))::numeric, 2)
                 FROM outbox o JOIN first_ok f USING (event_id), phases p
                 WHERE p.name = '3 catch-up' AND o.created_at <= p.t0 AND f.t_us > extract(epoch FROM p.t0) * 1e6")
     if [ "$catch_s" = - ]; then catch_rate=- ratio=-; else
@@ -262,7 +264,7 @@ run_source() {
             # the pre-filled rows waited for the relay's start: their latency says nothing
             [ "$name" = "0 drain" ] && { rate=$drain_rate p50=- p99=- mx=-
                 note_txt="relay started on $PREFILL pre-filled events: drained in $drain_s s (baseline rate)"; }
-            [ "$name" = "3 stall" ] && note_txt="$note_txt; backlog at its end $backlog, caught up in $catch_s s (its last ack after $acks_s s) = $catch_rate events/s = **$ratio** of the drain rate"
+            [ "$name" = "3 stall" ] && note_txt="$note_txt; backlog at its end $backlog, caught up in $catch_s s (its first ack after $acks_s s) = $catch_rate events/s = **$ratio** of the drain rate"
             echo "| $name | $n | $acked | $rate | $p50 | $p99 | $mx | $note_txt |"
         done
         echo
