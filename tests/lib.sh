@@ -108,7 +108,8 @@ check_hang_bounded() {
         for dir in "${WORK:-}" "${PMQ_DIR:-}" "${WH_DIR:-}"; do
             [ -n "$dir" ] && [ -f "$dir/relay.log" ] && grep -v ' debug ' "$dir/relay.log" | tail -40 >&2
         done
-        fail "a relay transaction stayed open $MAX_XACT_MS ms while the broker hung (bound $1 ms); last seen: $OLDEST_XACT"
+        cat "$LIB_TMP/horizon" >&2
+        fail "a relay transaction stayed open $MAX_XACT_MS ms while the broker hung (bound $1 ms); last seen: $OLDEST_XACT; bystander VACUUM removed, not yet removable: $BYSTANDER_VAC (want 1000 0)"
     fi
     [ "$BYSTANDER_VAC" = "1000 0" ] || { cat "$LIB_TMP/horizon" >&2; fail "bystander VACUUM during the hang: removed, dead but not yet removable: got '$BYSTANDER_VAC', want '1000 0'"; }
 }

@@ -37,9 +37,7 @@ static int read_payload(const message_source *src, const char *payload, size_t l
                         obx_message *msg, char *err, size_t err_size)
 {
     if (!payload) {
-        snprintf(err, err_size,
-                 "payload is NULL (an output with tombstones = true sends that "
-                 "as a null value)");
+        snprintf(err, err_size, "payload is NULL"); /* tombstones = true: message_build */
         return -1;
     }
     if (src->payload == PAYLOAD_BYTES) { /* bytea arrives as \x hex text */
