@@ -19,8 +19,8 @@ const char *const dead_letter_steps[] = {
     "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS dl_raw text",
     /* schema 3: requeued, an event keeps its version (its number is the next one) */
     "ALTER TABLE {schema}.{n._dead_letter} ADD COLUMN IF NOT EXISTS {c.event_version} text",
-    "CREATE UNIQUE INDEX IF NOT EXISTS {n._dead_letter_event}"
-    " ON {schema}.{n._dead_letter} ({c.event_id})",
+    ("CREATE UNIQUE INDEX IF NOT EXISTS {n._dead_letter_event}"
+     " ON {schema}.{n._dead_letter} ({c.event_id})"),
 };
 
 /* A dead letter stored raw, or lacking a field every message needs, has

@@ -89,6 +89,10 @@ int message_build(const message_source *src, const event_fields *f, obx_message 
                  "event_id, event_type, aggregate_type and aggregate_id must not be NULL");
         return -1;
     }
+    /* the payload first (its error comes before the others'); a NULL one
+     * waits for the route: a tombstone where its output takes them */
+    if (f->payload && read_payload(src, f->payload, f->payload_len, msg, err, err_size) < 0)
+        return -1;
     if (f->headers && json_read_headers(f->headers, src->scratch, msg, err, err_size) < 0)
         return -1;
     const cfg_route *route = route_for(src->cfg, msg);
@@ -102,12 +106,10 @@ int message_build(const message_source *src, const event_fields *f, obx_message 
         snprintf(err, err_size, "dropped by the route at %s:%d", src->cfg->path, route->line);
         return MESSAGE_DROPPED;
     }
-    /* a NULL payload is a tombstone where the route's output takes them */
     const relay_config *cfg = src->cfg;
-    int tombstone = !f->payload && route->output_index < cfg->output_count &&
-                    cfg->outputs[route->output_index].tombstones;
-    if (!tombstone && read_payload(src, f->payload, f->payload_len, msg, err, err_size) < 0)
-        return -1;
+    if (!f->payload &&
+        !(route->output_index < cfg->output_count && cfg->outputs[route->output_index].tombstones))
+        return read_payload(src, NULL, 0, msg, err, err_size); /* "payload is NULL" */
     if (route_shape_headers(route, msg, src->scratch, err, err_size) < 0)
         return -1;
     const char *override = f->destination;
