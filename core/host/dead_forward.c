@@ -220,9 +220,12 @@ static void publish(forwarder *f, obx_message *msgs, int n)
         }
     f->round++; /* late answers of this batch are ignored */
     pthread_mutex_unlock(&f->lock);
-    for (int i = 0; i < n; i++)
-        if (late[i] && (i == 0 || !late[i - 1] || f->out[i - 1] != f->out[i]))
-            outputs_stall(&f->dl.outs, f->out[i]);
+    for (size_t out = 0; out < f->dl.outs.count; out++) /* each output with a late answer */
+        for (int i = 0; i < n; i++)
+            if (late[i] && f->out[i] == out) {
+                outputs_stall(&f->dl.outs, out);
+                break;
+            }
     /* the outputs' health and counters learn what their messages said */
     settle_item items[BATCH];
     decision d[BATCH];
