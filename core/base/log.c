@@ -63,6 +63,13 @@ void log_escape_text(char *out, size_t cap, const char *s)
     free(text);
 }
 
+static _Thread_local const char *thread_source;
+
+void log_thread_source(const char *name)
+{
+    thread_source = name;
+}
+
 void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list ap)
 {
     if (level > log_max)
@@ -88,6 +95,11 @@ void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list a
     FILE *out = open_memstream(&line, &size);
     if (log_fmt == LOG_FORMAT_JSON) {
         fprintf(out, "{\"ts\":\"%s\",\"level\":\"%s\"", stamp, level_names[level]);
+        if (thread_source) {
+            fputs(",\"source\":\"", out);
+            json_escape(out, thread_source);
+            fputc('"', out);
+        }
         if (scope) {
             fputs(",\"scope\":\"", out);
             json_escape(out, scope);
@@ -98,6 +110,11 @@ void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list a
         fputs("\"}\n", out);
     } else {
         fprintf(out, "%s %-5s ", stamp, level_names[level]);
+        if (thread_source) {
+            fputc('[', out);
+            text_escape(out, thread_source);
+            fputs("] ", out);
+        }
         if (scope) {
             text_escape(out, scope);
             fputs(": ", out);

@@ -16,6 +16,10 @@ void log_vmsg(obx_log_level level, const char *scope, const char *fmt, va_list a
 void log_scoped(obx_log_level level, const char *scope, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Names the source (of a config's `sources`) the calling thread serves in
+ * each of its lines; NULL: none. The name must outlive the thread's lines. */
+void log_thread_source(const char *name);
+
 /* s with control characters and backslashes escaped (\n, \x1b, \\), as the
  * text log writes it; cut to fit cap. For text printed outside the log. */
 void log_escape_text(char *out, size_t cap, const char *s);

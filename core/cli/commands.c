@@ -12,20 +12,46 @@
 #include "source.h"
 #include "sql.h"
 
-relay_config *command_load_config(const char *path, const char *command)
+relay_config *command_load_config(const char *path, const char *outbox, const char *command)
 {
     if (!path) {
         fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
         return NULL;
     }
     char err[1024];
-    relay_config *cfg = config_load(path, err, sizeof err);
+    relay_config *cfg = config_load_source(path, outbox, err, sizeof err);
     if (!cfg) {
         fprintf(stderr, "outbox-relay: config error: %s\n", err);
         return NULL;
     }
     log_setup(cfg->log_level, cfg->log_format);
     return cfg;
+}
+
+relay_config **command_load_all(const char *path, const char *outbox, const char *command,
+                                size_t *count)
+{
+    if (outbox) {
+        relay_config *cfg = command_load_config(path, outbox, command);
+        if (!cfg)
+            return NULL;
+        relay_config **one = malloc(sizeof *one);
+        one[0] = cfg;
+        *count = 1;
+        return one;
+    }
+    if (!path) {
+        fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
+        return NULL;
+    }
+    char err[1024];
+    relay_config **cfgs = config_load_all(path, count, err, sizeof err);
+    if (!cfgs) {
+        fprintf(stderr, "outbox-relay: config error: %s\n", err);
+        return NULL;
+    }
+    log_setup(cfgs[0]->log_level, cfgs[0]->log_format);
+    return cfgs;
 }
 
 PGconn *command_connect(const relay_config *cfg)

@@ -8,9 +8,14 @@
 
 #include "config.h"
 
-/* Loads the config at path (NULL: says -c is missing) and sets the log up
- * from it; NULL after saying why on stderr. */
-relay_config *command_load_config(const char *path, const char *command);
+/* Loads the config at path (NULL: says -c is missing), of its source named
+ * outbox (NULL: its only one), and sets the log up from it; NULL after saying
+ * why on stderr. */
+relay_config *command_load_config(const char *path, const char *outbox, const char *command);
+/* Every source of the config (only the one outbox names, when not NULL), its
+ * log set up; NULL (said on stderr) when it cannot be loaded. */
+relay_config **command_load_all(const char *path, const char *outbox, const char *command,
+                                size_t *count);
 /* A session, or NULL after saying why on stderr. */
 PGconn *command_connect(const relay_config *cfg);
 

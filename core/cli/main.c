@@ -68,6 +68,10 @@ static const char usage_text[] =
     "                               run the driver conformance checks\n"
     "\n"
     "Options:\n"
+    "  --outbox NAME                with a config that lists sources: only that one\n"
+    "                               (run, status, init-db, check-config, pause and\n"
+    "                               resume take every source without it; requeue,\n"
+    "                               purge and replay need it)\n"
     "  -h, --help                   this text\n"
     "  -V, --version                version and driver ABI\n"
     "\n"
@@ -81,6 +85,7 @@ typedef struct cli {
     int drain, json, all, verbose, reset_slot, print, inbox;
     int watch;                   /* status --watch: seconds between reports, 0: once */
     const char *output, *reason; /* pause, resume: --output NAME, --reason TEXT */
+    const char *outbox;          /* --outbox NAME: one source of the config's sources */
     int source;                  /* pause, resume: --source */
     int first_arg;               /* index of the first positional argument after options */
 } cli;
@@ -100,6 +105,7 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"output", required_argument, NULL, 'O'},
                                              {"source", no_argument, NULL, 'S'},
                                              {"reason", required_argument, NULL, 'r'},
+                                             {"outbox", required_argument, NULL, 'b'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int opt;
@@ -119,6 +125,7 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'O': c->output = optarg; break;
         case 'S': c->source = 1; break;
         case 'r': c->reason = optarg; break;
+        case 'b': c->outbox = optarg; break;
         case 'h': fputs(usage_text, stdout); exit(0);
         default: return -1;
         }
@@ -129,7 +136,7 @@ static int parse_options(int argc, char **argv, cli *c)
 
 static relay_config *load_config(const cli *c, const char *command)
 {
-    return command_load_config(c->config, command);
+    return command_load_config(c->config, c->outbox, command);
 }
 
 static void ignore_completion(void *arg, uint64_t token, obx_status status, int code,
@@ -251,11 +258,12 @@ int main(int argc, char **argv)
     char **args = argv + 1 + c.first_arg;
     if (!strcmp(command, "drivers")) {
         const char *dir = c.drivers_dir;
-        relay_config *cfg = NULL;
-        if (!dir && c.config && !(cfg = load_config(&c, command)))
+        size_t count = 0;
+        relay_config **cfgs = NULL; /* every source loads from one drivers_dir */
+        if (!dir && c.config && !(cfgs = command_load_all(c.config, NULL, command, &count)))
             return 2;
-        int rc = list_drivers(dir ? dir : cfg ? cfg->drivers_dir : NULL, c.verbose);
-        config_free(cfg);
+        int rc = list_drivers(dir ? dir : cfgs ? cfgs[0]->drivers_dir : NULL, c.verbose);
+        config_free_all(cfgs, count);
         return rc;
     }
     int known = !strcmp(command, "run") || !strcmp(command, "init-db") ||
@@ -297,24 +305,37 @@ int main(int argc, char **argv)
         fprintf(stderr, "outbox-relay %s: unexpected argument \"%s\"\n", command, args[0]);
         return 2;
     }
-    relay_config *cfg = load_config(&c, command);
-    if (!cfg)
+    if (!strcmp(command, "requeue")) {
+        relay_config *cfg = load_config(&c, command);
+        if (!cfg)
+            return 2;
+        int rc = command_requeue(cfg, c.all, args, positional);
+        config_free(cfg);
+        return rc;
+    }
+    size_t count = 0;
+    relay_config **cfgs = command_load_all(c.config, c.outbox, command, &count);
+    if (!cfgs)
         return 2;
-    int rc;
     if (!strcmp(command, "run"))
-        rc = engine_run(cfg, c.drain);
-    else if (!strcmp(command, "init-db"))
-        rc = command_init_db(cfg, c.reset_slot, c.inbox);
-    else if (!strcmp(command, "check-config"))
-        rc = check_config(cfg, c.print);
-    else if (!strcmp(command, "reload"))
-        rc = reload_signal_relays(cfg->path);
-    else if (pausing)
-        rc = command_pause(cfg, !strcmp(command, "pause"), c.output, c.source, c.reason);
+        return engine_run(cfgs, count, c.drain); /* it takes cfgs */
+    int rc = 0;
+    if (!strcmp(command, "reload"))
+        rc = reload_signal_relays(cfgs[0]->path);
     else if (!strcmp(command, "status"))
-        rc = command_status(cfg, c.json, c.watch);
-    else
-        rc = command_requeue(cfg, c.all, args, positional);
-    config_free(cfg);
+        rc = command_status(cfgs, count, c.json, c.watch);
+    /* the others: each source in turn, the worst exit code */
+    for (size_t i = 0; i < count && strcmp(command, "reload") && strcmp(command, "status"); i++) {
+        const relay_config *cfg = cfgs[i];
+        if (cfg->source_name && count > 1)
+            printf("source %s: ", cfg->source_name);
+        int one = !strcmp(command, "init-db")        ? command_init_db(cfg, c.reset_slot, c.inbox)
+                  : !strcmp(command, "check-config") ? check_config(cfg, c.print)
+                                                     : command_pause(cfg, !strcmp(command, "pause"),
+                                                                     c.output, c.source, c.reason);
+        fflush(stdout);
+        rc = one > rc ? one : rc;
+    }
+    config_free_all(cfgs, count);
     return rc;
 }

@@ -18,7 +18,7 @@
 enum { P_KEY, P_EVENT_ID, P_EVENT_TYPE, P_AGGREGATE_TYPE, P_ERROR };
 
 typedef struct purge_args {
-    const char *config, *older_than;
+    const char *config, *outbox, *older_than;
     char **ids;
     int id_count, all, dry_run;
     long route; /* 1-based; 0: any */
@@ -28,7 +28,7 @@ static int usage(const char *why)
 {
     fprintf(stderr,
             "outbox-relay purge: %s\nusage: outbox-relay purge -c FILE (--id EVENT_ID... | "
-            "--older-than INTERVAL | --route N | --all) [--dry-run]\n",
+            "--older-than INTERVAL | --route N | --all) [--dry-run] [--outbox NAME]\n",
             why);
     return 2;
 }
@@ -41,6 +41,7 @@ static int parse(int argc, char **argv, purge_args *a)
                                              {"route", required_argument, NULL, 'r'},
                                              {"all", no_argument, NULL, 'a'},
                                              {"dry-run", no_argument, NULL, 'n'},
+                                             {"outbox", required_argument, NULL, 'b'},
                                              {NULL, 0, NULL, 0}};
     a->ids = calloc((size_t)argc, sizeof *a->ids);
     const char *route = NULL;
@@ -54,6 +55,7 @@ static int parse(int argc, char **argv, purge_args *a)
         case 'r': route = optarg; break;
         case 'a': a->all = 1; break;
         case 'n': a->dry_run = 1; break;
+        case 'b': a->outbox = optarg; break;
         default: return usage("bad option");
         }
     }
@@ -171,7 +173,7 @@ int purge_main(int argc, char **argv)
 {
     purge_args a = {0};
     int rc = parse(argc, argv, &a);
-    relay_config *cfg = rc == 0 ? command_load_config(a.config, "purge") : NULL;
+    relay_config *cfg = rc == 0 ? command_load_config(a.config, a.outbox, "purge") : NULL;
     if (rc == 0 && !cfg)
         rc = 2;
     if (rc == 0 && a.route > (long)cfg->route_count) {

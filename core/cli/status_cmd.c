@@ -20,6 +20,10 @@ static int report(const relay_config *cfg, PGconn **conn, int json)
         return 1;
     }
     json_t *o = json ? json_object() : NULL;
+    if (o && cfg->source_name)
+        json_object_set_new(o, "source", json_string(cfg->source_name));
+    else if (cfg->source_name)
+        printf("source %s\n", cfg->source_name);
     int rc = source_for(cfg)->status(*conn, cfg, o);
     if (rc == 0) {
         rc = o ? control_json(*conn, cfg, o, err, sizeof err)
@@ -48,12 +52,27 @@ static void on_interrupt(int sig)
     interrupted = 1;
 }
 
-int command_status(const relay_config *cfg, int json, int watch_seconds)
+/* Every source's report, each on its own connection; 1 if one failed. */
+static int report_all(relay_config *const *cfgs, size_t count, PGconn **conns, int json)
 {
-    PGconn *conn = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (i && !json)
+            putchar('\n');
+        rc |= report(cfgs[i], &conns[i], json);
+    }
+    return rc;
+}
+
+int command_status(relay_config *const *cfgs, size_t count, int json, int watch_seconds)
+{
+    PGconn *conns[count];
+    memset(conns, 0, sizeof conns);
+    int rc = 0;
     if (watch_seconds <= 0) {
-        int rc = report(cfg, &conn, json);
-        PQfinish(conn);
+        rc = report_all(cfgs, count, conns, json);
+        for (size_t i = 0; i < count; i++)
+            PQfinish(conns[i]);
         return rc;
     }
     /* a handler, not the default action: a shell starts background commands
@@ -72,11 +91,12 @@ int command_status(const relay_config *cfg, int json, int watch_seconds)
             strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
             printf("outbox-relay status at %s (every %d s; Ctrl-C stops)\n", now, watch_seconds);
         }
-        report(cfg, &conn, json);
+        report_all(cfgs, count, conns, json);
         fflush(stdout);
         for (int left = watch_seconds * 10; left > 0 && !interrupted; left--)
             usleep(100000);
     }
-    PQfinish(conn);
+    for (size_t i = 0; i < count; i++)
+        PQfinish(conns[i]);
     return 0;
 }

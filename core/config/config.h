@@ -96,6 +96,7 @@ typedef struct cfg_columns {
 
 typedef struct relay_config {
     char *path;
+    char *source_name; /* its entry's name in `sources`; NULL: the file lists none */
 
     char *conninfo; /* secret: may hold a password, never printed unmasked */
     char *schema;   /* "public" by default */
@@ -162,7 +163,14 @@ typedef struct relay_config {
 
 /* Loads and validates path. On error returns NULL and writes
  * "FILE:LINE: what is wrong" to err (never a secret value). */
+/* The config of the file's one outbox (a file without `sources`, or with
+ * one), or of its source named name (NULL: the only one). */
 relay_config *config_load(const char *path, char *err, size_t err_size);
+relay_config *config_load_source(const char *path, const char *name, char *err, size_t err_size);
+/* Every source's config, in the file's order (one when it lists none);
+ * NULL with err on an error. config_free_all frees them and the array. */
+relay_config **config_load_all(const char *path, size_t *count, char *err, size_t err_size);
+void config_free_all(relay_config **cfgs, size_t count);
 void config_free(relay_config *cfg);
 
 /* The mapped name of column name[0..len) (a CFG_COLUMNS name), or NULL. */

@@ -11,15 +11,9 @@
 #include "config_read.h"
 #include "settings.h"
 
-relay_config *config_load(const char *path, char *err, size_t err_size)
+/* Parses path into lc; -1 with err (FILE:LINE: what) when it cannot. */
+static int read_file(config_t *lc, const char *path, char *err, size_t err_size)
 {
-    static const char *const keys[] = {"database", "relay",  "log",         "metrics", "admin",
-                                       "outputs",  "routes", "dead_letter", "tracing", NULL};
-    relay_config *cfg = calloc(1, sizeof *cfg);
-    cfg->path = strdup(path);
-    settings_set_defaults(cfg);
-    cfg_reader st = {cfg, err, err_size, 0};
-
     /* anyone who can write the config chooses the drivers the relay loads */
     struct stat sb;
     if (stat(path, &sb) == 0 && (sb.st_mode & S_IWOTH)) {
@@ -27,11 +21,8 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
                  "%s: the config file is writable by every user (mode %03o): whoever can write it "
                  "chooses the code the relay loads; chmod o-w it",
                  path, (unsigned)(sb.st_mode & 0777));
-        config_free(cfg);
-        return NULL;
+        return -1;
     }
-    config_t lc;
-    config_init(&lc);
     /* @include "x.cfg" is read beside this file, wherever the relay starts */
     char dir[4096];
     const char *slash = strrchr(path, '/');
@@ -40,21 +31,37 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
              : slash == path ? 1
                              : (int)(slash - path),
              slash ? path : ".");
-    config_set_include_dir(&lc, dir);
-    if (!config_read_file(&lc, path)) {
-        if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
-            snprintf(err, err_size, "%s: cannot read config file", path);
-        else
-            snprintf(err, err_size, "%s:%d: %s",
-                     config_error_file(&lc) ? config_error_file(&lc) : path, config_error_line(&lc),
-                     config_error_text(&lc));
-        config_destroy(&lc);
-        config_free(cfg);
-        return NULL;
-    }
-    const config_setting_t *root = config_root_setting(&lc);
-    if (cfg_check_keys(&st, root, "the top level", keys) == 0) {
-        settings_load(&st, root);
+    config_set_include_dir(lc, dir);
+    if (config_read_file(lc, path))
+        return 0;
+    if (config_error_type(lc) == CONFIG_ERR_FILE_IO)
+        snprintf(err, err_size, "%s: cannot read config file", path);
+    else
+        snprintf(err, err_size, "%s:%d: %s",
+                 config_error_file(lc) ? config_error_file(lc) : path, config_error_line(lc),
+                 config_error_text(lc));
+    return -1;
+}
+
+/* One outbox's config: the file's top level, with entry's (a member of
+ * `sources`, or NULL) database and relay settings over it. */
+static relay_config *load_one(const config_setting_t *root, const config_setting_t *entry,
+                              const char *path, char *err, size_t err_size)
+{
+    static const char *const keys[] = {"database", "relay",  "log",         "metrics", "admin",
+                                       "outputs",  "routes", "dead_letter", "tracing", "sources",
+                                       NULL};
+    static const char *const entry_keys[] = {"name", "database", "relay", NULL};
+    relay_config *cfg = calloc(1, sizeof *cfg);
+    cfg->path = strdup(path);
+    settings_set_defaults(cfg);
+    cfg_reader st = {cfg, err, err_size, 0};
+    if (cfg_check_keys(&st, root, "the top level", keys) == 0 &&
+        cfg_check_keys(&st, entry, "a source of sources", entry_keys) == 0) {
+        if (entry && cfg_get_string(&st, entry, "name", &cfg->source_name, 0) == 0)
+            cfg_fail(&st, entry, "a source of sources has no name: { name = \"orders\"; ... }");
+        if (!st.failed)
+            settings_load(&st, root, entry);
         if (!st.failed)
             config_load_outputs(&st, cfg_member(root, "outputs"));
         if (!st.failed)
@@ -62,12 +69,134 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
         if (!st.failed)
             config_load_dead_letter(&st, cfg_member(root, "dead_letter"));
     }
-    config_destroy(&lc);
     if (st.failed) {
         config_free(cfg);
         return NULL;
     }
     return cfg;
+}
+
+static int same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Two sources may not share a name, a table, or a database's slot. */
+static int check_distinct(relay_config **cfgs, size_t count, const config_setting_t *list,
+                          char *err, size_t err_size)
+{
+    for (size_t i = 0; i < count; i++) {
+        const char *name = cfgs[i]->source_name;
+        int line = config_setting_source_line(config_setting_get_elem(list, (unsigned)i));
+        if (!name[0] || strlen(name) > 64 ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+                strlen(name)) {
+            snprintf(err, err_size,
+                     "%s:%d: source name \"%s\": 1 to 64 letters, digits, '_', '.' or '-' (it is "
+                     "a metrics label and a command-line word)",
+                     cfgs[i]->path, line, name);
+            return -1;
+        }
+        for (size_t j = 0; j < i; j++) {
+            const relay_config *a = cfgs[j], *b = cfgs[i];
+            const char *clash = NULL;
+            if (strcmp(a->source_name, b->source_name) == 0)
+                clash = "have the same name";
+            else if (same(a->conninfo, b->conninfo) && same(a->schema, b->schema) &&
+                     same(a->table, b->table))
+                clash = "relay the same table (each event would go out once per source)";
+            else if (a->source == SOURCE_WAL && b->source == SOURCE_WAL &&
+                     same(a->conninfo, b->conninfo) && same(a->wal_slot, b->wal_slot))
+                clash = "stream the same slot (set relay.wal.slot in one of them)";
+            if (clash) {
+                snprintf(err, err_size, "%s:%d: sources %s and %s %s", b->path, line,
+                         a->source_name, b->source_name, clash);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+relay_config **config_load_all(const char *path, size_t *count, char *err, size_t err_size)
+{
+    config_t lc;
+    config_init(&lc);
+    *count = 0;
+    if (read_file(&lc, path, err, err_size) < 0) {
+        config_destroy(&lc);
+        return NULL;
+    }
+    const config_setting_t *root = config_root_setting(&lc);
+    const config_setting_t *list = cfg_member(root, "sources");
+    int n = list ? config_setting_length(list) : 1;
+    relay_config **cfgs = calloc((size_t)(n > 0 ? n : 1), sizeof *cfgs);
+    if (list && (!config_setting_is_list(list) || n == 0)) {
+        snprintf(err, err_size,
+                 "%s:%d: sources must be a non-empty list of outboxes: sources = ( { name = "
+                 "\"orders\"; database = { ... }; relay = { ... }; }, ... );",
+                 path, config_setting_source_line(list));
+        n = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *entry = list ? config_setting_get_elem(list, (unsigned)i) : NULL;
+        if (!(cfgs[i] = load_one(root, entry, path, err, err_size)))
+            n = -1;
+        else
+            *count = (size_t)i + 1;
+    }
+    if (n > 0 && list && check_distinct(cfgs, *count, list, err, err_size) < 0)
+        n = -1;
+    config_destroy(&lc);
+    if (n < 0) {
+        config_free_all(cfgs, *count);
+        *count = 0;
+        return NULL;
+    }
+    return cfgs;
+}
+
+void config_free_all(relay_config **cfgs, size_t count)
+{
+    for (size_t i = 0; cfgs && i < count; i++)
+        config_free(cfgs[i]);
+    free(cfgs);
+}
+
+relay_config *config_load_source(const char *path, const char *name, char *err, size_t err_size)
+{
+    size_t count;
+    relay_config **cfgs = config_load_all(path, &count, err, err_size);
+    if (!cfgs)
+        return NULL;
+    relay_config *found = NULL;
+    for (size_t i = 0; i < count && !found; i++)
+        if (name ? cfgs[i]->source_name && strcmp(cfgs[i]->source_name, name) == 0 : count == 1)
+            found = cfgs[i];
+    if (!found) {
+        char names[512] = "";
+        for (size_t i = 0; i < count; i++) {
+            size_t len = strlen(names);
+            snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                     cfgs[i]->source_name ? cfgs[i]->source_name : "(none)");
+        }
+        if (name)
+            snprintf(err, err_size, "%s: no source named \"%s\" (its sources: %s)", path, name,
+                     names);
+        else
+            snprintf(err, err_size, "%s lists %zu sources (%s): choose one with --outbox NAME",
+                     path, count, names);
+    }
+    for (size_t i = 0; i < count; i++)
+        if (cfgs[i] != found)
+            config_free(cfgs[i]);
+    free(cfgs);
+    return found;
+}
+
+relay_config *config_load(const char *path, char *err, size_t err_size)
+{
+    return config_load_source(path, NULL, err, err_size);
 }
 
 void config_free(relay_config *cfg)
@@ -114,6 +243,7 @@ void config_free(relay_config *cfg)
     free(cfg->dead_letter_output);
     free(cfg->dead_letter_destination);
     free(cfg->path);
+    free(cfg->source_name);
     free(cfg);
 }
 

@@ -68,8 +68,9 @@ void settings_set_defaults(relay_config *cfg);
 void settings_free(relay_config *cfg);
 
 /* Reads every section of the table from root (the file's top level):
- * known keys, types, ranges, choices, required values and checks. */
-void settings_load(cfg_reader *st, const config_setting_t *root);
+ * known keys, types, ranges, choices, required values and checks. A value
+ * the overlay (a source of `sources`, or NULL) sets wins over root's. */
+void settings_load(cfg_reader *st, const config_setting_t *root, const config_setting_t *overlay);
 
 /* Puts back, in cfg, the running value of each fixed setting that differs
  * in it, calling kept(path) for each (never with the value: the conninfo

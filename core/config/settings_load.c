@@ -100,47 +100,62 @@ static int read_row(cfg_reader *st, const config_setting_t *group, const setting
     return r;
 }
 
-/* The section's keys, then each row's value, then the checks of the values
- * the file set: the order the first error is found in. */
-static int load_section(cfg_reader *st, const config_setting_t *root, const setting_section *sec)
+/* The group that supplies def's value: the overlay's when it sets it. */
+static const config_setting_t *supplier(const config_setting_t *group,
+                                        const config_setting_t *over, const setting_def *def)
+{
+    return cfg_member(over, def->key) ? over : group;
+}
+
+/* The section's keys, then each row's value (the overlay's, a source's
+ * override, before the file's top level), then the checks of the values the
+ * file set: the order the first error is found in. */
+static int load_section(cfg_reader *st, const config_setting_t *root,
+                        const config_setting_t *overlay, const setting_section *sec)
 {
     size_t n;
     const setting_def *t = settings_table(&n);
     const config_setting_t *group = group_at(root, sec->path);
-    if (!group && sec->missing)
+    const config_setting_t *over = overlay ? group_at(overlay, sec->path) : NULL;
+    if (!group && !over && sec->missing)
         return cfg_fail(st, NULL, "%s", sec->missing);
-    if (group && sec->shape && !config_setting_is_group(group))
-        return cfg_fail(st, group, "%s must be a group %s", sec->path, sec->shape);
     const char *keys[CFG_SETTINGS_MAX + 16];
     known_keys(sec->path, keys, sizeof keys / sizeof keys[0]);
-    if (cfg_check_keys(st, group, sec->path, keys) < 0)
-        return -1;
-    for (size_t i = 0; group && i < n; i++)
-        if (strcmp(t[i].section, sec->path) == 0 && t[i].required && !cfg_member(group, t[i].key))
-            return cfg_fail(st, group, "%s", t[i].required);
+    for (int layer = 0; layer < 2; layer++) {
+        const config_setting_t *g = layer ? over : group;
+        if (g && sec->shape && !config_setting_is_group(g))
+            return cfg_fail(st, g, "%s must be a group %s", sec->path, sec->shape);
+        if (cfg_check_keys(st, g, sec->path, keys) < 0)
+            return -1;
+    }
+    for (size_t i = 0; (group || over) && i < n; i++)
+        if (strcmp(t[i].section, sec->path) == 0 && t[i].required &&
+            !cfg_member(group, t[i].key) && !cfg_member(over, t[i].key))
+            return cfg_fail(st, over ? over : group, "%s", t[i].required);
     for (size_t i = 0; i < n; i++) {
         if (strcmp(t[i].section, sec->path) != 0)
             continue;
-        int r = read_row(st, group, &t[i]);
+        int r = read_row(st, supplier(group, over, &t[i]), &t[i]);
         if (r < 0)
             return -1;
         st->cfg->from_file[i] = r > 0;
     }
     for (size_t i = 0; i < n; i++)
         if (st->cfg->from_file[i] && t[i].check && strcmp(t[i].section, sec->path) == 0 &&
-            t[i].check(st, cfg_member(group, t[i].key), &t[i], slot_of(st->cfg, &t[i])) < 0)
+            t[i].check(st, cfg_member(supplier(group, over, &t[i]), t[i].key), &t[i],
+                       slot_of(st->cfg, &t[i])) < 0)
             return -1;
     if (sec->after)
-        sec->after(st, group);
+        sec->after(st, over ? over : group);
     return st->failed ? -1 : 0;
 }
 
-void settings_load(cfg_reader *st, const config_setting_t *root)
+void settings_load(cfg_reader *st, const config_setting_t *root, const config_setting_t *overlay)
 {
     size_t ns;
     const setting_section *s = settings_sections(&ns);
     for (size_t i = 0; i < ns && !st->failed; i++)
-        load_section(st, root, &s[i]);
+        load_section(st, root, overlay, &s[i]);
 }
 
 static int same_text(const char *a, const char *b)

@@ -346,6 +346,7 @@ void *dead_forward_main(void *arg)
     forwarder *f = calloc(1, sizeof *f);
     f->st = arg;
     f->cfg = f->st->cfg;
+    log_thread_source(f->cfg->source_name);
     f->read_sql = make_read_sql(f->cfg, f->st->payload);
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->answered, NULL);

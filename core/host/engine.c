@@ -9,22 +9,17 @@
 #include <unistd.h>
 
 #include "admin.h"
-#include "backlog.h"
-#include "db.h"
-#include "dead_forward.h"
+#include "counters.h"
 #include "log.h"
 #include "metrics.h"
-#include "service_notify.h"
-#include "queries.h"
+#include "outbox_run.h"
 #include "reload.h"
-#include "schema.h"
-#include "relay_state.h"
-#include "counters.h"
-#include "source.h"
+#include "service_notify.h"
+#include "source_set.h"
 #include "tracing.h"
 
-static relay_state *running;         /* for the signal handler */
-static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
+static atomic_llong stop_signal_ms; /* a stop signal's time, for the engine's thread to pass on */
+static long long first_signal_ms;   /* written only by on_signal, which blocks the others */
 static volatile sig_atomic_t hangup; /* SIGHUP seen, the reload not yet done */
 
 /* Within this time a second signal is the same request delivered twice: GNU
@@ -47,8 +42,8 @@ static void on_signal(int sig)
         (void)rc;
         _exit(130);
     }
-    if (running)
-        state_request_stop(running, now);
+    long long none = 0;
+    atomic_compare_exchange_strong(&stop_signal_ms, &none, now);
 }
 
 /* STOPPING=1 once, when the stop is first seen (or the workers ended). */
@@ -75,179 +70,263 @@ static void install_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-/* Checks what `run` needs before any worker starts: the database, the
- * schema, and the payload column's type (written to type). */
-static int preflight(relay_state *st, char *type, size_t type_size)
+/* The process's runs, in the config's order (ended ones kept for the exit code). */
+typedef struct engine {
+    outbox_run **runs;
+    size_t count, cap;
+    source_set set;
+    const char *path;
+} engine;
+
+static void engine_add(engine *e, outbox_run *r)
 {
-    char err[1024];
-    PGconn *conn = db_connect(st->cfg, "outbox-relay", err, sizeof err);
-    if (!conn) {
-        log_error("%s", err);
-        return -1;
+    if (e->count == e->cap) {
+        e->cap = e->cap ? e->cap * 2 : 8;
+        e->runs = realloc(e->runs, e->cap * sizeof *e->runs);
     }
-    int rc = schema_check(conn, st->cfg, err, sizeof err);
-    if (rc == 0)
-        rc = schema_payload_type(conn, st->cfg, type, type_size, err, sizeof err);
-    if (rc == 0)
-        rc = queries_prepare(conn, st->cfg, type, err, sizeof err);
-    PQfinish(conn);
-    if (rc < 0) {
-        log_error("%s", err);
-        return -1;
-    }
-    st->payload = payload_kind_of(type);
-    return 0;
+    e->runs[e->count++] = r;
+    source_set_add(&e->set, r->st);
 }
 
-/* Generation 0: the config as started, its drivers loaded and checked. */
-static int load_drivers(relay_state *st)
+/* A source whose database cannot be reached at start is tried again this often. */
+#define START_RETRY_MS 5000
+
+static void start_or_wait(outbox_run *r)
 {
-    char err[1024];
-    pthread_mutex_init(&st->gen_lock, NULL);
-    pauses_init(&st->pauses);
-    st->gen = gen_new((relay_config *)st->cfg, 0, 0, err, sizeof err);
-    if (!st->gen) {
-        log_error("%s", err);
-        return 2;
-    }
-    return 0;
+    if (run_start(r) == 0)
+        return;
+    r->retry_at_ms = now_ms() + START_RETRY_MS;
+    speak_for(r);
+    log_warn("not started: trying again in %d s; the other sources run meanwhile",
+             START_RETRY_MS / 1000);
+    speak_for(NULL);
 }
 
-static void unload_drivers(relay_state *st)
+static outbox_run *find_run(engine *e, const char *name)
 {
-    gen_release(st->gen); /* the last user: workers have let go */
-    st->gen = NULL;
-    pthread_mutex_destroy(&st->gen_lock);
-    pauses_destroy(&st->pauses);
+    for (size_t i = 0; i < e->count; i++)
+        if (!e->runs[i]->ended && !atomic_load(&e->runs[i]->st->stop) &&
+            strcmp(e->runs[i]->st->cfg->source_name, name) == 0)
+            return e->runs[i];
+    return NULL;
+}
+
+/* SIGHUP with sources: each running one takes its new generation (reload.c),
+ * one no longer listed stops, one newly listed starts. */
+static int reload_sources(engine *e)
+{
+    char err[1024];
+    size_t n;
+    log_info("reload: reading %s", e->path);
+    relay_config **cfgs = config_load_all(e->path, &n, err, sizeof err);
+    if (!cfgs) {
+        log_error("reload refused: %s; the running sources stay as they are", err);
+        return -1;
+    }
+    if (!cfgs[0]->source_name) {
+        log_error("reload refused: %s no longer lists sources; restart to relay its one outbox",
+                  e->path);
+        config_free_all(cfgs, n);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < e->count; i++) {
+        outbox_run *r = e->runs[i];
+        size_t k = 0;
+        while (k < n && strcmp(cfgs[k]->source_name, r->st->cfg->source_name) != 0)
+            k++;
+        if (r->ended || atomic_load(&r->st->stop))
+            continue;
+        speak_for(r);
+        if (k == n) {
+            log_info("reload: no longer listed: stopping this source");
+            state_request_stop(r->st, now_ms());
+        } else if (reload_config(r->st) < 0) {
+            rc = -1;
+        }
+        speak_for(NULL);
+    }
+    for (size_t k = 0; k < n; k++) {
+        relay_config *cfg = cfgs[k];
+        cfgs[k] = NULL;
+        if (find_run(e, cfg->source_name)) {
+            config_free(cfg);
+            continue;
+        }
+        log_info("reload: source %s is new: starting it", cfg->source_name);
+        outbox_run *r = run_new(cfg, 0);
+        if (!r) {
+            rc = -1;
+            continue;
+        }
+        engine_add(e, r);
+        start_or_wait(r);
+    }
+    config_free_all(cfgs, 0);
+    return rc;
 }
 
 /* SIGHUP: a new config generation, unless stopping; systemd hears
  * RELOADING=1 then READY=1 either way. */
-static void reload(relay_state *st)
+static void reload(engine *e)
 {
-    if (atomic_load(&st->stop))
-        return;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     char msg[96];
     snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%lld",
              (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
     notify_send(msg);
-    int rc = reload_config(st);
-    snprintf(msg, sizeof msg, "READY=1\nSTATUS=relaying: config generation %ld%s",
-             atomic_load(&st->gen_number), rc < 0 ? " (the last reload was refused)" : "");
+    int rc = e->set.labelled ? reload_sources(e) : reload_config(e->runs[0]->st);
+    long number = e->set.labelled ? 0 : atomic_load(&e->runs[0]->st->gen_number);
+    if (e->set.labelled)
+        snprintf(msg, sizeof msg, "READY=1\nSTATUS=relaying%s",
+                 rc < 0 ? " (the last reload was refused, in part)" : "");
+    else
+        snprintf(msg, sizeof msg, "READY=1\nSTATUS=relaying: config generation %ld%s", number,
+                 rc < 0 ? " (the last reload was refused)" : "");
     notify_send(msg);
 }
 
 /* After the deadline, what a source still runs may take this long: the
  * statement that releases its in-flight rows is the one a stop waits for. */
 #define RELEASE_GRACE_MS 500
+/* How often the engine's thread looks at the runs, signals and the watchdog. */
+#define TICK_MS 50
 
-/* Runs the source until its threads end; this thread serves the service
- * manager, SIGHUP (a new config generation, which the source takes between
- * rounds) and the stop's deadline, and the backlog poller runs beside
- * (/readyz's database check and the backlog gauges). */
-static void run_source(relay_state *st, const source_ops *src, const char *payload_type)
+/* One look at every run: ended threads are joined, a stop is passed on (and
+ * its deadline), a source waiting for its database is tried again. Returns
+ * how many runs are still live. */
+static size_t tick(engine *e)
 {
-    void *run = src->start(st, payload_type);
-    pthread_t poller;
-    pthread_create(&poller, NULL, backlog_main, st); /* operator pauses, and metrics' backlog */
-    pthread_t forwarder;
-    int dead_letters = 0; /* a dead_letter group, the global one or a route's, names an output */
-    for (size_t i = 0; i < st->cfg->output_count; i++)
-        dead_letters |= st->cfg->outputs[i].dead_letter;
-    int forwarding = dead_letters && pthread_create(&forwarder, NULL, dead_forward_main, st) == 0;
-    if (dead_letters && !forwarding)
-        log_error("dead-letter output: cannot start its thread; dead events stay in the database");
-    while (!src->join(run, 50)) {
-        config_gen *gen = state_take_gen(st);
-        int stalled = counters_stalled(st->metrics, gen->cfg, now_ms());
-        gen_release(gen);
-        if (!stalled) /* a stuck thread lets the service manager's watchdog restart us */
-            notify_watchdog(now_ms());
-        if (hangup) {
-            hangup = 0;
-            reload(st);
-        }
-        if (!atomic_load(&st->stop))
+    size_t live = 0;
+    long long signalled = atomic_load(&stop_signal_ms);
+    int stalled = 0;
+    for (size_t i = 0; i < e->count; i++) {
+        outbox_run *r = e->runs[i];
+        relay_state *st = r->st;
+        if (r->ended)
             continue;
-        notify_stopping();
-        if (src->stopping)
-            src->stopping(run, now_ms() >= atomic_load(&st->stop_at_ms) +
-                                               st->cfg->shutdown_timeout_ms + RELEASE_GRACE_MS);
+        if (signalled)
+            state_request_stop(st, signalled);
+        if (!r->run) {
+            if (atomic_load(&st->stop))
+                r->ended = 1;
+            else if (now_ms() >= r->retry_at_ms)
+                start_or_wait(r);
+        } else if (r->src->join(r->run, 0)) {
+            run_end(r);
+        } else {
+            config_gen *gen = state_take_gen(st);
+            stalled |= counters_stalled(st->metrics, gen->cfg, now_ms());
+            gen_release(gen);
+            if (atomic_load(&st->stop)) {
+                notify_stopping();
+                if (r->src->stopping)
+                    r->src->stopping(r->run, now_ms() >= atomic_load(&st->stop_at_ms) +
+                                                           st->cfg->shutdown_timeout_ms +
+                                                           RELEASE_GRACE_MS);
+            }
+        }
+        if (r->ended)
+            source_set_remove(&e->set, st);
+        else
+            live++;
     }
-    notify_stopping();
-    state_request_stop(st, now_ms());
-    pthread_join(poller, NULL);
-    if (forwarding)
-        pthread_join(forwarder, NULL);
-    src->finish(run);
+    if (!stalled) /* a stuck thread lets the service manager's watchdog restart us */
+        notify_watchdog(now_ms());
+    return live;
 }
 
-int engine_run(const relay_config *cfg, int drain)
+/* Serves the service manager, SIGHUP and stops until every run has ended. */
+static void run_all(engine *e)
+{
+    while (tick(e) > 0) {
+        if (hangup) {
+            hangup = 0;
+            if (!atomic_load(&stop_signal_ms))
+                reload(e);
+        }
+        struct timespec pause = {0, TICK_MS * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    notify_stopping();
+}
+
+/* The process-wide endpoints: metrics, tracing, admin (top: the file's top
+ * level, which every source shares). */
+typedef struct endpoints {
+    metrics_server *metrics;
+    admin_server *admin;
+} endpoints;
+
+static int endpoints_start(endpoints *ep, engine *e, const relay_config *top)
+{
+    char err[512];
+    if (top->metrics_listen &&
+        !(ep->metrics = metrics_start(&e->set, top->metrics_listen, err, sizeof err))) {
+        log_error("%s", err);
+        return 1;
+    }
+    if (tracing_start(top, err, sizeof err) < 0) {
+        log_error("%s", err);
+        return 1;
+    }
+    if (top->admin_listen && !(ep->admin = admin_start(top, err, sizeof err))) {
+        log_error("%s", err);
+        return 2;
+    }
+    return 0;
+}
+
+static void endpoints_stop(endpoints *ep)
+{
+    tracing_stop(); /* the workers have ended: their spans are all queued */
+    admin_stop(ep->admin);
+    metrics_stop(ep->metrics);
+}
+
+int engine_run(relay_config **cfgs, size_t count, int drain)
 {
     notify_init();
-    relay_state *st = calloc(1, sizeof *st);
-    st->cfg = cfg;
-    st->drain = drain;
-    st->metrics = counters_new(cfg);
-
-    const source_ops *src = source_for(cfg);
-    char payload_type[64] = "";
-    int code = load_drivers(st);
-    if (code == 0 && preflight(st, payload_type, sizeof payload_type) < 0)
-        code = 1;
-    if (code == 0 && src->preflight && src->preflight(cfg) < 0)
-        code = 1;
-    metrics_server *metrics = NULL;
-    if (code == 0 && cfg->metrics_listen) {
-        char err[512];
-        if (!(metrics = metrics_start(st, cfg->metrics_listen, err, sizeof err))) {
-            log_error("%s", err);
-            code = 1;
-        }
-    }
-    if (code == 0) {
-        char err[512];
-        if (tracing_start(cfg, err, sizeof err) < 0) {
-            log_error("%s", err);
-            code = 1;
-        }
-    }
-    admin_server *admin = NULL;
-    if (code == 0 && cfg->admin_listen) {
-        char err[512];
-        if (!(admin = admin_start(cfg, err, sizeof err))) {
-            log_error("%s", err);
+    engine e = {0};
+    source_set_init(&e.set, cfgs[0]->source_name != NULL);
+    char *path = strdup(cfgs[0]->path); /* the runs' configs may go at a reload */
+    e.path = path;
+    int code = 0;
+    for (size_t i = 0; i < count; i++) {
+        outbox_run *r = NULL;
+        if (code)
+            config_free(cfgs[i]);
+        else if (!(r = run_new(cfgs[i], drain))) /* it freed cfgs[i] */
             code = 2;
-        }
+        else
+            engine_add(&e, r);
     }
-    if (code != 0) {
-        tracing_stop();
-        metrics_stop(metrics);
-        unload_drivers(st);
-        counters_free(st->metrics);
-        free(st);
-        return code;
+    free(cfgs);
+    /* one outbox: a database it cannot use stops the start, as a config error
+     * would; with sources, that one waits while the others run */
+    for (size_t i = 0; code == 0 && i < e.count; i++) {
+        if (!e.set.labelled && run_start(e.runs[i]) < 0)
+            code = 1;
+        else if (e.set.labelled)
+            start_or_wait(e.runs[i]);
     }
-    running = st;
-    install_signals();
-    char line[256];
-    src->describe(cfg, drain, line, sizeof line);
-    log_info("relay starting: %s", line);
-    run_source(st, src, payload_type);
-    tracing_stop(); /* the workers have ended: their spans are all queued */
-    admin_stop(admin);
-    metrics_stop(metrics);
-    running = NULL;
-    const relay_stats *s = &st->stats;
-    log_info("relay stopped: claimed %lld, published %lld, retried %lld, dead %lld, released %lld, "
-             "deferred %lld",
-             atomic_load(&s->claimed), atomic_load(&s->published), atomic_load(&s->retried),
-             atomic_load(&s->dead), atomic_load(&s->released), atomic_load(&s->deferred));
-    code = atomic_load(&st->failed) ? 1 : 0;
-    unload_drivers(st);
-    counters_free(st->metrics);
-    free(st);
+    endpoints ep = {0};
+    if (code == 0)
+        code = endpoints_start(&ep, &e, e.runs[0]->st->cfg);
+    if (code != 0) /* what started stops at once */
+        atomic_store(&stop_signal_ms, now_ms());
+    else
+        install_signals();
+    run_all(&e);
+    endpoints_stop(&ep);
+    for (size_t i = 0; i < e.count; i++) {
+        if (code == 0 && atomic_load(&e.runs[i]->st->failed))
+            code = 1;
+        run_free(e.runs[i]);
+    }
+    free(e.runs);
+    source_set_destroy(&e.set);
+    free(path);
     return code;
 }

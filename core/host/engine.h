@@ -5,7 +5,9 @@
 
 #include "config.h"
 
-/* Runs until stopped (signal) or drained. Returns the process exit code. */
-int engine_run(const relay_config *cfg, int drain);
+/* Relays every outbox of cfgs (config_load_all's: the file's sources, or
+ * its one outbox; taken, with the array) until stopped (signal) or each is
+ * drained. Returns the process exit code. */
+int engine_run(relay_config **cfgs, size_t count, int drain);
 
 #endif

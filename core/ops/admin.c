@@ -14,7 +14,7 @@
 
 struct admin_server {
     struct MHD_Daemon *daemon;
-    const relay_config *cfg;
+    char *path; /* the config file, read again at each request: reloads add sources */
     char *token;
 };
 
@@ -56,32 +56,60 @@ static int authorized(const admin_server *srv, struct MHD_Connection *conn)
     return diff == 0;
 }
 
-/* Writes the control row on a connection of its own (admin is rare). */
-static enum MHD_Result act(admin_server *srv, struct MHD_Connection *conn, int pause,
-                           const char *output)
+/* Writes the control row of one source on a connection of its own (admin is
+ * rare); 1 when it changed, 0 when it was so already, -1 (logged). */
+static int set_control(const relay_config *cfg, int pause, const char *output, const char *reason)
 {
-    const relay_config *cfg = srv->cfg;
-    int known = !output;
-    for (size_t i = 0; output && i < cfg->output_count; i++)
-        known |= strcmp(cfg->outputs[i].name, output) == 0;
-    if (!known)
-        return reply(conn, MHD_HTTP_NOT_FOUND, "no output \"%s\"\n", output);
-    const char *reason = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "reason");
     char err[512];
     PGconn *db = db_connect(cfg, "outbox-relay admin", err, sizeof err);
     int rc = db ? control_set(db, cfg, output ? CONTROL_OUTPUT : CONTROL_SOURCE,
                               output ? output : "", pause, pause ? reason : NULL, err, sizeof err)
                 : -1;
     PQfinish(db);
-    if (rc < 0) {
-        log_warn("admin: %s failed: %s", pause ? "pause" : "resume", err);
+    if (rc < 0)
+        log_warn("admin: %s%s%s failed: %s", pause ? "pause" : "resume",
+                 cfg->source_name ? " in source " : "",
+                 cfg->source_name ? cfg->source_name : "", err);
+    return rc;
+}
+
+/* Pauses or resumes in every source of the config, or the one ?source= names. */
+static enum MHD_Result act(admin_server *srv, struct MHD_Connection *conn, int pause,
+                           const char *output)
+{
+    char err[1024];
+    size_t count;
+    relay_config **cfgs = config_load_all(srv->path, &count, err, sizeof err);
+    if (!cfgs) {
+        log_warn("admin: cannot read the config: %s", err);
+        return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the config cannot be read: see the log\n");
+    }
+    const char *only = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "source");
+    const char *reason = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "reason");
+    int known = !output, chosen = 0, changed = 0, failed = 0;
+    for (size_t i = 0; output && i < cfgs[0]->output_count; i++) /* outputs are shared */
+        known |= strcmp(cfgs[0]->outputs[i].name, output) == 0;
+    for (size_t i = 0; known && i < count; i++) {
+        if (only && (!cfgs[i]->source_name || strcmp(cfgs[i]->source_name, only) != 0))
+            continue;
+        chosen++;
+        int rc = set_control(cfgs[i], pause, output, reason);
+        failed |= rc < 0;
+        changed |= rc > 0;
+    }
+    config_free_all(cfgs, count);
+    if (!known)
+        return reply(conn, MHD_HTTP_NOT_FOUND, "no output \"%s\"\n", output);
+    if (!chosen)
+        return reply(conn, MHD_HTTP_NOT_FOUND, "no source \"%s\"\n", only);
+    if (failed)
         return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "%s failed: the database: see the log\n",
                      pause ? "pause" : "resume");
-    }
-    log_info("admin: %s%s %s%s", output ? "output " : "the source", output ? output : "",
-             pause ? "paused" : "resumed", rc ? "" : " (already so)");
+    log_info("admin: %s%s %s%s%s%s", output ? "output " : "the source", output ? output : "",
+             pause ? "paused" : "resumed", only ? " in source " : "", only ? only : "",
+             changed ? "" : " (already so)");
     return reply(conn, MHD_HTTP_OK, "%s%s %s%s\n", output ? "output " : "the source",
-                 output ? output : "", pause ? "paused" : "resumed", rc ? "" : " already");
+                 output ? output : "", pause ? "paused" : "resumed", changed ? "" : " already");
 }
 
 static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
@@ -127,7 +155,7 @@ admin_server *admin_start(const relay_config *cfg, char *err, size_t err_size)
     if (listen_parse(cfg->admin_listen, &addr, err, err_size) < 0)
         return NULL;
     admin_server *srv = calloc(1, sizeof *srv);
-    srv->cfg = cfg;
+    srv->path = strdup(cfg->path);
     srv->token = strdup(token);
     srv->daemon =
         MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD, ntohs(addr.sin_port), NULL, NULL, serve, srv,
@@ -149,5 +177,6 @@ void admin_stop(admin_server *srv)
     if (srv->daemon)
         MHD_stop_daemon(srv->daemon);
     free(srv->token);
+    free(srv->path);
     free(srv);
 }

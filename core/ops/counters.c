@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "log.h"
 #include "outcome.h"
 #include "route.h"
 
@@ -128,6 +129,7 @@ void counters_thread_register(relay_metrics *m, int slot)
     int mine = m && slot >= 0 && slot < m->beat_count;
     my_beat = mine ? &m->beats[slot] : NULL;
     my_open_since = mine ? &m->open_since[slot] : NULL;
+    log_thread_source(m ? m->cfg->source_name : NULL); /* every engine thread registers */
     counters_beat();
 }
 

@@ -9,13 +9,11 @@
 
 #include "listen_addr.h"
 #include "log.h"
-#include "metrics_render.h"
-#include "probes.h"
-#include "relay_state.h"
+#include "metrics_sources.h"
 
 struct metrics_server {
     struct MHD_Daemon *daemon;
-    relay_state *st;
+    source_set *set;
 };
 
 /* Answers with body (MUST_FREE: taken) or, when NULL (out of memory), a 500. */
@@ -43,11 +41,11 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
     return answer_with(conn, status, body, body ? strlen(body) : 0, "text/plain");
 }
 
-static enum MHD_Result answer_probe(struct MHD_Connection *conn, relay_state *st,
-                                    int (*probe)(relay_state *, char **))
+static enum MHD_Result answer_probe(struct MHD_Connection *conn, source_set *set, int ready)
 {
     char *body = NULL;
-    int status = probe(st, &body);
+    const char *only = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "source");
+    int status = probe_set(set, ready, only, &body);
     return answer_with(conn, (unsigned)status, body, body ? strlen(body) : 0, "application/json");
 }
 
@@ -62,13 +60,13 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
         return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
                       "method not allowed: GET /metrics, /healthz or /readyz\n");
     if (strcmp(url, "/healthz") == 0)
-        return answer_probe(conn, srv->st, probe_health);
+        return answer_probe(conn, srv->set, 0);
     if (strcmp(url, "/readyz") == 0)
-        return answer_probe(conn, srv->st, probe_ready);
+        return answer_probe(conn, srv->set, 1);
     if (strcmp(url, "/metrics") != 0)
         return answer(conn, MHD_HTTP_NOT_FOUND, "not found: GET /metrics, /healthz or /readyz\n");
     size_t len = 0;
-    char *body = metrics_render(srv->st, &len);
+    char *body = metrics_render_set(srv->set, &len);
     return answer_with(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
 }
 
@@ -83,12 +81,12 @@ unsigned metrics_connection_limit(void)
     return half > METRICS_MAX_CONNECTIONS ? METRICS_MAX_CONNECTIONS : (unsigned)half;
 }
 
-static metrics_server *start(relay_state *st, unsigned flags, const struct sockaddr_in *addr)
+static metrics_server *start(source_set *set, unsigned flags, const struct sockaddr_in *addr)
 {
     metrics_server *srv = calloc(1, sizeof *srv);
     if (!srv)
         return NULL;
-    srv->st = st;
+    srv->set = set;
     /* poll, not select: the relay may hold descriptors above FD_SETSIZE; and
      * not epoll: at the connection limit, libmicrohttpd 0.9.75's epoll loop
      * resumes accepting only when a timeout fires, so a backlog left by a
@@ -114,13 +112,13 @@ static metrics_server *start(relay_state *st, unsigned flags, const struct socka
     return srv;
 }
 
-metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size)
+metrics_server *metrics_start(source_set *set, const char *listen, char *err, size_t err_size)
 {
     struct sockaddr_in addr;
     int all = listen_parse(listen, &addr, err, err_size);
     if (all < 0)
         return NULL;
-    metrics_server *srv = start(st, 0, &addr);
+    metrics_server *srv = start(set, 0, &addr);
     if (!srv) {
         snprintf(err, err_size, "metrics.listen \"%s\": cannot listen (port in use?)", listen);
         return NULL;
@@ -133,9 +131,9 @@ metrics_server *metrics_start(relay_state *st, const char *listen, char *err, si
     return srv;
 }
 
-metrics_server *metrics_start_detached(relay_state *st, char *err, size_t err_size)
+metrics_server *metrics_start_detached(source_set *set, char *err, size_t err_size)
 {
-    metrics_server *srv = start(st, 0, NULL);
+    metrics_server *srv = start(set, 0, NULL);
     if (!srv)
         snprintf(err, err_size, "metrics: cannot start the HTTP server");
     return srv;

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "relay_state.h"
+#include "source_set.h"
 
 typedef struct metrics_server metrics_server;
 
@@ -23,12 +23,13 @@ typedef struct metrics_server metrics_server;
  * METRICS_MIN_CONNECTIONS..METRICS_MAX_CONNECTIONS. */
 unsigned metrics_connection_limit(void);
 
-/* Starts serving the relay's counters on LISTEN. NULL with err on failure. */
-metrics_server *metrics_start(relay_state *st, const char *listen, char *err, size_t err_size);
+/* Starts serving the counters of set's sources on LISTEN. NULL with err on
+ * failure. */
+metrics_server *metrics_start(source_set *set, const char *listen, char *err, size_t err_size);
 
 /* A server without a listening socket: connections come from
  * metrics_add_connection (the fuzz target hands it one end of a socketpair). */
-metrics_server *metrics_start_detached(relay_state *st, char *err, size_t err_size);
+metrics_server *metrics_start_detached(source_set *set, char *err, size_t err_size);
 /* Serves FD (now owned by the server). Returns 0, or -1 when refused. */
 int metrics_add_connection(metrics_server *srv, int fd);
 

@@ -96,8 +96,9 @@ int reload_config(relay_state *st)
 {
     config_gen *old = st->gen; /* only this thread replaces it */
     char err[1024];
-    log_info("reload: reading %s", st->cfg->path);
-    relay_config *cfg = config_load(st->cfg->path, err, sizeof err);
+    if (!st->cfg->source_name) /* with sources, the engine said it once */
+        log_info("reload: reading %s", st->cfg->path);
+    relay_config *cfg = config_load_source(st->cfg->path, st->cfg->source_name, err, sizeof err);
     config_gen *next = NULL;
     if (cfg) {
         /* the settings table's fixed rows (settings.c) keep their running value */

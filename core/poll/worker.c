@@ -101,6 +101,18 @@ static int generation_pending(const worker *w)
 
 enum { STARTED, NOTHING, FAILED, PAUSED };
 
+/* Reads the NOTIFYs sent to the idle lanes but `except`. Every lane LISTENs
+ * (any may wait idle); a claim sees every row committed so far, so what they
+ * say is not news. Read while paused too: a session nobody reads leaves its
+ * backend blocked writing them and holds back the server's notification
+ * queue, whose end, when full, fails the application's inserts. */
+static void drain_notifications(worker *w, const lane *except)
+{
+    for (int k = 0; k < FLIGHT_LANES; k++)
+        if (!w->lanes[k].busy && &w->lanes[k] != except)
+            session_notified(&w->lanes[k].db);
+}
+
 /* Claims and publishes a batch on l. Beside a busy lane, l's session must
  * be connected already: connecting prepares statements, which can wait for
  * a table lock while the busy lane's transaction would idle past the lease. */
@@ -110,13 +122,11 @@ static int start(worker *w, lane *l, int beside)
         return FAILED;
     if (outputs_ensure(&w->dl.outs, 0) != 0)
         return FAILED;
-    if (!outputs_any_usable(&w->dl.outs)) /* every output paused: claim nothing */
+    if (!outputs_any_usable(&w->dl.outs)) { /* every output paused: claim nothing */
+        drain_notifications(w, NULL);
         return PAUSED;
-    /* the other lanes LISTEN too (any may wait idle): the claim sees every
-     * row committed so far, their NOTIFYs say nothing new */
-    for (int k = 0; k < FLIGHT_LANES; k++)
-        if (!w->lanes[k].busy && &w->lanes[k] != l)
-            session_notified(&w->lanes[k].db);
+    }
+    drain_notifications(w, l);
     int n = lane_start(l);
     return n < 0 ? FAILED : n == 0 ? NOTHING : STARTED;
 }

@@ -16,7 +16,7 @@
 #define REPLAY_RATE_DEFAULT 1000.0
 
 typedef struct replay_args {
-    const char *config, *since, *until, *to, *name;
+    const char *config, *outbox, *since, *until, *to, *name;
     char **aggregates, **routes;
     int aggregate_count, route_count;
     double rate;
@@ -27,7 +27,7 @@ static int usage(const char *why)
     fprintf(stderr,
             "outbox-relay replay: %s\nusage: outbox-relay replay -c FILE --since TIME [--until "
             "TIME] [--aggregate TYPE/ID ...] [--route N ...] [--to OUTPUT] [--rate N] [--name "
-            "NAME]\n",
+            "NAME] [--outbox NAME]\n",
             why);
     return 2;
 }
@@ -35,6 +35,7 @@ static int usage(const char *why)
 static int parse(int argc, char **argv, replay_args *a)
 {
     static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"outbox", required_argument, NULL, 'b'},
                                              {"since", required_argument, NULL, 's'},
                                              {"until", required_argument, NULL, 'u'},
                                              {"aggregate", required_argument, NULL, 'g'},
@@ -52,6 +53,7 @@ static int parse(int argc, char **argv, replay_args *a)
     while ((opt = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': a->config = optarg; break;
+        case 'b': a->outbox = optarg; break;
         case 's': a->since = optarg; break;
         case 'u': a->until = optarg; break;
         case 'g': a->aggregates[a->aggregate_count++] = optarg; break;
@@ -197,7 +199,7 @@ int replay_main(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     char err[1024];
     relay_config *cfg = NULL;
-    if (rc == 0 && !(cfg = config_load(a.config, err, sizeof err))) {
+    if (rc == 0 && !(cfg = config_load_source(a.config, a.outbox, err, sizeof err))) {
         fprintf(stderr, "outbox-relay: config error: %s\n", err);
         rc = 2;
     }

@@ -106,6 +106,7 @@ static int write_job(wal_side *dw, PGconn **db, const dead_job *job)
 static void *writer_main(void *arg)
 {
     wal_side *dw = arg;
+    log_thread_source(dw->st->cfg->source_name);
     PGconn *db = NULL;
     pthread_mutex_lock(&dw->lock);
     while (!dw->stop) {

@@ -16,15 +16,25 @@
 #include "metrics.h"
 #include "relay_state.h"
 
-static relay_config cfg;                           /* no outputs */
-static config_gen gen = {.cfg = &cfg, .users = 1}; /* never released to 0 */
-static relay_state st = {.cfg = &cfg, .gen = &gen, .gen_lock = PTHREAD_MUTEX_INITIALIZER};
+/* two sources (no outputs), so ?source= and the merged text are reached */
+static relay_config cfg_a = {.source_name = (char[]){"alpha"}};
+static relay_config cfg_b = {.source_name = (char[]){"beta"}};
+static config_gen gen_a = {.cfg = &cfg_a, .users = 1}; /* never released to 0 */
+static config_gen gen_b = {.cfg = &cfg_b, .users = 1};
+static relay_state st_a = {.cfg = &cfg_a, .gen = &gen_a, .gen_lock = PTHREAD_MUTEX_INITIALIZER};
+static relay_state st_b = {.cfg = &cfg_b, .gen = &gen_b, .gen_lock = PTHREAD_MUTEX_INITIALIZER};
+static source_set set;
 static metrics_server *srv;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[256];
-    if (!srv && !(srv = metrics_start_detached(&st, err, sizeof err))) {
+    if (!srv) {
+        source_set_init(&set, 1);
+        source_set_add(&set, &st_a);
+        source_set_add(&set, &st_b);
+    }
+    if (!srv && !(srv = metrics_start_detached(&set, err, sizeof err))) {
         fprintf(stderr, "%s\n", err);
         abort();
     }

@@ -495,6 +495,73 @@ static void test_include_beside_the_file(void **state)
     config_free(cfg);
 }
 
+/* sources: each entry's database and relay settings over the top level's,
+ * the rest shared; config_load takes one by name. */
+static void test_sources(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "database = { conninfo = \"dbname=app\"; table = \"events\"; };\n"
+        "relay = { workers = 3; batch_size = 50; };\n"
+        "outputs = ( { name = \"out\"; driver = \"memory\"; } );\n"
+        "sources = (\n"
+        "  { name = \"orders\"; },\n"
+        "  { name = \"billing\"; database = { conninfo = \"dbname=billing\"; };\n"
+        "    relay = { workers = 1; source = \"wal\"; }; }\n"
+        ");\n";
+    assert_null(load(text)); /* two sources: config_load wants a name */
+    assert_non_null(strstr(err, "lists 2 sources (orders, billing): choose one with --outbox"));
+    size_t count = 0;
+    relay_config **all = config_load_all(path, &count, err, sizeof err);
+    if (!all)
+        fail_msg("refused: %s", err);
+    assert_int_equal(count, 2);
+    assert_string_equal(all[0]->source_name, "orders");
+    assert_string_equal(all[0]->conninfo, "dbname=app");
+    assert_int_equal(all[0]->workers, 3);
+    assert_int_equal(all[0]->source, SOURCE_POLL);
+    assert_string_equal(all[1]->source_name, "billing");
+    assert_string_equal(all[1]->conninfo, "dbname=billing");
+    assert_string_equal(all[1]->table, "events"); /* not overridden: the top level's */
+    assert_int_equal(all[1]->workers, 1);
+    assert_int_equal(all[1]->batch_size, 50);
+    assert_int_equal(all[1]->source, SOURCE_WAL);
+    assert_string_equal(all[1]->wal_slot, "events_relay"); /* derived after the override */
+    assert_int_equal(all[1]->output_count, 1);
+    config_free_all(all, count);
+    relay_config *one = config_load_source(path, "billing", err, sizeof err);
+    assert_non_null(one);
+    assert_string_equal(one->conninfo, "dbname=billing");
+    config_free(one);
+    assert_null(config_load_source(path, "nosuch", err, sizeof err));
+    assert_non_null(strstr(err, "no source named \"nosuch\" (its sources: orders, billing)"));
+    /* a file without sources: one config, no name */
+    relay_config *plain = load_ok(MINIMAL);
+    assert_null(plain->source_name);
+    config_free(plain);
+}
+
+static void test_sources_refused(void **state)
+{
+    (void)state;
+    expect_error(MINIMAL "sources = ();\n", 3, "sources must be a non-empty list");
+    expect_error(MINIMAL "sources = ( { name = \"a\"; log = { level = \"debug\"; }; } );\n", 3,
+                 "unknown setting \"log\" in a source of sources");
+    expect_error(MINIMAL "sources = ( { relay = { workers = 2; }; } );\n", 3, "has no name");
+    expect_error(MINIMAL "sources = ( { name = \"a\";\n relay = { workers = 0; }; } );\n", 4,
+                 "setting \"workers\" must be between 1 and 256");
+    expect_error(MINIMAL "sources = ( { name = \"a\"; },\n { name = \"a\"; database = { conninfo = "
+                         "\"dbname=b\"; }; } );\n",
+                 4, "sources a and a have the same name");
+    expect_error(MINIMAL "sources = ( { name = \"a\"; },\n { name = \"b\"; } );\n", 4,
+                 "sources a and b relay the same table");
+    expect_error(MINIMAL "sources = ( { name = \"a\"; relay = { source = \"wal\"; }; },\n { name = "
+                         "\"b\"; database = { table = \"t2\"; }; relay = { source = \"wal\"; wal = "
+                         "{ slot = \"outbox_relay\"; }; }; } );\n",
+                 4, "stream the same slot");
+    expect_error(MINIMAL "sources = ( { name = \"a b\"; } );\n", 3, "source name \"a b\"");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +578,8 @@ int main(void)
         cmocka_unit_test(test_secrets_not_in_errors),
         cmocka_unit_test(test_world_writable_refused),
         cmocka_unit_test(test_include_beside_the_file),
+        cmocka_unit_test(test_sources),
+        cmocka_unit_test(test_sources_refused),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "metrics_render.h"
+#include "metrics_sources.h"
 #include "outcome.h"
 #include "probes.h"
 #include "route.h"
@@ -312,10 +313,45 @@ static void test_reload(void **state)
     health_destroy(&health2[1]);
 }
 
+/* Several sources' texts: each family declared once, every sample labelled
+ * with its source, in the texts' order; a family only one source has kept. */
+static void test_merge(void **state)
+{
+    (void)state;
+    const char *a = "# HELP x_total X.\n# TYPE x_total counter\nx_total 1\n"
+                    "# HELP h_seconds H.\n# TYPE h_seconds histogram\n"
+                    "h_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_count 2\n";
+    const char *b = "# HELP x_total X.\n# TYPE x_total counter\nx_total 5\n"
+                    "# HELP w_bytes W.\n# TYPE w_bytes gauge\nw_bytes{slot=\"s\"} 7\n"
+                    "# HELP h_seconds H.\n# TYPE h_seconds histogram\n"
+                    "h_seconds_bucket{le=\"+Inf\"} 3\nh_seconds_count 3\n";
+    const char *texts[] = {a, b};
+    const char *names[] = {"orders", "billing"};
+    size_t len = 0;
+    char *out = metrics_merge(texts, names, 2, &len);
+    assert_non_null(out);
+    assert_int_equal(len, strlen(out));
+    assert_string_equal(out, "# HELP x_total X.\n# TYPE x_total counter\n"
+                             "x_total{source=\"orders\"} 1\nx_total{source=\"billing\"} 5\n"
+                             "# HELP h_seconds H.\n# TYPE h_seconds histogram\n"
+                             "h_seconds_bucket{source=\"orders\",le=\"+Inf\"} 2\n"
+                             "h_seconds_count{source=\"orders\"} 2\n"
+                             "h_seconds_bucket{source=\"billing\",le=\"+Inf\"} 3\n"
+                             "h_seconds_count{source=\"billing\"} 3\n"
+                             "# HELP w_bytes W.\n# TYPE w_bytes gauge\n"
+                             "w_bytes{source=\"billing\",slot=\"s\"} 7\n");
+    free(out);
+    out = metrics_merge(texts, names, 0, &len);
+    assert_non_null(out);
+    assert_int_equal(len, 0);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_histogram_bounds),
+        cmocka_unit_test(test_merge),
         cmocka_unit_test_setup_teardown(test_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_healthz, setup, teardown),
         cmocka_unit_test_setup_teardown(test_readyz, setup, teardown),
