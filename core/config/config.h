@@ -73,6 +73,10 @@ typedef struct cfg_route {
     char *dead_letter_output;
     size_t dead_letter_output_index;
     char *dead_letter_destination;
+    /* fan-out: output = ["a", "b"] as written (config_fanout.c turns the
+     * route into a copy to a table per output) */
+    char **fanout;
+    size_t fanout_count;
 } cfg_route;
 
 /* The outbox table's columns, each mappable for an existing table: this one
@@ -97,6 +101,7 @@ typedef struct cfg_columns {
 typedef struct relay_config {
     char *path;
     char *source_name; /* its entry's name in `sources`; NULL: the file lists none */
+    char *fanout_of;   /* a fan-out target's source (config_fanout.c): the source it copies from */
 
     char *conninfo; /* secret: may hold a password, never printed unmasked */
     char *schema;   /* "public" by default */

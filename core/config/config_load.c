@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config_fanout.h"
 #include "config_outputs.h"
 #include "config_read.h"
 #include "settings.h"
@@ -87,7 +88,9 @@ static int check_distinct(relay_config **cfgs, size_t count, const config_settin
 {
     for (size_t i = 0; i < count; i++) {
         const char *name = cfgs[i]->source_name;
-        int line = config_setting_source_line(config_setting_get_elem(list, (unsigned)i));
+        const config_setting_t *entry =
+            list ? config_setting_get_elem(list, (unsigned)i) : NULL; /* NULL: a fan-out target */
+        int line = entry ? config_setting_source_line(entry) : 0;
         if (!name[0] || strlen(name) > 64 ||
             strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
                 strlen(name)) {
@@ -106,8 +109,9 @@ static int check_distinct(relay_config **cfgs, size_t count, const config_settin
                      same(a->table, b->table))
                 clash = "relay the same table (each event would go out once per source)";
             else if (a->source == SOURCE_WAL && b->source == SOURCE_WAL &&
-                     same(a->conninfo, b->conninfo) && same(a->wal_slot, b->wal_slot))
-                clash = "stream the same slot (set relay.wal.slot in one of them)";
+                     same(a->wal_slot, b->wal_slot)) /* slot names are the server's */
+                clash = "name the same slot (a server's slot names are shared by its databases: "
+                        "set relay.wal.slot in one of them)";
             if (clash) {
                 snprintf(err, err_size, "%s:%d: sources %s and %s %s", b->path, line,
                          a->source_name, b->source_name, clash);
@@ -116,6 +120,40 @@ static int check_distinct(relay_config **cfgs, size_t count, const config_settin
         }
     }
     return 0;
+}
+
+/* Each source with fan-out routes gets a source per target after the file's
+ * own (config_fanout.h); a source named by no `sources` entry is named after
+ * its table then. NULL (cfgs freed) with err on an error. */
+static relay_config **expand_fanout(const config_setting_t *root, const config_setting_t *list,
+                                    relay_config **cfgs, size_t *count, char *err,
+                                    size_t err_size)
+{
+    size_t own = *count;
+    for (size_t i = 0; i < own; i++) {
+        const char *targets[64];
+        size_t n = fanout_targets(cfgs[i], targets, 64);
+        if (!n)
+            continue;
+        if (!cfgs[i]->source_name)
+            cfgs[i]->source_name = strdup(cfgs[i]->table);
+        cfgs = realloc(cfgs, (*count + n) * sizeof *cfgs);
+        const config_setting_t *entry = list ? config_setting_get_elem(list, (unsigned)i) : NULL;
+        for (size_t t = 0; t < n; t++) {
+            relay_config *d = load_one(root, entry, cfgs[i]->path, err, err_size);
+            if (!d || fanout_make_target(d, cfgs[i]->source_name, targets[t], err, err_size) < 0) {
+                config_free(d);
+                config_free_all(cfgs, *count);
+                return NULL;
+            }
+            cfgs[(*count)++] = d;
+        }
+        if (fanout_make_source(cfgs[i], err, err_size) < 0) {
+            config_free_all(cfgs, *count);
+            return NULL;
+        }
+    }
+    return cfgs;
 }
 
 relay_config **config_load_all(const char *path, size_t *count, char *err, size_t err_size)
@@ -145,7 +183,11 @@ relay_config **config_load_all(const char *path, size_t *count, char *err, size_
         else
             *count = (size_t)i + 1;
     }
-    if (n > 0 && list && check_distinct(cfgs, *count, list, err, err_size) < 0)
+    if (n > 0)
+        cfgs = expand_fanout(root, list, cfgs, count, err, err_size);
+    if (!cfgs)
+        n = -1;
+    if (n > 0 && (list || *count > 1) && check_distinct(cfgs, *count, list, err, err_size) < 0)
         n = -1;
     config_destroy(&lc);
     if (n < 0) {
@@ -163,6 +205,15 @@ void config_free_all(relay_config **cfgs, size_t count)
     free(cfgs);
 }
 
+/* The sources the file lists itself (not fan-out targets). */
+static size_t own_sources(relay_config **cfgs, size_t count)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        n += !cfgs[i]->fanout_of;
+    return n;
+}
+
 relay_config *config_load_source(const char *path, const char *name, char *err, size_t err_size)
 {
     size_t count;
@@ -171,7 +222,8 @@ relay_config *config_load_source(const char *path, const char *name, char *err, 
         return NULL;
     relay_config *found = NULL;
     for (size_t i = 0; i < count && !found; i++)
-        if (name ? cfgs[i]->source_name && strcmp(cfgs[i]->source_name, name) == 0 : count == 1)
+        if (name ? cfgs[i]->source_name && strcmp(cfgs[i]->source_name, name) == 0
+                 : own_sources(cfgs, count) == 1 && !cfgs[i]->fanout_of)
             found = cfgs[i];
     if (!found) {
         char names[512] = "";
@@ -236,6 +288,9 @@ void config_free(relay_config *cfg)
             free(r->shape[k].value);
         }
         free(r->shape);
+        for (size_t k = 0; k < r->fanout_count; k++)
+            free(r->fanout[k]);
+        free(r->fanout);
     }
     settings_free(cfg);
     free(cfg->outputs);
@@ -244,6 +299,7 @@ void config_free(relay_config *cfg)
     free(cfg->dead_letter_destination);
     free(cfg->path);
     free(cfg->source_name);
+    free(cfg->fanout_of);
     free(cfg);
 }
 

@@ -218,7 +218,7 @@ static int load_drop(cfg_reader *st, const config_setting_t *r, cfg_route *route
 {
     if (cfg_get_bool(st, r, "drop", &route->drop) < 0 || !route->drop)
         return 0;
-    if (route->output || route->destination) {
+    if (route->output || route->fanout_count || route->destination) {
         cfg_fail(st, r, "a route with drop = true takes no output and no destination");
         return -1;
     }
@@ -230,6 +230,32 @@ static int load_drop(cfg_reader *st, const config_setting_t *r, cfg_route *route
 
 static void load_dead_letter(cfg_reader *st, const config_setting_t *group, char **output,
                              size_t *index, char **destination);
+
+/* output = ["a", "b", ...]: each a defined output, once; two at least. */
+static int load_fanout(cfg_reader *st, const config_setting_t *list, cfg_route *route)
+{
+    const relay_config *cfg = st->cfg;
+    int n = config_setting_length(list);
+    if (n < 2)
+        return cfg_fail(st, list, "a route's output list names two outputs or more (fan-out); "
+                                  "for one, write output = \"name\"");
+    route->fanout = calloc((size_t)n, sizeof *route->fanout);
+    for (int i = 0; i < n; i++) {
+        const char *name = config_setting_get_string_elem(list, i);
+        if (!name)
+            return cfg_fail(st, list, "a route's output list holds output names (strings)");
+        size_t j = 0;
+        while (j < cfg->output_count && strcmp(cfg->outputs[j].name, name) != 0)
+            j++;
+        if (j == cfg->output_count)
+            return cfg_fail(st, list, "route names output \"%s\", which is not defined", name);
+        for (size_t k = 0; k < route->fanout_count; k++)
+            if (strcmp(route->fanout[k], name) == 0)
+                return cfg_fail(st, list, "a route's output list names \"%s\" twice", name);
+        route->fanout[route->fanout_count++] = strdup(name);
+    }
+    return 1;
+}
 
 void config_load_routes(cfg_reader *st, const config_setting_t *list)
 {
@@ -261,10 +287,14 @@ void config_load_routes(cfg_reader *st, const config_setting_t *list)
             cfg_fail(st, r, "each route must be a group { output = ...; destination = ...; }");
             return;
         }
+        const config_setting_t *several = cfg_member(r, "output");
+        if (several && !config_setting_is_aggregate(several))
+            several = NULL;
         if (cfg_check_keys(st, r, "route", keys) < 0 ||
             cfg_get_string(st, r, "event_type", &route->event_type, 0) < 0 ||
             cfg_get_string(st, r, "aggregate_type", &route->aggregate_type, 0) < 0 ||
-            cfg_get_string(st, r, "output", &route->output, 0) < 0 ||
+            (several ? load_fanout(st, several, route)
+                     : cfg_get_string(st, r, "output", &route->output, 0)) < 0 ||
             cfg_get_string(st, r, "destination", &route->destination, 1) < 0)
             return;
         if (!route->event_type)
@@ -278,21 +308,23 @@ void config_load_routes(cfg_reader *st, const config_setting_t *list)
             route->destination = strdup(DEFAULT_DESTINATION);
         check_template(st, cfg_member(r, "destination"), "destination", route->destination);
         load_header_shaping(st, r, route);
-        if (!route->output) {
+        if (!several && !route->output) {
             route->output = strdup(cfg->outputs[0].name);
             if (cfg->output_count > 1)
                 cfg_fail(st, r, "route needs an output (there are several)");
         }
-        size_t j = 0;
-        while (j < cfg->output_count && strcmp(cfg->outputs[j].name, route->output) != 0)
+        size_t j = 0; /* a fan-out route's outputs were checked by load_fanout */
+        while (!several && j < cfg->output_count &&
+               strcmp(cfg->outputs[j].name, route->output) != 0)
             j++;
-        if (j == cfg->output_count) {
+        if (!several && j == cfg->output_count) {
             cfg_fail(st, cfg_member(r, "output"), "route names output \"%s\", which is not defined",
                      route->output);
             return;
         }
         route->output_index = j;
-        cfg->outputs[j].routed = 1;
+        if (!several)
+            cfg->outputs[j].routed = 1;
         const config_setting_t *dead = cfg_member(r, "dead_letter");
         if (dead)
             load_dead_letter(st, dead, &route->dead_letter_output, &route->dead_letter_output_index,

@@ -91,9 +91,10 @@ static void engine_add(engine *e, outbox_run *r)
 /* A source whose database cannot be reached at start is tried again this often. */
 #define START_RETRY_MS 5000
 
-static void start_or_wait(outbox_run *r)
+/* A starter has ended (run_start_poll's rc): a failed start is tried again. */
+static void started(outbox_run *r, int rc)
 {
-    if (run_start(r) == 0)
+    if (rc >= 0)
         return;
     r->retry_at_ms = now_ms() + START_RETRY_MS;
     speak_for(r);
@@ -124,7 +125,8 @@ static int reload_sources(engine *e)
         return -1;
     }
     if (!cfgs[0]->source_name) {
-        log_error("reload refused: %s no longer lists sources; restart to relay its one outbox",
+        log_error("reload refused: %s no longer lists sources or fan-out routes; restart to "
+                  "relay its one outbox",
                   e->path);
         config_free_all(cfgs, n);
         return -1;
@@ -159,11 +161,27 @@ static int reload_sources(engine *e)
             rc = -1;
             continue;
         }
-        engine_add(e, r);
-        start_or_wait(r);
+        engine_add(e, r); /* the next tick starts it */
     }
     config_free_all(cfgs, 0);
     return rc;
+}
+
+/* SIGHUP with one outbox: its new generation (reload.c), unless the file now
+ * lists sources or fan-out routes (new sources: a restart starts them). */
+static int reload_one(engine *e)
+{
+    char err[1024];
+    size_t n = 0;
+    relay_config **cfgs = config_load_all(e->path, &n, err, sizeof err);
+    int other_shape = cfgs && (n > 1 || cfgs[0]->source_name);
+    config_free_all(cfgs, n);
+    if (other_shape) {
+        log_error("reload refused: %s now lists sources or fan-out routes; restart to relay them",
+                  e->path);
+        return -1;
+    }
+    return reload_config(e->runs[0]->st); /* it says why a file it cannot load is refused */
 }
 
 /* SIGHUP: a new config generation, unless stopping; systemd hears
@@ -176,7 +194,7 @@ static void reload(engine *e)
     snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%lld",
              (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
     notify_send(msg);
-    int rc = e->set.labelled ? reload_sources(e) : reload_config(e->runs[0]->st);
+    int rc = e->set.labelled ? reload_sources(e) : reload_one(e);
     long number = e->set.labelled ? 0 : atomic_load(&e->runs[0]->st->gen_number);
     if (e->set.labelled)
         snprintf(msg, sizeof msg, "READY=1\nSTATUS=relaying%s",
@@ -208,11 +226,13 @@ static size_t tick(engine *e)
             continue;
         if (signalled)
             state_request_stop(st, signalled);
-        if (!r->run) {
+        if (r->starting || atomic_load(&r->start_rc)) {
+            started(r, run_start_poll(r)); /* r->run is the starter's until it ends */
+        } else if (!r->run) {
             if (atomic_load(&st->stop))
                 r->ended = 1;
             else if (now_ms() >= r->retry_at_ms)
-                start_or_wait(r);
+                run_start_async(r);
         } else if (r->src->join(r->run, 0)) {
             run_end(r);
         } else {
@@ -305,12 +325,8 @@ int engine_run(relay_config **cfgs, size_t count, int drain)
     free(cfgs);
     /* one outbox: a database it cannot use stops the start, as a config error
      * would; with sources, that one waits while the others run */
-    for (size_t i = 0; code == 0 && i < e.count; i++) {
-        if (!e.set.labelled && run_start(e.runs[i]) < 0)
-            code = 1;
-        else if (e.set.labelled)
-            start_or_wait(e.runs[i]);
-    }
+    if (code == 0 && !e.set.labelled && run_start(e.runs[0]) < 0)
+        code = 1; /* with sources, the first ticks start each on its own thread */
     endpoints ep = {0};
     if (code == 0)
         code = endpoints_start(&ep, &e, e.runs[0]->st->cfg);

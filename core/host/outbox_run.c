@@ -116,6 +116,33 @@ int run_start(outbox_run *r)
     return ok ? 0 : -1;
 }
 
+static void *starter_main(void *arg)
+{
+    outbox_run *r = arg;
+    atomic_store(&r->start_rc, run_start(r) == 0 ? 1 : -1);
+    return NULL;
+}
+
+void run_start_async(outbox_run *r)
+{
+    atomic_store(&r->start_rc, 0);
+    r->starting = pthread_create(&r->starter, NULL, starter_main, r) == 0;
+    if (!r->starting) /* no thread: start here */
+        atomic_store(&r->start_rc, run_start(r) == 0 ? 1 : -1);
+}
+
+int run_start_poll(outbox_run *r)
+{
+    int rc = atomic_load(&r->start_rc);
+    if (rc == 0)
+        return 0;
+    if (r->starting)
+        pthread_join(r->starter, NULL);
+    r->starting = 0;
+    atomic_store(&r->start_rc, 0);
+    return rc;
+}
+
 /* r's threads have ended: its helpers stop too, and the totals are logged. */
 void run_end(outbox_run *r)
 {

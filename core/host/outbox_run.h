@@ -5,6 +5,7 @@
 #define OBX_OUTBOX_RUN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "config.h"
 #include "relay_state.h"
@@ -22,6 +23,9 @@ typedef struct outbox_run {
     int forwarding;
     int ended;
     long long retry_at_ms; /* not started: when to check its database again */
+    pthread_t starter;     /* run_start_async's thread */
+    int starting;          /* the starter runs (the engine's thread's flag) */
+    atomic_int start_rc;   /* the starter's result: 0 not yet, 1 started, -1 failed */
 } outbox_run;
 
 /* A run of cfg (taken), its drivers loaded; NULL (logged, cfg freed) when
@@ -29,6 +33,11 @@ typedef struct outbox_run {
 outbox_run *run_new(relay_config *cfg, int drain);
 /* Checks r's database and starts its threads: 0, or -1 (logged). */
 int run_start(outbox_run *r);
+/* run_start on a thread of its own, so a database that does not answer
+ * delays no other source; run_start_poll: 0 while it runs (or none does),
+ * then once its result, 1 (started) or -1 (logged), the thread joined. */
+void run_start_async(outbox_run *r);
+int run_start_poll(outbox_run *r);
 /* r's threads have ended: its helpers stop too, and its totals are logged. */
 void run_end(outbox_run *r);
 void run_free(outbox_run *r);

@@ -558,8 +558,56 @@ static void test_sources_refused(void **state)
     expect_error(MINIMAL "sources = ( { name = \"a\"; relay = { source = \"wal\"; }; },\n { name = "
                          "\"b\"; database = { table = \"t2\"; }; relay = { source = \"wal\"; wal = "
                          "{ slot = \"outbox_relay\"; }; }; } );\n",
-                 4, "stream the same slot");
+                 4, "name the same slot");
     expect_error(MINIMAL "sources = ( { name = \"a b\"; } );\n", 3, "source name \"a b\"");
+}
+
+/* Fan-out: the source copies through the fanout output, each target gets a
+ * poll source over its own table with the routes that name it. */
+static void test_fanout(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "database = { conninfo = \"dbname=app\"; };\n"
+        "relay = { source = \"wal\"; };\n"
+        "outputs = ( { name = \"k\"; driver = \"memory\"; }, { name = \"r\"; driver = \"memory\"; },\n"
+        "            { name = \"m\"; driver = \"memory\"; } );\n"
+        "routes = ( { event_type = \"a.*\"; output = [\"k\", \"r\"]; destination = \"t.${event_type}\";\n"
+        "             drop_headers = [\"x-*\"]; },\n"
+        "           { event_type = \"b.*\"; output = \"m\"; },\n"
+        "           { output = [\"r\", \"m\"]; destination = \"rest\"; } );\n";
+    relay_config *own = load_ok(text); /* config_load: the source the file lists, not its targets */
+    assert_string_equal(own->source_name, "outbox");
+    assert_int_equal(own->output_count, 4);
+    assert_string_equal(own->outputs[3].name, "_fanout");
+    assert_string_equal(own->outputs[3].driver, "fanout");
+    assert_string_equal(own->routes[0].output, "_fanout");
+    assert_string_equal(own->routes[0].destination, "k,r");
+    assert_int_equal(own->routes[0].shape_count, 0); /* the copy goes as the row is */
+    assert_string_equal(own->routes[1].output, "m");
+    assert_string_equal(own->routes[2].destination, "r,m");
+    config_free(own);
+    size_t count = 0;
+    relay_config **all = config_load_all(path, &count, err, sizeof err);
+    if (!all)
+        fail_msg("refused: %s", err);
+    assert_int_equal(count, 4); /* the source, then k, r and m in order of mention */
+    const char *names[] = {"outbox", "outbox.k", "outbox.r", "outbox.m"};
+    const char *tables[] = {"outbox", "outbox_to_k", "outbox_to_r", "outbox_to_m"};
+    for (size_t i = 0; i < count; i++) {
+        assert_string_equal(all[i]->source_name, names[i]);
+        assert_string_equal(all[i]->table, tables[i]);
+    }
+    const relay_config *r = all[2];
+    assert_int_equal(r->source, SOURCE_POLL);
+    assert_string_equal(r->fanout_of, "outbox");
+    assert_int_equal(r->route_count, 2); /* the two fan-out routes naming r */
+    assert_string_equal(r->routes[0].output, "r");
+    assert_string_equal(r->routes[0].destination, "t.${event_type}");
+    assert_int_equal(r->routes[0].shape_count, 1);
+    assert_string_equal(r->routes[1].destination, "rest");
+    assert_int_equal(all[1]->route_count, 1);
+    config_free_all(all, count);
 }
 
 int main(void)
@@ -580,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_include_beside_the_file),
         cmocka_unit_test(test_sources),
         cmocka_unit_test(test_sources_refused),
+        cmocka_unit_test(test_fanout),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
