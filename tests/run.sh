@@ -30,10 +30,13 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # and its own database (another database's open transaction holds back no
 # VACUUM here), so they run three at a time first; the two connection-churn
 # tests (label pair: their own database and queue, and they end only their
-# own database's sessions) two at a time; the rest one by one.
+# own database's sessions) two at a time, then the two fan-out tests (label
+# fan: a minute of paced producers each, on their own database and ports);
+# the rest one by one.
 ctest --test-dir "$build" --output-on-failure --timeout 900 -L hang -j3 "$@"
 ctest --test-dir "$build" --output-on-failure --timeout 900 -L pair -j2 "$@"
-ctest --test-dir "$build" --output-on-failure --timeout 900 -LE 'hang|pair' "$@"
+ctest --test-dir "$build" --output-on-failure --timeout 900 -L fan -j2 "$@"
+ctest --test-dir "$build" --output-on-failure --timeout 900 -LE 'hang|pair|fan' "$@"
 # valgrind does not mix with ASan: its leak checks run on a plain build
 if [ $# -eq 0 ]; then
     cmake -S "$root" -B "$build-valgrind" -DCMAKE_BUILD_TYPE=Debug >/dev/null

@@ -205,6 +205,18 @@ static void reload(engine *e)
     notify_send(msg);
 }
 
+/* --drain: a fan-out target may find its table empty while its source still
+ * copies into it, so it drains only once its source has ended. */
+static void drain_targets(engine *e, const outbox_run *source)
+{
+    const char *name = source->st->cfg->source_name;
+    for (size_t i = 0; name && i < e->count; i++) {
+        outbox_run *t = e->runs[i];
+        if (t->drain_later && strcmp(t->st->cfg->fanout_of, name) == 0)
+            atomic_store(&t->st->drain, 1);
+    }
+}
+
 /* After the deadline, what a source still runs may take this long: the
  * statement that releases its in-flight rows is the one a stop waits for. */
 #define RELEASE_GRACE_MS 500
@@ -235,6 +247,7 @@ static size_t tick(engine *e)
                 run_start_async(r);
         } else if (r->src->join(r->run, 0)) {
             run_end(r);
+            drain_targets(e, r);
         } else {
             config_gen *gen = state_take_gen(st);
             stalled |= counters_stalled(st->metrics, gen->cfg, now_ms());
@@ -317,10 +330,12 @@ int engine_run(relay_config **cfgs, size_t count, int drain)
         outbox_run *r = NULL;
         if (code)
             config_free(cfgs[i]);
-        else if (!(r = run_new(cfgs[i], drain))) /* it freed cfgs[i] */
+        else if (!(r = run_new(cfgs[i], drain && !cfgs[i]->fanout_of))) /* it freed cfgs[i] */
             code = 2;
         else
             engine_add(&e, r);
+        if (r)
+            r->drain_later = drain && r->st->cfg->fanout_of;
     }
     free(cfgs);
     /* one outbox: a database it cannot use stops the start, as a config error

@@ -22,6 +22,7 @@ typedef struct outbox_run {
     pthread_t poller, forwarder;
     int forwarding;
     int ended;
+    int drain_later; /* --drain, a fan-out target: drains once its source has ended */
     long long retry_at_ms; /* not started: when to check its database again */
     pthread_t starter;     /* run_start_async's thread */
     int starting;          /* the starter runs (the engine's thread's flag) */

@@ -7,6 +7,7 @@
 #    event exactly once meanwhile, m3 none; once back, m3 gets every event,
 #    in order per aggregate; nothing is dead anywhere.
 #  - /metrics and status name the source and its targets (outbox.m1 ...).
+#  - run --drain exits once each target has published all its source copied.
 . "$(dirname "$0")/modelib.sh" fanout
 mode_db fanout
 REC1=$WORK/m1.jsonl REC2=$WORK/m2.jsonl REC3=$WORK/m3.jsonl
@@ -75,6 +76,13 @@ rm -f "$DOWN"
 wait_distinct "$REC3" 6000 120
 
 stop_relay "$RELAY_PID" 60
+
+# run --drain ends once every target has published what its source copied
+enqueue_bulk 500 50
+drain "$CFG" "$WORK/drain.log" 120
+for t in 1 2 3; do
+    expect_eq "m$t after the drain" "$(distinct_ok "$WORK/m$t.jsonl")" 6500
+done
 check_logs_clean
 
 # every target: every event once, in order per aggregate, nothing dead
@@ -93,4 +101,4 @@ else
     expect_eq "dead in the source" "$(sql "SELECT count(*) FROM outbox_dead_letter")" 0
     drop_wal_slots
 fi
-note "fan-out ($MODE): 6,000 events to m1, m2 and m3, m3 away while they were committed; each once, in order"
+note "fan-out ($MODE): 6,500 events to m1, m2 and m3, m3 away while 6,000 were committed; each once, in order"
