@@ -177,6 +177,7 @@ relay_config *config_load_source(const char *path, const char *name, char *err, 
 relay_config **config_load_all(const char *path, size_t *count, char *err, size_t err_size);
 void config_free_all(relay_config **cfgs, size_t count);
 void config_free(relay_config *cfg);
+void config_free_route(cfg_route *r);
 
 /* The mapped name of column name[0..len) (a CFG_COLUMNS name), or NULL. */
 const char *config_column(const relay_config *cfg, const char *name, size_t len);

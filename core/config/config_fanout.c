@@ -33,29 +33,6 @@ static int names(const cfg_route *r, const char *output)
     return 0;
 }
 
-static void free_route(cfg_route *r)
-{
-    free(r->event_type);
-    free(r->aggregate_type);
-    free(r->output);
-    free(r->destination);
-    free(r->dead_letter_output);
-    free(r->dead_letter_destination);
-    for (size_t k = 0; k < r->header_count; k++) {
-        free(r->headers[k].name);
-        free(r->headers[k].glob);
-    }
-    free(r->headers);
-    for (size_t k = 0; k < r->shape_count; k++) {
-        free(r->shape[k].name);
-        free(r->shape[k].value);
-    }
-    free(r->shape);
-    for (size_t k = 0; k < r->fanout_count; k++)
-        free(r->fanout[k]);
-    free(r->fanout);
-}
-
 static long output_index(const relay_config *cfg, const char *name)
 {
     for (size_t j = 0; j < cfg->output_count; j++)
@@ -101,7 +78,7 @@ int fanout_make_target(relay_config *d, const char *source, const char *target, 
     for (size_t i = 0; i < d->route_count; i++) {
         cfg_route *r = &d->routes[i];
         if (!names(r, target)) {
-            free_route(r);
+            config_free_route(r);
             continue;
         }
         for (size_t k = 0; k < r->fanout_count; k++)

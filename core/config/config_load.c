@@ -251,6 +251,29 @@ relay_config *config_load(const char *path, char *err, size_t err_size)
     return config_load_source(path, NULL, err, err_size);
 }
 
+void config_free_route(cfg_route *r)
+{
+    free(r->event_type);
+    free(r->aggregate_type);
+    free(r->output);
+    free(r->destination);
+    free(r->dead_letter_output);
+    free(r->dead_letter_destination);
+    for (size_t k = 0; k < r->header_count; k++) {
+        free(r->headers[k].name);
+        free(r->headers[k].glob);
+    }
+    free(r->headers);
+    for (size_t k = 0; k < r->shape_count; k++) {
+        free(r->shape[k].name);
+        free(r->shape[k].value);
+    }
+    free(r->shape);
+    for (size_t k = 0; k < r->fanout_count; k++)
+        free(r->fanout[k]);
+    free(r->fanout);
+}
+
 void config_free(relay_config *cfg)
 {
     if (!cfg)
@@ -270,28 +293,8 @@ void config_free(relay_config *cfg)
         free(o->name);
         free(o->driver);
     }
-    for (size_t i = 0; i < cfg->route_count; i++) {
-        cfg_route *r = &cfg->routes[i];
-        free(r->event_type);
-        free(r->aggregate_type);
-        free(r->output);
-        free(r->destination);
-        free(r->dead_letter_output);
-        free(r->dead_letter_destination);
-        for (size_t k = 0; k < r->header_count; k++) {
-            free(r->headers[k].name);
-            free(r->headers[k].glob);
-        }
-        free(r->headers);
-        for (size_t k = 0; k < r->shape_count; k++) {
-            free(r->shape[k].name);
-            free(r->shape[k].value);
-        }
-        free(r->shape);
-        for (size_t k = 0; k < r->fanout_count; k++)
-            free(r->fanout[k]);
-        free(r->fanout);
-    }
+    for (size_t i = 0; i < cfg->route_count; i++)
+        config_free_route(&cfg->routes[i]);
     settings_free(cfg);
     free(cfg->outputs);
     free(cfg->routes);

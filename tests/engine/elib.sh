@@ -247,6 +247,25 @@ wait_log() {
     fail "waited $3 s for /$2/ in $1"
 }
 
+# distinct_ok FILE [AGGREGATE_PREFIX]: distinct events with an "ok" line in
+# the record FILE (of the aggregates PREFIX-* only, when given).
+distinct_ok() {
+    [ -f "$1" ] || { echo 0; return; }
+    grep '"status":"ok"' "$1" | grep "\"aggregate_id\":\"${2:-}" |
+        sed 's/.*"event_id":"\([^"]*\)".*/\1/' | sort -u | wc -l
+}
+# extra_ok FILE: "ok" lines beyond the first per event.
+extra_ok() { if [ -f "$1" ]; then echo $(($(grep -c '"status":"ok"' "$1") - $(distinct_ok "$1"))); else echo 0; fi; }
+# wait_distinct FILE N SECONDS [AGGREGATE_PREFIX]: until distinct_ok reaches N.
+wait_distinct() {
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        [ "$(distinct_ok "$1" "${4:-}")" -ge "$2" ] && return 0
+        sleep 0.1
+    done
+    fail "waited $3 s for $2 events ${4:+of $4 }in $(basename "$1"), got $(distinct_ok "$1" "${4:-}")"
+}
+
 # record_lines: lines in the broker log so far.
 record_lines() { if [ -f "$REC" ]; then wc -l <"$REC"; else echo 0; fi; }
 

@@ -43,18 +43,6 @@ for t in m1 m2 m3; do
     expect_eq "table outbox_to_$t" "$(sql "SELECT to_regclass('outbox_to_$t') IS NOT NULL")" t
 done
 
-# distinct events acknowledged by output FILE; ok lines beyond one per event
-distinct_ok() { if [ -f "$1" ]; then grep '"status":"ok"' "$1" | sed 's/.*"event_id":"\([^"]*\)".*/\1/' | sort -u | wc -l; else echo 0; fi; }
-extra_ok() { if [ -f "$1" ]; then echo $(($(grep -c '"status":"ok"' "$1") - $(distinct_ok "$1"))); else echo 0; fi; }
-wait_distinct() {
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        [ "$(distinct_ok "$1")" -ge "$2" ] && return 0
-        sleep 0.1
-    done
-    fail "waited $3 s for $2 events in $(basename "$1"), got $(distinct_ok "$1")"
-}
-
 touch "$DOWN" # m3 away from the start
 start_relay "$CFG" "$WORK/relay.log"
 wait_log "$WORK/relay.log" "\[outbox.m3\] relay starting" 30

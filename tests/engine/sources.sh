@@ -35,20 +35,8 @@ enqueue_in() {
     in_db "$1" "SELECT count(outbox_enqueue('Order', '$2-' || (g % 20), 'order.created',
              jsonb_build_object('n', g))) FROM generate_series(1, $3) g" >/dev/null
 }
-# published PREFIX: distinct events of the aggregates PREFIX-* acknowledged so far.
-published() {
-    if [ ! -f "$REC" ]; then echo 0; return; fi
-    grep '"status":"ok"' "$REC" | grep "\"aggregate_id\":\"$1-" |
-        sed 's/.*"event_id":"\([^"]*\)".*/\1/' | sort -u | wc -l
-}
-wait_published() {
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        [ "$(published "$1")" -ge "$2" ] && return 0
-        sleep 0.1
-    done
-    fail "waited $3 s for $2 events of $1, got $(published "$1")"
-}
+published() { distinct_ok "$REC" "$1-"; }
+wait_published() { wait_distinct "$REC" "$2" "$3" "$1-"; }
 ready() { "$MC" get "$PORT" GET "/readyz$1" | head -1; }
 
 # write_sources FILE SOURCES...: the shared top level and the sources given.
