@@ -227,6 +227,28 @@ static int list_drivers(const char *dir, int verbose)
     return found ? 0 : 1;
 }
 
+/* init-db, check-config, pause and resume: on each source in turn, each
+ * under its name when there are several; the worst exit code. */
+static int each_source(const cli *c, const char *command, relay_config **cfgs, size_t count)
+{
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        const relay_config *cfg = cfgs[i];
+        if (cfg->source_name && count > 1)
+            printf("source %s: ", cfg->source_name);
+        int one;
+        if (!strcmp(command, "init-db"))
+            one = command_init_db(cfg, c->reset_slot, c->inbox);
+        else if (!strcmp(command, "check-config"))
+            one = check_config(cfg, c->print);
+        else
+            one = command_pause(cfg, !strcmp(command, "pause"), c->output, c->source, c->reason);
+        fflush(stdout);
+        rc = one > rc ? one : rc;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -319,23 +341,13 @@ int main(int argc, char **argv)
         return 2;
     if (!strcmp(command, "run"))
         return engine_run(cfgs, count, c.drain); /* it takes cfgs */
-    int rc = 0;
+    int rc;
     if (!strcmp(command, "reload"))
         rc = reload_signal_relays(cfgs[0]->path);
     else if (!strcmp(command, "status"))
         rc = command_status(cfgs, count, c.json, c.watch);
-    /* the others: each source in turn, the worst exit code */
-    for (size_t i = 0; i < count && strcmp(command, "reload") && strcmp(command, "status"); i++) {
-        const relay_config *cfg = cfgs[i];
-        if (cfg->source_name && count > 1)
-            printf("source %s: ", cfg->source_name);
-        int one = !strcmp(command, "init-db")        ? command_init_db(cfg, c.reset_slot, c.inbox)
-                  : !strcmp(command, "check-config") ? check_config(cfg, c.print)
-                                                     : command_pause(cfg, !strcmp(command, "pause"),
-                                                                     c.output, c.source, c.reason);
-        fflush(stdout);
-        rc = one > rc ? one : rc;
-    }
+    else
+        rc = each_source(&c, command, cfgs, count);
     config_free_all(cfgs, count);
     return rc;
 }

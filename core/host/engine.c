@@ -253,7 +253,8 @@ static size_t tick(engine *e)
             stalled |= counters_stalled(st->metrics, gen->cfg, now_ms());
             gen_release(gen);
             if (atomic_load(&st->stop)) {
-                notify_stopping();
+                if (signalled || !e->set.labelled) /* not a source a reload removed */
+                    notify_stopping();
                 if (r->src->stopping)
                     r->src->stopping(r->run, now_ms() >= atomic_load(&st->stop_at_ms) +
                                                            st->cfg->shutdown_timeout_ms +
