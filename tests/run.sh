@@ -44,11 +44,14 @@ if [ $# -eq 0 ]; then
     ctest --test-dir "$build-valgrind" --output-on-failure --timeout 900 -R valgrind
     # ThreadSanitizer (excludes ASan, so its own build): the memory driver
     # completing from its threads, the engine with 2 + 2 workers in two
-    # processes, and WAL mode's stream, side thread and live reload; only what
-    # these tests need is built. Any report fails the run.
+    # processes, WAL mode's stream, side thread and live reload, and several
+    # sources in one process (their starters, the metrics endpoint reading
+    # them, a reload adding and removing); only what these tests need is
+    # built. Any report fails the run.
     cmake -S "$root" -B "$build-tsan" -DOBX_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-    cmake --build "$build-tsan" -j"$(nproc)" --target outbox-relay sdk-check-driver obx_driver_memory
+    cmake --build "$build-tsan" -j"$(nproc)" --target outbox-relay sdk-check-driver obx_driver_memory \
+        metrics_client
     TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
         ctest --test-dir "$build-tsan" --output-on-failure --timeout 900 \
-        -R '^(sdk_conformance_memory_threaded|sdk_conformance_memory_threaded_late|engine_ordering|wal_dead_letter|wal_reload)$'
+        -R '^(sdk_conformance_memory_threaded|sdk_conformance_memory_threaded_late|engine_ordering|wal_dead_letter|wal_reload|engine_sources)$'
 fi

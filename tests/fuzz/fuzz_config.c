@@ -1,6 +1,6 @@
 /*
  * Fuzz target: the config loader, libconfig syntax through validation and
- * ${VAR}, ${VAR:-default} expansion. The input is the config file; a few
+ * ${VAR}, ${VAR:-default} expansion, sources and fan-out routes. The input is the config file; a few
  * variables are set so expansion has something to find.
  */
 #include <stddef.h>
@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
         abort();
     char err[1024];
-    relay_config *cfg = config_load(path, err, sizeof err);
-    config_free(cfg);
+    size_t count = 0; /* every source, fan-out targets included */
+    relay_config **cfgs = config_load_all(path, &count, err, sizeof err);
+    config_free_all(cfgs, count);
     return 0;
 }

@@ -59,6 +59,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (recv(sv[1], buf, sizeof buf, 0) > 0)
         ;
     close(sv[1]);
-    atomic_fetch_add(&st.stats.published, 1); /* the counters change between requests */
+    atomic_fetch_add(&st_a.stats.published, 1); /* the counters change between requests */
     return 0;
 }
