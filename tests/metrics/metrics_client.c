@@ -20,7 +20,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+#define FREEPORT_LOW 20000
+#define FREEPORT_HIGH 32768
 
 static int dial(int port, int timeout_ms)
 {
@@ -106,17 +110,30 @@ static int get(int port, const char *method, const char *path)
     return 0;
 }
 
+/* A random port below the ephemeral range (where nothing connecting out
+ * takes one, and where the services' fixed ports are not): the kernel's own
+ * choice (bind to port 0) hands two tests asking at once the same port. */
 static int freeport(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        return 1;
-    printf("%d\n", ntohs(a.sin_port));
-    close(fd);
-    return 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    srand((unsigned)(getpid() ^ now.tv_nsec ^ now.tv_sec));
+    for (int tries = 0; tries < 200; tries++) {
+        int port = FREEPORT_LOW + rand() % (FREEPORT_HIGH - FREEPORT_LOW);
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0)
+            return 1;
+        int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok) {
+            printf("%d\n", port);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int main(int argc, char **argv)
