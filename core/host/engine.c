@@ -341,11 +341,12 @@ int engine_run(relay_config **cfgs, size_t count, int drain)
     free(cfgs);
     /* one outbox: a database it cannot use stops the start, as a config error
      * would; with sources, that one waits while the others run */
-    if (code == 0 && !e.set.labelled && run_start(e.runs[0]) < 0)
-        code = 1; /* with sources, the first ticks start each on its own thread */
+    /* the endpoints first: tracing must run before a worker sends a span */
     endpoints ep = {0};
     if (code == 0)
         code = endpoints_start(&ep, &e, e.runs[0]->st->cfg);
+    if (code == 0 && !e.set.labelled && run_start(e.runs[0]) < 0)
+        code = 1; /* with sources, the first ticks start each on its own thread */
     if (code != 0) /* what started stops at once */
         atomic_store(&stop_signal_ms, now_ms());
     else
