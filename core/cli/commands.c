@@ -12,12 +12,18 @@
 #include "source.h"
 #include "sql.h"
 
+/* Says -c is missing when path is NULL. */
+static int have_path(const char *path, const char *command)
+{
+    if (!path)
+        fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
+    return path != NULL;
+}
+
 relay_config *command_load_config(const char *path, const char *outbox, const char *command)
 {
-    if (!path) {
-        fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
+    if (!have_path(path, command))
         return NULL;
-    }
     char err[1024];
     relay_config *cfg = config_load_source(path, outbox, err, sizeof err);
     if (!cfg) {
@@ -40,10 +46,8 @@ relay_config **command_load_all(const char *path, const char *outbox, const char
         *count = 1;
         return one;
     }
-    if (!path) {
-        fprintf(stderr, "outbox-relay %s: missing -c FILE (the config file)\n", command);
+    if (!have_path(path, command))
         return NULL;
-    }
     char err[1024];
     relay_config **cfgs = config_load_all(path, count, err, sizeof err);
     if (!cfgs) {

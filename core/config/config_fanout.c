@@ -10,7 +10,7 @@
  * tables could become one. */
 #define NAME_MAX_BYTES 63
 
-size_t fanout_targets(const relay_config *cfg, const char **targets, size_t cap)
+size_t fanout_targets(const relay_config *cfg, const char **targets)
 {
     size_t n = 0;
     for (size_t i = 0; i < cfg->route_count; i++)
@@ -19,7 +19,7 @@ size_t fanout_targets(const relay_config *cfg, const char **targets, size_t cap)
             size_t j = 0;
             while (j < n && strcmp(targets[j], name) != 0)
                 j++;
-            if (j == n && n < cap)
+            if (j == n)
                 targets[n++] = name;
         }
     return n;

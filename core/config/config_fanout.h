@@ -16,8 +16,8 @@
 #define FANOUT_OUTPUT "_fanout"
 
 /* The outputs cfg's fan-out routes name, each once, in order of first
- * mention (at most cap); how many. */
-size_t fanout_targets(const relay_config *cfg, const char **targets, size_t cap);
+ * mention (targets: room for cfg->output_count); how many. */
+size_t fanout_targets(const relay_config *cfg, const char **targets);
 
 /* Makes d, a fresh load of cfg's source, the relay of target's table. -1
  * with err when the table's name would be too long. */

@@ -82,7 +82,7 @@ static int same(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* Two sources may not share a name, a table, or a database's slot. */
+/* Two sources may not share a name, a table, or a slot name. */
 static int check_distinct(relay_config **cfgs, size_t count, const config_setting_t *list,
                           char *err, size_t err_size)
 {
@@ -131,10 +131,13 @@ static relay_config **expand_fanout(const config_setting_t *root, const config_s
 {
     size_t own = *count;
     for (size_t i = 0; i < own; i++) {
-        const char *targets[64];
-        size_t n = fanout_targets(cfgs[i], targets, 64);
-        if (!n)
+        /* a target is an output: there are no more than outputs */
+        const char **targets = calloc(cfgs[i]->output_count, sizeof *targets);
+        size_t n = targets ? fanout_targets(cfgs[i], targets) : 0;
+        if (!n) {
+            free(targets);
             continue;
+        }
         if (!cfgs[i]->source_name)
             cfgs[i]->source_name = strdup(cfgs[i]->table);
         cfgs = realloc(cfgs, (*count + n) * sizeof *cfgs);
@@ -142,12 +145,14 @@ static relay_config **expand_fanout(const config_setting_t *root, const config_s
         for (size_t t = 0; t < n; t++) {
             relay_config *d = load_one(root, entry, cfgs[i]->path, err, err_size);
             if (!d || fanout_make_target(d, cfgs[i]->source_name, targets[t], err, err_size) < 0) {
+                free(targets);
                 config_free(d);
                 config_free_all(cfgs, *count);
                 return NULL;
             }
             cfgs[(*count)++] = d;
         }
+        free(targets);
         if (fanout_make_source(cfgs[i], err, err_size) < 0) {
             config_free_all(cfgs, *count);
             return NULL;
@@ -221,9 +226,10 @@ relay_config *config_load_source(const char *path, const char *name, char *err, 
     if (!cfgs)
         return NULL;
     relay_config *found = NULL;
+    int one_own = own_sources(cfgs, count) == 1; /* without a name: the file's only own one */
     for (size_t i = 0; i < count && !found; i++)
         if (name ? cfgs[i]->source_name && strcmp(cfgs[i]->source_name, name) == 0
-                 : own_sources(cfgs, count) == 1 && !cfgs[i]->fanout_of)
+                 : one_own && !cfgs[i]->fanout_of)
             found = cfgs[i];
     if (!found) {
         char names[512] = "";

@@ -103,22 +103,12 @@ static void started(outbox_run *r, int rc)
     speak_for(NULL);
 }
 
-static outbox_run *find_run(engine *e, const char *name)
-{
-    for (size_t i = 0; i < e->count; i++)
-        if (!e->runs[i]->ended && !atomic_load(&e->runs[i]->st->stop) &&
-            strcmp(e->runs[i]->st->cfg->source_name, name) == 0)
-            return e->runs[i];
-    return NULL;
-}
-
 /* SIGHUP with sources: each running one takes its new generation (reload.c),
  * one no longer listed stops, one newly listed starts. */
 static int reload_sources(engine *e)
 {
     char err[1024];
     size_t n;
-    log_info("reload: reading %s", e->path);
     relay_config **cfgs = config_load_all(e->path, &n, err, sizeof err);
     if (!cfgs) {
         log_error("reload refused: %s; the running sources stay as they are", err);
@@ -135,26 +125,26 @@ static int reload_sources(engine *e)
     for (size_t i = 0; i < e->count; i++) {
         outbox_run *r = e->runs[i];
         size_t k = 0;
-        while (k < n && strcmp(cfgs[k]->source_name, r->st->cfg->source_name) != 0)
-            k++;
+        while (k < n && (!cfgs[k] || strcmp(cfgs[k]->source_name, r->st->cfg->source_name) != 0))
+            k++; /* NULL: taken by the run of that name */
         if (r->ended || atomic_load(&r->st->stop))
             continue;
         speak_for(r);
         if (k == n) {
             log_info("reload: no longer listed: stopping this source");
             state_request_stop(r->st, now_ms());
-        } else if (reload_config(r->st) < 0) {
+        } else if (reload_config(r->st, cfgs[k], NULL) < 0) {
             rc = -1;
         }
+        if (k < n)
+            cfgs[k] = NULL; /* taken */
         speak_for(NULL);
     }
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < n; k++) { /* the rest run nowhere yet */
         relay_config *cfg = cfgs[k];
-        cfgs[k] = NULL;
-        if (find_run(e, cfg->source_name)) {
-            config_free(cfg);
+        if (!cfg)
             continue;
-        }
+        cfgs[k] = NULL;
         log_info("reload: source %s is new: starting it", cfg->source_name);
         outbox_run *r = run_new(cfg, 0);
         if (!r) {
@@ -174,14 +164,15 @@ static int reload_one(engine *e)
     char err[1024];
     size_t n = 0;
     relay_config **cfgs = config_load_all(e->path, &n, err, sizeof err);
-    int other_shape = cfgs && (n > 1 || cfgs[0]->source_name);
-    config_free_all(cfgs, n);
-    if (other_shape) {
+    if (cfgs && (n > 1 || cfgs[0]->source_name)) {
         log_error("reload refused: %s now lists sources or fan-out routes; restart to relay them",
                   e->path);
+        config_free_all(cfgs, n);
         return -1;
     }
-    return reload_config(e->runs[0]->st); /* it says why a file it cannot load is refused */
+    relay_config *cfg = cfgs ? cfgs[0] : NULL;
+    free(cfgs);
+    return reload_config(e->runs[0]->st, cfg, err);
 }
 
 /* SIGHUP: a new config generation, unless stopping; systemd hears
@@ -194,6 +185,7 @@ static void reload(engine *e)
     snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%lld",
              (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
     notify_send(msg);
+    log_info("reload: reading %s", e->path);
     int rc = e->set.labelled ? reload_sources(e) : reload_one(e);
     long number = e->set.labelled ? 0 : atomic_load(&e->runs[0]->st->gen_number);
     if (e->set.labelled)

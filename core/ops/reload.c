@@ -92,13 +92,11 @@ static void describe(const config_gen *old, const config_gen *next, char *out, s
              changed[0] ? changed : "none", removed[0] ? removed : "none");
 }
 
-int reload_config(relay_state *st)
+int reload_config(relay_state *st, relay_config *cfg, const char *why)
 {
     config_gen *old = st->gen; /* only this thread replaces it */
     char err[1024];
-    if (!st->cfg->source_name) /* with sources, the engine said it once */
-        log_info("reload: reading %s", st->cfg->path);
-    relay_config *cfg = config_load_source(st->cfg->path, st->cfg->source_name, err, sizeof err);
+    snprintf(err, sizeof err, "%s", why ? why : "");
     config_gen *next = NULL;
     if (cfg) {
         /* the settings table's fixed rows (settings.c) keep their running value */

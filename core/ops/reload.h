@@ -6,10 +6,12 @@
 
 #include "relay_state.h"
 
-/* From the engine's thread (the only one that publishes generations).
- * Returns 0 when a new generation was published, -1 when the running config
- * stays (the reason is logged, with file:line for a config error). */
-int reload_config(relay_state *st);
+/* From the engine's thread (the only one that publishes generations), with
+ * cfg, st's source as the file now has it (taken), or NULL and why it could
+ * not be loaded. Returns 0 when a new generation was published, -1 when the
+ * running config stays (the reason is logged, with file:line for a config
+ * error). */
+int reload_config(relay_state *st, relay_config *cfg, const char *why);
 
 /* `outbox-relay reload -c FILE`: SIGHUP to every `outbox-relay run` whose
  * -c names the same file (found in /proc). Returns the exit code. */

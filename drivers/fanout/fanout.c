@@ -143,57 +143,70 @@ static int lists(const char *list, const char *target, size_t target_len)
     return 0;
 }
 
-/* INSERTs the chosen rows (pick[i]) into each table their destinations
- * list, in the open transaction. NULL on success, else the failed result. */
+/* INSERTs the chosen rows (pick[i]) whose destination lists target (tlen
+ * bytes) into its table, in batch order. NULL on success, else the result. */
+static PGresult *insert_into(obx_instance *inst, const char *target, size_t tlen,
+                             const obx_message *msgs, row *rows, const unsigned char *pick,
+                             size_t count)
+{
+    char table[512];
+    snprintf(table, sizeof table, "%s_to_%.*s", inst->table, (int)tlen, target);
+    char *qs = PQescapeIdentifier(inst->conn, inst->schema, strlen(inst->schema));
+    char *qt = PQescapeIdentifier(inst->conn, table, strlen(table));
+    char *sql = malloc(256 + strlen(qs ? qs : "") + strlen(qt ? qt : "") + count * 160);
+    const char **params = malloc(count * COLS * sizeof *params);
+    if (!sql || !params) {
+        PQfreemem(qs);
+        PQfreemem(qt);
+        free(sql);
+        free(params);
+        return PQmakeEmptyPGresult(inst->conn, PGRES_FATAL_ERROR);
+    }
+    int len = sprintf(sql,
+                      "INSERT INTO %s.%s (event_id, aggregate_type, aggregate_id, event_type, "
+                      "payload, headers, created_at) VALUES ",
+                      qs ? qs : "", qt ? qt : "");
+    size_t k = 0;
+    for (size_t j = 0; j < count; j++) {
+        if (!pick[j] || !lists(msgs[j].destination, target, tlen))
+            continue;
+        int b = (int)(k * COLS);
+        len += sprintf(sql + len,
+                       "%s($%d::uuid, $%d, $%d, $%d, $%d::jsonb, $%d::jsonb, 'epoch'::timestamptz "
+                       "+ $%d::bigint * interval '1 microsecond')",
+                       k ? ", " : "", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7);
+        memcpy(&params[k * COLS], rows[j].value, sizeof rows[j].value);
+        k++;
+    }
+    sprintf(sql + len, " ON CONFLICT (event_id) DO NOTHING");
+    PGresult *res = PQexecParams(inst->conn, sql, (int)(k * COLS), NULL, params, NULL, NULL, 0);
+    PQfreemem(qs);
+    PQfreemem(qt);
+    free(sql);
+    free(params);
+    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return NULL;
+    }
+    return res;
+}
+
+/* Each target the chosen rows' destinations list, once, gets its INSERT, in
+ * the open transaction. NULL on success, else the failed result. */
 static PGresult *copy_rows(obx_instance *inst, const obx_message *msgs, row *rows,
                            const unsigned char *pick, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         if (!pick[i])
             continue;
-        /* each target of this event not already done for an earlier one */
         for (const char *t = msgs[i].destination; *t;) {
             size_t tlen = strcspn(t, ",");
-            int done = 0;
+            int done = 0; /* an earlier chosen row lists it: its INSERT has been made */
             for (size_t j = 0; j < i && !done; j++)
                 done = pick[j] && lists(msgs[j].destination, t, tlen);
-            if (!done) {
-                char table[512];
-                snprintf(table, sizeof table, "%s_to_%.*s", inst->table, (int)tlen, t);
-                char *qs = PQescapeIdentifier(inst->conn, inst->schema, strlen(inst->schema));
-                char *qt = PQescapeIdentifier(inst->conn, table, strlen(table));
-                size_t n = 0;
-                for (size_t j = i; j < count; j++)
-                    n += pick[j] && lists(msgs[j].destination, t, tlen);
-                char *sql = malloc(256 + strlen(qs ? qs : "") + strlen(qt ? qt : "") + n * 160);
-                const char **params = malloc(n * COLS * sizeof *params);
-                int len = sprintf(sql,
-                                  "INSERT INTO %s.%s (event_id, aggregate_type, aggregate_id, "
-                                  "event_type, payload, headers, created_at) VALUES ",
-                                  qs ? qs : "", qt ? qt : "");
-                size_t k = 0;
-                for (size_t j = i; j < count; j++) {
-                    if (!pick[j] || !lists(msgs[j].destination, t, tlen))
-                        continue;
-                    int b = (int)(k * COLS);
-                    len += sprintf(sql + len,
-                                   "%s($%d::uuid, $%d, $%d, $%d, $%d::jsonb, $%d::jsonb, 'epoch'::"
-                                   "timestamptz + $%d::bigint * interval '1 microsecond')",
-                                   k ? ", " : "", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7);
-                    memcpy(&params[k * COLS], rows[j].value, sizeof rows[j].value);
-                    k++;
-                }
-                sprintf(sql + len, " ON CONFLICT (event_id) DO NOTHING");
-                PGresult *res =
-                    PQexecParams(inst->conn, sql, (int)(n * COLS), NULL, params, NULL, NULL, 0);
-                PQfreemem(qs);
-                PQfreemem(qt);
-                free(sql);
-                free(params);
-                if (PQresultStatus(res) != PGRES_COMMAND_OK)
-                    return res;
-                PQclear(res);
-            }
+            PGresult *failed = done ? NULL : insert_into(inst, t, tlen, msgs, rows, pick, count);
+            if (failed)
+                return failed;
             t += tlen + (t[tlen] == ',');
         }
     }
