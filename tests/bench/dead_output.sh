@@ -13,13 +13,7 @@
 # outbox-relay, the memory, rabbitmq and webhook drivers, bench_broker).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
-OBX_BUILD=${OBX_BUILD:-$OBX_SRC/build-bench}
-export OBX_BIN=${OBX_BIN:-$OBX_BUILD/outbox-relay}
-export OBX_DRIVERS=${OBX_DRIVERS:-$OBX_BUILD/drivers}
-TOOLS=${OBX_BENCH_TOOLS:-$(dirname "$OBX_BIN")/tests/bench}
-export PGOPTIONS="-c client_min_messages=warning"
-. "$OBX_SRC/tests/lib.sh"
+. "$HERE/benchlib.sh"
 EVENTS=50000 ROUNDS=3
 while [ $# -gt 0 ]; do
     case $1 in

@@ -31,12 +31,7 @@
 # build-bench; OBX_BIN, OBX_DRIVERS override), /usr/bin/time.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
-OBX_BUILD=${OBX_BUILD:-$OBX_SRC/build-bench}
-export OBX_BIN=${OBX_BIN:-$OBX_BUILD/outbox-relay}
-export OBX_DRIVERS=${OBX_DRIVERS:-$OBX_BUILD/drivers}
-export PGOPTIONS="-c client_min_messages=warning"
-. "$OBX_SRC/tests/lib.sh"
+. "$HERE/benchlib.sh"
 
 EVENTS=50000 ROUNDS=2 SOURCES=poll KEEP='' LIMIT=120
 while [ $# -gt 0 ]; do

@@ -19,12 +19,7 @@
 # build (OBX_BUILD, default build-bench: targets outbox-relay, obx_driver_memory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
-OBX_BUILD=${OBX_BUILD:-$OBX_SRC/build-bench}
-export OBX_BIN=${OBX_BIN:-$OBX_BUILD/outbox-relay}
-export OBX_DRIVERS=${OBX_DRIVERS:-$OBX_BUILD/drivers}
-export PGOPTIONS="-c client_min_messages=warning"
-. "$OBX_SRC/tests/lib.sh"
+. "$HERE/benchlib.sh"
 PHASE=20 ROUNDS=2 SOURCES=poll,wal OUT=$HERE/results/real_shape.tsv
 while [ $# -gt 0 ]; do
     case $1 in

@@ -48,12 +48,7 @@
 # (OBX_BUILD, default build-bench; OBX_BIN, OBX_DRIVERS override), /usr/bin/time.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
-OBX_BUILD=${OBX_BUILD:-$OBX_SRC/build-bench}
-export OBX_BIN=${OBX_BIN:-$OBX_BUILD/outbox-relay}
-export OBX_DRIVERS=${OBX_DRIVERS:-$OBX_BUILD/drivers}
-export PGOPTIONS="-c client_min_messages=warning"
-. "$OBX_SRC/tests/lib.sh"
+. "$HERE/benchlib.sh"
 
 N_SRC=10 EVENTS=20000 ROUNDS=2 WAL='' KEEP='' PAYLOAD=jsonb LIMIT=180
 LOAD=60 DOWN=3 RATE=200
