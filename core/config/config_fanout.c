@@ -115,9 +115,8 @@ int fanout_make_source(relay_config *cfg, char *err, size_t err_size)
     out->option_count = sizeof option / sizeof option[0];
     out->options = calloc(out->option_count, sizeof *out->options);
     for (size_t i = 0; i < out->option_count; i++)
-        out->options[i] = (cfg_value){.name = strdup(option[i][0]),
-                                      .type = OBX_OPT_STRING,
-                                      .s = strdup(option[i][1])};
+        out->options[i] = (cfg_value){
+            .name = strdup(option[i][0]), .type = OBX_OPT_STRING, .s = strdup(option[i][1])};
     for (size_t i = 0; i < cfg->route_count; i++) {
         cfg_route *r = &cfg->routes[i];
         if (!r->fanout_count)

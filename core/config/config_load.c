@@ -38,9 +38,8 @@ static int read_file(config_t *lc, const char *path, char *err, size_t err_size)
     if (config_error_type(lc) == CONFIG_ERR_FILE_IO)
         snprintf(err, err_size, "%s: cannot read config file", path);
     else
-        snprintf(err, err_size, "%s:%d: %s",
-                 config_error_file(lc) ? config_error_file(lc) : path, config_error_line(lc),
-                 config_error_text(lc));
+        snprintf(err, err_size, "%s:%d: %s", config_error_file(lc) ? config_error_file(lc) : path,
+                 config_error_line(lc), config_error_text(lc));
     return -1;
 }
 
@@ -49,9 +48,9 @@ static int read_file(config_t *lc, const char *path, char *err, size_t err_size)
 static relay_config *load_one(const config_setting_t *root, const config_setting_t *entry,
                               const char *path, char *err, size_t err_size)
 {
-    static const char *const keys[] = {"database", "relay",  "log",         "metrics", "admin",
-                                       "outputs",  "routes", "dead_letter", "tracing", "sources",
-                                       NULL};
+    static const char *const keys[] = {"database", "relay",   "log",    "metrics",
+                                       "admin",    "outputs", "routes", "dead_letter",
+                                       "tracing",  "sources", NULL};
     static const char *const entry_keys[] = {"name", "database", "relay", NULL};
     relay_config *cfg = calloc(1, sizeof *cfg);
     cfg->path = strdup(path);
@@ -126,8 +125,7 @@ static int check_distinct(relay_config **cfgs, size_t count, const config_settin
  * own (config_fanout.h); a source named by no `sources` entry is named after
  * its table then. NULL (cfgs freed) with err on an error. */
 static relay_config **expand_fanout(const config_setting_t *root, const config_setting_t *list,
-                                    relay_config **cfgs, size_t *count, char *err,
-                                    size_t err_size)
+                                    relay_config **cfgs, size_t *count, char *err, size_t err_size)
 {
     size_t own = *count;
     for (size_t i = 0; i < own; i++) {

@@ -237,8 +237,9 @@ static int load_fanout(cfg_reader *st, const config_setting_t *list, cfg_route *
     const relay_config *cfg = st->cfg;
     int n = config_setting_length(list);
     if (n < 2)
-        return cfg_fail(st, list, "a route's output list names two outputs or more (fan-out); "
-                                  "for one, write output = \"name\"");
+        return cfg_fail(st, list,
+                        "a route's output list names two outputs or more (fan-out); "
+                        "for one, write output = \"name\"");
     route->fanout = calloc((size_t)n, sizeof *route->fanout);
     for (int i = 0; i < n; i++) {
         const char *name = config_setting_get_string_elem(list, i);

@@ -101,8 +101,8 @@ static int read_row(cfg_reader *st, const config_setting_t *group, const setting
 }
 
 /* The group that supplies def's value: the overlay's when it sets it. */
-static const config_setting_t *supplier(const config_setting_t *group,
-                                        const config_setting_t *over, const setting_def *def)
+static const config_setting_t *supplier(const config_setting_t *group, const config_setting_t *over,
+                                        const setting_def *def)
 {
     return cfg_member(over, def->key) ? over : group;
 }
@@ -129,8 +129,8 @@ static int load_section(cfg_reader *st, const config_setting_t *root,
             return -1;
     }
     for (size_t i = 0; (group || over) && i < n; i++)
-        if (strcmp(t[i].section, sec->path) == 0 && t[i].required &&
-            !cfg_member(group, t[i].key) && !cfg_member(over, t[i].key))
+        if (strcmp(t[i].section, sec->path) == 0 && t[i].required && !cfg_member(group, t[i].key) &&
+            !cfg_member(over, t[i].key))
             return cfg_fail(st, over ? over : group, "%s", t[i].required);
     for (size_t i = 0; i < n; i++) {
         if (strcmp(t[i].section, sec->path) != 0)

@@ -18,8 +18,8 @@
 #include "source_set.h"
 #include "tracing.h"
 
-static atomic_llong stop_signal_ms; /* a stop signal's time, for the engine's thread to pass on */
-static long long first_signal_ms;   /* written only by on_signal, which blocks the others */
+static atomic_llong stop_signal_ms;  /* a stop signal's time, for the engine's thread to pass on */
+static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
 static volatile sig_atomic_t hangup; /* SIGHUP seen, the reload not yet done */
 
 /* Within this time a second signal is the same request delivered twice: GNU
@@ -249,8 +249,8 @@ static size_t tick(engine *e)
                     notify_stopping();
                 if (r->src->stopping)
                     r->src->stopping(r->run, now_ms() >= atomic_load(&st->stop_at_ms) +
-                                                           st->cfg->shutdown_timeout_ms +
-                                                           RELEASE_GRACE_MS);
+                                                             st->cfg->shutdown_timeout_ms +
+                                                             RELEASE_GRACE_MS);
             }
         }
         if (r->ended)
@@ -338,7 +338,7 @@ int engine_run(relay_config **cfgs, size_t count, int drain)
     if (code == 0)
         code = endpoints_start(&ep, &e, e.runs[0]->st->cfg);
     if (code == 0 && !e.set.labelled && run_start(e.runs[0]) < 0)
-        code = 1; /* with sources, the first ticks start each on its own thread */
+        code = 1;  /* with sources, the first ticks start each on its own thread */
     if (code != 0) /* what started stops at once */
         atomic_store(&stop_signal_ms, now_ms());
     else

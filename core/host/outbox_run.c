@@ -48,7 +48,6 @@ static int load_drivers(relay_state *st)
     return 0;
 }
 
-
 /* While the engine's thread logs for r, its lines name r's source. */
 void speak_for(const outbox_run *r)
 {

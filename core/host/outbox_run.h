@@ -17,12 +17,12 @@
 typedef struct outbox_run {
     relay_state *st; /* st->cfg is the run's, freed with it */
     const source_ops *src;
-    void *run; /* the source's threads; NULL: not started */
+    void *run;             /* the source's threads; NULL: not started */
     char payload_type[64]; /* the payload column's type: the source keeps a pointer to it */
     pthread_t poller, forwarder;
     int forwarding;
     int ended;
-    int drain_later; /* --drain, a fan-out target: drains once its source has ended */
+    int drain_later;       /* --drain, a fan-out target: drains once its source has ended */
     long long retry_at_ms; /* not started: when to check its database again */
     pthread_t starter;     /* run_start_async's thread */
     int starting;          /* the starter runs (the engine's thread's flag) */

@@ -26,7 +26,8 @@ typedef struct relay_state {
     config_gen *gen;          /* the current generation; holds one of its users */
     atomic_long gen_number;   /* gen->number, to notice a new one without the lock */
     payload_kind payload;
-    atomic_int drain; /* exit once nothing is pending (a fan-out target: set once its source ends) */
+    atomic_int
+        drain; /* exit once nothing is pending (a fan-out target: set once its source ends) */
 
     atomic_int stop;         /* 1: stop claiming and finish; set by signals */
     atomic_int failed;       /* a worker could not start: exit non-zero */

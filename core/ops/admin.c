@@ -68,8 +68,8 @@ static int set_control(const relay_config *cfg, int pause, const char *output, c
     PQfinish(db);
     if (rc < 0)
         log_warn("admin: %s%s%s failed: %s", pause ? "pause" : "resume",
-                 cfg->source_name ? " in source " : "",
-                 cfg->source_name ? cfg->source_name : "", err);
+                 cfg->source_name ? " in source " : "", cfg->source_name ? cfg->source_name : "",
+                 err);
     return rc;
 }
 
@@ -82,7 +82,8 @@ static enum MHD_Result act(admin_server *srv, struct MHD_Connection *conn, int p
     relay_config **cfgs = config_load_all(srv->path, &count, err, sizeof err);
     if (!cfgs) {
         log_warn("admin: cannot read the config: %s", err);
-        return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the config cannot be read: see the log\n");
+        return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                     "the config cannot be read: see the log\n");
     }
     const char *only = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "source");
     const char *reason = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "reason");

@@ -155,8 +155,8 @@ int probe_set(source_set *set, int ready, const char *only, char **body)
         *body = strdup("{\"status\":\"no such source\"}");
         return 404;
     }
-    const char *word = ready ? (status == 200 ? "ready" : "not ready")
-                             : (status == 200 ? "ok" : "stalled");
+    const char *word =
+        ready ? (status == 200 ? "ready" : "not ready") : (status == 200 ? "ok" : "stalled");
     json_t *o = json_pack("{s:s,s:o}", "status", word, "sources", sources);
     *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);

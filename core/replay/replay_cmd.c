@@ -34,16 +34,12 @@ static int usage(const char *why)
 
 static int parse(int argc, char **argv, replay_args *a)
 {
-    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                             {"outbox", required_argument, NULL, 'b'},
-                                             {"since", required_argument, NULL, 's'},
-                                             {"until", required_argument, NULL, 'u'},
-                                             {"aggregate", required_argument, NULL, 'g'},
-                                             {"route", required_argument, NULL, 'r'},
-                                             {"to", required_argument, NULL, 't'},
-                                             {"rate", required_argument, NULL, 'R'},
-                                             {"name", required_argument, NULL, 'n'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},    {"outbox", required_argument, NULL, 'b'},
+        {"since", required_argument, NULL, 's'},     {"until", required_argument, NULL, 'u'},
+        {"aggregate", required_argument, NULL, 'g'}, {"route", required_argument, NULL, 'r'},
+        {"to", required_argument, NULL, 't'},        {"rate", required_argument, NULL, 'R'},
+        {"name", required_argument, NULL, 'n'},      {NULL, 0, NULL, 0}};
     a->aggregates = calloc((size_t)argc, sizeof *a->aggregates);
     a->routes = calloc((size_t)argc, sizeof *a->routes);
     a->rate = REPLAY_RATE_DEFAULT;

@@ -33,8 +33,16 @@ static const obx_option fanout_options[] = {
 };
 
 /* One event as the INSERT's parameters. */
-enum { COL_EVENT_ID, COL_AGG_TYPE, COL_AGG_ID, COL_EVENT_TYPE, COL_PAYLOAD, COL_HEADERS,
-       COL_CREATED_US, COLS };
+enum {
+    COL_EVENT_ID,
+    COL_AGG_TYPE,
+    COL_AGG_ID,
+    COL_EVENT_TYPE,
+    COL_PAYLOAD,
+    COL_HEADERS,
+    COL_CREATED_US,
+    COLS
+};
 
 typedef struct row {
     const char *value[COLS];
@@ -53,8 +61,7 @@ struct obx_instance {
 static obx_instance *fanout_create(const obx_host *host, char *err, size_t err_size)
 {
     obx_instance *inst = calloc(1, sizeof *inst);
-    if (!inst ||
-        !host->get_string(host->host_ctx, "conninfo", &inst->conninfo) ||
+    if (!inst || !host->get_string(host->host_ctx, "conninfo", &inst->conninfo) ||
         !host->get_string(host->host_ctx, "schema", &inst->schema) ||
         !host->get_string(host->host_ctx, "table", &inst->table)) {
         snprintf(err, err_size, "fanout: conninfo, schema and table are required");

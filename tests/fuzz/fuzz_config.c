@@ -1,7 +1,7 @@
 /*
  * Fuzz target: the config loader, libconfig syntax through validation and
- * ${VAR}, ${VAR:-default} expansion, sources and fan-out routes. The input is the config file; a few
- * variables are set so expansion has something to find.
+ * ${VAR}, ${VAR:-default} expansion, sources and fan-out routes. The input is the config file; a
+ * few variables are set so expansion has something to find.
  */
 #include <stddef.h>
 #include <stdint.h>

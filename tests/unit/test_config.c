@@ -570,9 +570,11 @@ static void test_fanout(void **state)
     static const char text[] =
         "database = { conninfo = \"dbname=app\"; };\n"
         "relay = { source = \"wal\"; };\n"
-        "outputs = ( { name = \"k\"; driver = \"memory\"; }, { name = \"r\"; driver = \"memory\"; },\n"
+        "outputs = ( { name = \"k\"; driver = \"memory\"; }, { name = \"r\"; driver = \"memory\"; "
+        "},\n"
         "            { name = \"m\"; driver = \"memory\"; } );\n"
-        "routes = ( { event_type = \"a.*\"; output = [\"k\", \"r\"]; destination = \"t.${event_type}\";\n"
+        "routes = ( { event_type = \"a.*\"; output = [\"k\", \"r\"]; destination = "
+        "\"t.${event_type}\";\n"
         "             drop_headers = [\"x-*\"]; },\n"
         "           { event_type = \"b.*\"; output = \"m\"; },\n"
         "           { output = [\"r\", \"m\"]; destination = \"rest\"; } );\n";

@@ -123,7 +123,8 @@ static void test_outcomes(void **state)
     assert_int_equal(atomic_load(&k->n.refused), 2);
     assert_int_equal(atomic_load(&q->n.dead), 2);
     assert_int_equal(atomic_load(&counters_route(m, 1, "kafka")->n.published), 1);
-    assert_int_equal(atomic_load(&counters_route(m, 2, "mq\"tt")->n.dead), 1); /* bad row: no route */
+    assert_int_equal(atomic_load(&counters_route(m, 2, "mq\"tt")->n.dead),
+                     1); /* bad row: no route */
     /* latencies only for what was published: 2 s since created_at */
     assert_int_equal(bucket(&k->commit_to_ack, 10), 1); /* le="2.5" */
     long long publish_total = 0, q_total = 0;
