@@ -11,7 +11,7 @@
 typedef enum { ORDERING_AGGREGATE, ORDERING_NONE } ordering_mode;
 typedef enum { DEAD_SKIP, DEAD_BLOCK } dead_policy;
 typedef enum { RETAIN_MARK, RETAIN_DELETE } retention_mode;
-typedef enum { SOURCE_POLL, SOURCE_WAL } relay_source;
+typedef enum { SOURCE_POLL, SOURCE_WAL, SOURCE_CURSOR } relay_source;
 
 /* A driver option value as written in the file (already env-expanded). */
 typedef struct cfg_value {

@@ -158,8 +158,8 @@ static void check_partitions(cfg_reader *st, const config_setting_t *p)
     if (cfg->source != SOURCE_POLL) {
         if (cfg->partition_keep)
             cfg_fail(st, p,
-                     "relay.partitions.keep needs source = \"poll\": WAL mode makes "
-                     "partitions ahead but does not drop old ones yet");
+                     "relay.partitions.keep needs source = \"poll\": WAL and cursor mode make "
+                     "partitions ahead but do not drop old ones yet");
         return;
     }
     if (!cfg->partition_keep && cfg->retention_hours > 0) {
@@ -178,7 +178,7 @@ static void check_backoff_order(cfg_reader *st, const config_setting_t *b)
 static const char *const orderings[] = {"aggregate", "none", NULL};
 static const char *const policies[] = {"skip", "block", NULL};
 static const char *const retentions[] = {"mark", "delete", NULL};
-static const char *const sources[] = {"poll", "wal", NULL};
+static const char *const sources[] = {"poll", "wal", "cursor", NULL};
 static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const formats[] = {"text", "json", NULL};
 

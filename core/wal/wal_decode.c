@@ -166,8 +166,7 @@ static void decode_relation(wal_decoder *d, reader *r)
     }
 }
 
-/* One allocation holding the row and copies of its values. */
-static wal_row *row_new(const char *const *values, const size_t *lens)
+wal_row *wal_row_new(const char *const *values, const size_t *lens)
 {
     size_t size = sizeof(wal_row);
     for (int f = 0; f < WF_COUNT; f++)
@@ -220,7 +219,7 @@ static wal_row *decode_insert(wal_decoder *d, reader *r, char *err, size_t err_s
             if (d->column[f] == i)
                 values[f] = value, lens[f] = n;
     }
-    return r->ok ? row_new(values, lens) : NULL;
+    return r->ok ? wal_row_new(values, lens) : NULL;
 }
 
 static atomic_llong ignored_messages;
@@ -258,7 +257,7 @@ static wal_row *unreadable_message(const char *content, size_t n)
     text[2 + 2 * n] = '\0';
     const char *values[WF_COUNT] = {[WF_PAYLOAD] = text};
     size_t lens[WF_COUNT] = {[WF_PAYLOAD] = 2 * n + 2};
-    wal_row *row = row_new(values, lens);
+    wal_row *row = wal_row_new(values, lens);
     free(text);
     row->invalid = "the logical message is not a JSON object (its bytes are the payload, as hex)";
     return row;
@@ -308,7 +307,7 @@ static wal_row *decode_message(wal_decoder *d, reader *r)
     snprintf(stamp + at, sizeof stamp - at, ".%06lld+00", us % 1000000);
     values[WF_CREATED_AT] = stamp;
     lens[WF_CREATED_AT] = strlen(stamp);
-    wal_row *row = row_new(values, lens);
+    wal_row *row = wal_row_new(values, lens);
     json_decref(o);
     return row;
 }

@@ -34,6 +34,10 @@ typedef struct wal_row {
     const char *invalid;       /* why it cannot be an event (static text), or NULL */
 } wal_row;
 
+/* One allocation holding a row and copies of its values (text forms; NULL
+ * for SQL NULL); created_at and available_at parsed. */
+wal_row *wal_row_new(const char *const *values, const size_t *lens);
+
 typedef enum { WAL_NONE, WAL_BEGIN, WAL_COMMIT, WAL_EVENT } wal_change_kind;
 
 typedef struct wal_change {

@@ -53,6 +53,17 @@ static void finish(void *arg)
     free(arg);
 }
 
+const char wal_dead_events_sql[] =
+        "SELECT coalesce({c.event_id}::text,"
+        " 'raw:' || dl_commit_lsn::text || ':' || md5(coalesce(dl_raw, ''))) AS dead_key,"
+        " {c.event_id}::text AS event_id, {c.event_type}::text AS event_type,"
+        " {c.aggregate_type}::text AS aggregate_type, {c.aggregate_id}::text AS aggregate_id,"
+        " {c.payload} AS payload, {c.headers}::text AS headers,"
+        " dl_at AS dead_at, (extract(epoch FROM dl_at) * 1000000)::bigint AS dead_at_us,"
+        " dl_attempts AS attempts, dl_error AS error,"
+        " (extract(epoch FROM {c.created_at}) * 1000000)::bigint AS created_at_us"
+        " FROM {schema}.{n._dead_letter}";
+
 const source_ops wal_ops = {
     .name = "wal",
     .has_slot = 1,
@@ -64,16 +75,7 @@ const source_ops wal_ops = {
     .join = join, /* no .stopping: the stream sees the stop and settles up to the deadline itself */
     .finish = finish,
     .status = wal_command_status,
-    .dead_events =
-        "SELECT coalesce({c.event_id}::text,"
-        " 'raw:' || dl_commit_lsn::text || ':' || md5(coalesce(dl_raw, ''))) AS dead_key,"
-        " {c.event_id}::text AS event_id, {c.event_type}::text AS event_type,"
-        " {c.aggregate_type}::text AS aggregate_type, {c.aggregate_id}::text AS aggregate_id,"
-        " {c.payload} AS payload, {c.headers}::text AS headers,"
-        " dl_at AS dead_at, (extract(epoch FROM dl_at) * 1000000)::bigint AS dead_at_us,"
-        " dl_attempts AS attempts, dl_error AS error,"
-        " (extract(epoch FROM {c.created_at}) * 1000000)::bigint AS created_at_us"
-        " FROM {schema}.{n._dead_letter}",
+    .dead_events = wal_dead_events_sql,
     /* rows stay in the table: those never dead-lettered were published */
     .replayable = "NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_letter} d WHERE d.{c.event_id} = "
                   "o.{c.event_id})",

@@ -37,7 +37,7 @@ static void on_complete(void *arg, uint64_t key, uint32_t check, obx_status stat
     pthread_mutex_unlock(&p->lock);
 }
 
-int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
+int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w, side_upkeep upkeep)
 {
     memset(p, 0, sizeof *p);
     const relay_config *cfg = st->cfg;
@@ -57,7 +57,7 @@ int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w)
     p->accept = calloc(ROUND, sizeof *p->accept);
     p->refused = calloc(ROUND, sizeof *p->refused);
     delivery_init(&p->dl, st, 0, on_complete, p);
-    wal_side_start(&p->side, st);
+    wal_side_start(&p->side, st, upkeep);
     p->may_send = calloc(p->dl.outs.count, sizeof *p->may_send);
     snprintf(p->dl.outs.scope, sizeof p->dl.outs.scope, SCOPE);
     return outputs_ensure(&p->dl.outs, 1) < 0 ? -1 : 0;

@@ -51,8 +51,9 @@ typedef struct wal_publisher {
     int *may_send; /* per output, decided once per round */
 } wal_publisher;
 
-/* Creates the driver instances. Returns 0 or -1 (logged). */
-int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w);
+/* Creates the driver instances and starts the side thread with upkeep
+ * (NULL: the slot check). Returns 0 or -1 (logged). */
+int wal_publisher_init(wal_publisher *p, relay_state *st, wal_window *w, side_upkeep upkeep);
 void wal_publisher_free(wal_publisher *p);
 
 /* Live reload: once nothing is in flight, takes the newest config

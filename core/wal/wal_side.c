@@ -120,7 +120,10 @@ static void *writer_main(void *arg)
         if (now_ms() - dw->lag_checked_ms >= LAG_CHECK_MS) {
             dw->lag_checked_ms = now_ms();
             pthread_mutex_unlock(&dw->lock);
-            check_slot(dw, &db);
+            if (dw->upkeep)
+                dw->upkeep(dw->st, &db);
+            else
+                check_slot(dw, &db);
             pthread_mutex_lock(&dw->lock);
             continue;
         }
@@ -150,10 +153,11 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-void wal_side_start(wal_side *dw, relay_state *st)
+void wal_side_start(wal_side *dw, relay_state *st, side_upkeep upkeep)
 {
     memset(dw, 0, sizeof *dw);
     dw->st = st;
+    dw->upkeep = upkeep;
     pthread_mutex_init(&dw->lock, NULL);
     pthread_cond_init(&dw->wake, NULL);
     pthread_create(&dw->thread, NULL, writer_main, dw);

@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include <libpq-fe.h>
+
 #include "relay_state.h"
 #include "wal_decode.h"
 
@@ -24,8 +26,13 @@ typedef struct dead_job {
     struct dead_job *next;
 } dead_job;
 
+/* What the side thread does every few seconds on its session besides the
+ * dead letters (NULL: WAL mode's slot check). */
+typedef void (*side_upkeep)(relay_state *st, PGconn **db);
+
 typedef struct wal_side {
     relay_state *st;
+    side_upkeep upkeep;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -39,7 +46,7 @@ typedef struct wal_side {
     atomic_int slot_lost; /* the server invalidated the slot: the relay cannot go on */
 } wal_side;
 
-void wal_side_start(wal_side *dw, relay_state *st);
+void wal_side_start(wal_side *dw, relay_state *st, side_upkeep upkeep);
 /* Has the slot check found the slot invalidated? (Said in the log there.) */
 int wal_side_slot_lost(wal_side *dw);
 

@@ -240,7 +240,7 @@ void wal_run(relay_state *st)
     src->cfg = st->cfg;
     wal_window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
     wal_decoder_init(&src->dec, src->cfg);
-    if (wal_publisher_init(&src->pub, st, &src->w) < 0) {
+    if (wal_publisher_init(&src->pub, st, &src->w, NULL) < 0) {
         atomic_store(&st->failed, 1);
         goto out;
     }

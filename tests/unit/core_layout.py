@@ -17,16 +17,17 @@ MAX_LINES = 400
 # part -> parts it must never include. The delivery core serves every
 # source, so it knows none of them; sources never know each other.
 NEVER = {
-    'base': {'config', 'db', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
-    'config': {'db', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
-    'db': {'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
-    'deliver': {'poll', 'wal', 'replay', 'cli', 'conformance'},
-    'poll': {'wal', 'replay', 'cli', 'conformance'},
-    'wal': {'poll', 'replay', 'cli', 'conformance'},
-    'replay': {'poll', 'wal', 'cli', 'conformance'},
+    'base': {'cursor', 'config', 'db', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
+    'config': {'cursor', 'db', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
+    'db': {'cursor', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
+    'deliver': {'poll', 'wal', 'cursor', 'replay', 'cli', 'conformance'},
+    'poll': {'wal', 'cursor', 'replay', 'cli', 'conformance'},
+    'wal': {'poll', 'cursor', 'replay', 'cli', 'conformance'},
+    'replay': {'poll', 'wal', 'cursor', 'cli', 'conformance'},
     'ops': {'cli', 'replay', 'conformance'},
     'host': {'cli', 'replay', 'conformance'},
-    'conformance': {'poll', 'wal', 'replay', 'cli', 'ops'},
+    'conformance': {'poll', 'wal', 'cursor', 'replay', 'cli', 'ops'},
+    'cursor': {'poll', 'replay', 'cli', 'conformance'},
     'cli': set(),
 }
 

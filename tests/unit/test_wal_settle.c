@@ -31,7 +31,7 @@ static int setup(void **state)
     fixture *f = calloc(1, sizeof *f);
     f->rf = relay_fixture_open();
     wal_window_init(&f->w, 1);
-    assert_int_equal(wal_publisher_init(&f->p, &f->rf->st, &f->w), 0);
+    assert_int_equal(wal_publisher_init(&f->p, &f->rf->st, &f->w, NULL), 0);
     f->now = now_ms();
     *state = f;
     return 0;

@@ -13,10 +13,10 @@ init_db "$WORK/relay.cfg"
 
 start_relay "$WORK/relay.cfg" "$WORK/a.log"
 PID_A=$RELAY_PID
-wait_log "$WORK/a.log" "streaming from replication slot" 30
+wait_log "$WORK/a.log" "$STREAMING_LINE" 30
 start_relay "$WORK/relay.cfg" "$WORK/b.log"
 PID_B=$RELAY_PID
-wait_log "$WORK/b.log" "standby: replication slot wal_standby is held by another relay" 30
+wait_log "$WORK/b.log" "$STANDBY_LINE" 30
 enqueue_txns 10000 20 # one event of each of 20 aggregates in flight: A is mid-stream when killed
 for ((i = 0; i < 300; i++)); do
     [ "$(ok_events)" -ge 2000 ] && break

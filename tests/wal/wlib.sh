@@ -9,10 +9,21 @@
 # their own eng_extra_cleanup call wal_drop_slots themselves
 eng_extra_cleanup() { [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB" || true; }
 
+# WAL_AS=cursor (ctest's cursor_* tests): the same test against the cursor
+# source, which shares WAL mode's window, publisher and dead-letter table.
+STREAM=${WAL_AS:-wal}
+if [ "$STREAM" = cursor ]; then
+    STREAMING_LINE="reading public.outbox from cursor"
+    STANDBY_LINE="standby: the cursor of public.outbox is held by another relay"
+else
+    STREAMING_LINE="streaming from replication slot"
+    STANDBY_LINE="standby: replication slot"
+fi
+
 # write_wal_cfg FILE RELAY_SETTINGS MEMORY_OPTIONS [EXTRA]: write_cfg in WAL mode,
 # the slot named after the test database (slots are cluster-wide); WAL_OPTS
 # adds settings to relay.wal.
-write_wal_cfg() { write_cfg "$1" "source = \"wal\"; wal = { slot = \"$TEST_DB\"; ${WAL_OPTS:-} }; $2" "$3" "${4:-}"; }
+write_wal_cfg() { write_cfg "$1" "source = \"$STREAM\"; wal = { slot = \"$TEST_DB\"; ${WAL_OPTS:-} }; $2" "$3" "${4:-}"; }
 
 # wal_expected: the outbox inserts that committed, as table ev
 # (event_id, aggregate_id, n = commit order per aggregate). Emitted events are listed by
@@ -39,8 +50,11 @@ check_wal_order() {
                 FROM first_ok) x WHERE prev > n")" 0
 }
 
-# slot_confirmed: the slot's confirmed_flush_lsn.
-slot_confirmed() { sql "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE database = '$TEST_DB'"; }
+# slot_confirmed: the slot's confirmed_flush_lsn (the cursor's place in cursor mode).
+slot_confirmed() {
+    if [ "$STREAM" = cursor ]; then sql "SELECT xid || '/' || id FROM outbox_cursor"
+    else sql "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE database = '$TEST_DB'"; fi
+}
 
 # enqueue_txns N AGGREGATES [PER_TXN] [EVENT_TYPE]: N events in transactions of
 # PER_TXN (100): the slot confirms whole transactions, as applications commit them.

@@ -1,0 +1,124 @@
+#include "cursor_ops.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "clock.h"
+#include "cursor_schema.h"
+#include "cursor_source.h"
+#include "db.h"
+#include "service_notify.h"
+#include "sql.h"
+#include "wal_dead.h"
+#include "wal_ops.h"
+#include "wal_purge.h"
+
+/* SQL text reads best as written. */
+/* clang-format off */
+/* The rows past the cursor, the oldest one's age, the cursor's last save,
+ * and the dead letters. */
+static const char status_tmpl[] =
+    "SELECT (SELECT count(*) FROM {table} o WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id)),"
+    " coalesce((SELECT extract(epoch FROM now() - min(o.{c.created_at})) FROM {table} o"
+    "   WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id)), 0),"
+    " c.xid::text || '/' || c.id, extract(epoch FROM now() - c.updated_at),"
+    " (SELECT count(*) FROM {schema}.{n._dead_letter})"
+    " FROM {schema}.{n._cursor} c WHERE c.shard = 0";
+/* clang-format on */
+
+typedef struct cursor_run_state {
+    relay_state *st;
+    pthread_t reader;
+} cursor_run_state;
+
+static void describe(const relay_config *cfg, int drain, char *line, size_t line_size)
+{
+    snprintf(line, line_size, "source cursor, ordering %s, %zu outputs%s",
+             cfg->ordering == ORDERING_AGGREGATE ? "aggregate" : "none", cfg->output_count,
+             drain ? ", drain" : "");
+}
+
+static void *reader_main(void *arg)
+{
+    cursor_run(arg);
+    return NULL;
+}
+
+static void *start(relay_state *st, const char *payload_type)
+{
+    (void)payload_type; /* rows are read as text, as WAL mode's */
+    cursor_run_state *run = calloc(1, sizeof *run);
+    run->st = st;
+    pthread_create(&run->reader, NULL, reader_main, st);
+    notify_send("READY=1\nSTATUS=relaying from the outbox's cursor");
+    return run;
+}
+
+static int join(void *arg, int ms)
+{
+    cursor_run_state *run = arg;
+    struct timespec until = clock_deadline(ms);
+    return pthread_timedjoin_np(run->reader, NULL, &until) == 0;
+}
+
+static void finish(void *arg)
+{
+    free(arg);
+}
+
+static int status(PGconn *conn, const relay_config *cfg, json_t *json)
+{
+    char *sql = sql_render(cfg, status_tmpl);
+    PGresult *res = PQexec(conn, sql);
+    free(sql);
+    int rc = 1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        char err[1024];
+        if (PQresultStatus(res) == PGRES_TUPLES_OK)
+            snprintf(err, sizeof err, "the cursor's row is missing: run `outbox-relay init-db -c %s`",
+                     cfg->path);
+        else
+            db_error(conn, res, err, sizeof err);
+        fprintf(stderr, "outbox-relay: status: %s\n", err);
+    } else {
+        long long pending = atoll(PQgetvalue(res, 0, 0)), dead = atoll(PQgetvalue(res, 0, 4));
+        double oldest = atof(PQgetvalue(res, 0, 1)), saved = atof(PQgetvalue(res, 0, 3));
+        const char *at = PQgetvalue(res, 0, 2);
+        if (json)
+            json_object_update_new(json, json_pack("{s:s,s:I,s:f,s:s,s:f,s:I}", "source",
+                                                   "cursor", "pending", (json_int_t)pending,
+                                                   "oldest_pending_seconds", oldest, "cursor", at,
+                                                   "cursor_saved_seconds_ago", saved, "dead",
+                                                   (json_int_t)dead));
+        else
+            printf("source:                 cursor (at %s, saved %.1f s ago)\n"
+                   "pending:                %lld\noldest pending (s):     %.3f\n"
+                   "dead:                   %lld\n",
+                   at, saved, pending, oldest, dead);
+        rc = 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+const source_ops cursor_ops = {
+    .name = "cursor",
+    .thread = "cursor reader",
+    .preflight = cursor_preflight,
+    .install = cursor_schema_install,
+    .describe = describe,
+    .start = start,
+    .join = join, /* no .stopping: the reader sees the stop and settles up to the deadline */
+    .finish = finish,
+    .status = status,
+    .dead_events = wal_dead_events_sql,
+    /* passed by the cursor and never dead-lettered */
+    .replayable = "(o.cursor_xid, o.{c.id}) <= (SELECT c.xid, c.id FROM {schema}.{n._cursor} c"
+                  " WHERE c.shard = 0) AND NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_letter} d"
+                  " WHERE d.{c.event_id} = o.{c.event_id})",
+    .requeue = wal_command_requeue,
+    .purge_select = wal_purge_select,
+    .purge_delete = wal_purge_delete,
+};

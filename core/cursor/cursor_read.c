@@ -1,0 +1,182 @@
+#include "cursor_read.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "sql.h"
+
+/* SQL text reads best as written. */
+/* clang-format off */
+/* The rows past $1/$2 placed below the oldest running transaction's id:
+ * nothing can be added there any more (core/DESIGN.md). Fields in
+ * wal_row's order, times in ISO form and UTC (the session's, below). */
+static const char fetch_tmpl[] =
+    "SELECT cursor_xid::text, {c.id}, {c.event_id}::text, {c.aggregate_type}::text,"
+    " {c.aggregate_id}::text, {c.event_type}::text, {c.payload}, {c.headers}::text,"
+    " {c.destination}::text, {c.created_at}, {c.aggregate_seq}::text, {c.event_version}::text,"
+    " {c.available_at}"
+    " FROM {table} WHERE (cursor_xid, {c.id}) > ($1::xid8, $2::bigint)"
+    " AND cursor_xid < pg_snapshot_xmin(pg_current_snapshot())"
+    " ORDER BY cursor_xid, {c.id} LIMIT $3";
+static const char save_tmpl[] =
+    "UPDATE {schema}.{n._cursor} SET xid = $1::xid8, id = $2::bigint, updated_at = now()"
+    " WHERE shard = 0";
+static const char load_tmpl[] = "SELECT xid::text, id FROM {schema}.{n._cursor} WHERE shard = 0";
+/* clang-format on */
+
+/* Fields after the place's two columns, in wal_row's order. */
+#define FIRST_FIELD 2
+
+void cursor_reader_init(cursor_reader *r, const relay_config *cfg)
+{
+    memset(r, 0, sizeof *r);
+    r->cfg = cfg;
+    r->fetch_sql = sql_render(cfg, fetch_tmpl);
+    r->save_sql = sql_render(cfg, save_tmpl);
+    r->load_sql = sql_render(cfg, load_tmpl);
+}
+
+void cursor_reader_free(cursor_reader *r)
+{
+    cursor_reader_close(r);
+    free(r->fetch_sql);
+    free(r->save_sql);
+    free(r->load_sql);
+}
+
+void cursor_reader_close(cursor_reader *r)
+{
+    if (r->conn)
+        PQfinish(r->conn);
+    r->conn = NULL;
+}
+
+static int load_place(cursor_reader *r, cursor_place *at, char *err, size_t err_size)
+{
+    PGresult *res = PQexec(r->conn, r->load_sql);
+    int rc = -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        db_error(r->conn, res, err, err_size);
+    else if (PQntuples(res) != 1)
+        snprintf(err, err_size, "the cursor's row is missing: run `outbox-relay init-db -c %s`",
+                 r->cfg->path);
+    else {
+        at->xid = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+        at->id = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        rc = 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *err,
+                                      size_t err_size)
+{
+    cursor_reader_close(r);
+    r->conn = db_connect(r->cfg, "outbox-relay cursor", err, err_size);
+    if (!r->conn)
+        return READER_RETRY;
+    /* A hung reader's session ends after this idle (the relay asks at least
+     * every poll interval, and every second while it waits), so that a
+     * standby takes over. */
+    int idle_ms = 3 * r->cfg->poll_interval_ms > 10000 ? 3 * r->cfg->poll_interval_ms : 10000;
+    char setup[256], listen[2 * SQL_NAME_MAX + 16], channel[SQL_NAME_MAX + 1],
+        quoted[2 * SQL_NAME_MAX + 3];
+    snprintf(setup, sizeof setup,
+             "SET datestyle = ISO; SET timezone = 'UTC'; SET idle_session_timeout = %d", idle_ms);
+    sql_channel_name(r->cfg, channel, sizeof channel);
+    sql_quote_ident(quoted, sizeof quoted, channel);
+    snprintf(listen, sizeof listen, "LISTEN %s", quoted);
+    if (db_exec(r->conn, setup, err, err_size) < 0)
+        return cursor_reader_close(r), READER_RETRY;
+    char key[2 * SQL_NAME_MAX + 2];
+    snprintf(key, sizeof key, "%s.%s", r->cfg->schema, r->cfg->table);
+    const char *params[] = {key};
+    PGresult *res = PQexecParams(r->conn,
+                                 "SELECT pg_try_advisory_lock(hashtext('outbox-relay cursor'),"
+                                 " hashtext($1))",
+                                 1, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+    int mine = ok && PQgetvalue(res, 0, 0)[0] == 't';
+    if (!ok)
+        db_error(r->conn, res, err, err_size);
+    PQclear(res);
+    if (!ok)
+        return cursor_reader_close(r), READER_RETRY;
+    if (!mine)
+        return cursor_reader_close(r), READER_BUSY;
+    if (db_exec(r->conn, listen, err, err_size) < 0 || load_place(r, at, err, err_size) < 0)
+        return cursor_reader_close(r), READER_RETRY;
+    return READER_OPEN;
+}
+
+int cursor_reader_fetch(cursor_reader *r, const cursor_place *after, int limit, wal_row **rows,
+                        cursor_place *places, char *err, size_t err_size)
+{
+    char xid[24], id[24], lim[16];
+    snprintf(xid, sizeof xid, "%" PRIu64, after->xid);
+    snprintf(id, sizeof id, "%lld", after->id);
+    snprintf(lim, sizeof lim, "%d", limit);
+    const char *params[] = {xid, id, lim};
+    PGresult *res = PQexecParams(r->conn, r->fetch_sql, 3, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        db_error(r->conn, res, err, err_size);
+        PQclear(res);
+        return -1;
+    }
+    int n = PQntuples(res);
+    for (int i = 0; i < n; i++) {
+        const char *values[WF_COUNT];
+        size_t lens[WF_COUNT];
+        for (int f = 0; f < WF_COUNT; f++) {
+            int null = PQgetisnull(res, i, FIRST_FIELD + f);
+            values[f] = null ? NULL : PQgetvalue(res, i, FIRST_FIELD + f);
+            lens[f] = null ? 0 : (size_t)PQgetlength(res, i, FIRST_FIELD + f);
+        }
+        rows[i] = wal_row_new(values, lens);
+        places[i].xid = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+        places[i].id = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+    }
+    PQclear(res);
+    return n;
+}
+
+int cursor_reader_save(cursor_reader *r, const cursor_place *at, char *err, size_t err_size)
+{
+    char xid[24], id[24];
+    snprintf(xid, sizeof xid, "%" PRIu64, at->xid);
+    snprintf(id, sizeof id, "%lld", at->id);
+    const char *params[] = {xid, id};
+    PGresult *res = PQexecParams(r->conn, r->save_sql, 2, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!ok)
+        db_error(r->conn, res, err, err_size);
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
+int cursor_reader_wait(cursor_reader *r, int ms)
+{
+    if (!r->conn)
+        return -1;
+    struct pollfd pfd = {.fd = PQsocket(r->conn), .events = POLLIN};
+    int rc = poll(&pfd, 1, ms);
+    if (rc < 0)
+        return errno == EINTR ? 0 : -1;
+    if (rc == 0)
+        return 0;
+    if (!PQconsumeInput(r->conn))
+        return -1;
+    int woke = 0;
+    PGnotify *n;
+    while ((n = PQnotifies(r->conn))) { /* a burst of notifications is one wake-up */
+        PQfreemem(n);
+        woke = 1;
+    }
+    return woke;
+}

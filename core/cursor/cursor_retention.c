@@ -1,0 +1,59 @@
+#include "cursor_retention.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "db.h"
+#include "log.h"
+#include "sql.h"
+
+/* a round deletes at most ROUNDS x CHUNK rows, CHUNK per statement */
+#define CHUNK_TEXT "5000"
+#define CHUNK 5000
+#define ROUNDS 20
+
+/* SQL text reads best as written. */
+/* clang-format off */
+/* Rows up to the saved cursor (every one of them finished: published or in
+ * the dead-letter table) older than $1, by id: ids are unique across a
+ * partitioned outbox's partitions, ctids are not. */
+static const char delete_tmpl[] =
+    "DELETE FROM {table} WHERE {c.id} IN (SELECT o.{c.id} FROM {table} o, {schema}.{n._cursor} c"
+    " WHERE c.shard = 0 AND (o.cursor_xid, o.{c.id}) <= (c.xid, c.id)"
+    " AND o.{c.created_at} < now() - $1::interval ORDER BY o.cursor_xid, o.{c.id}"
+    " LIMIT " CHUNK_TEXT ")";
+/* clang-format on */
+
+void cursor_retention_upkeep(relay_state *st, PGconn **db)
+{
+    const relay_config *cfg = st->cfg;
+    if (cfg->retention == RETAIN_MARK && cfg->retention_hours == 0)
+        return;
+    char err[512], keep[32];
+    snprintf(keep, sizeof keep, "%d hours",
+             cfg->retention == RETAIN_DELETE ? 0 : cfg->retention_hours);
+    if (*db && db_lost(*db)) {
+        PQfinish(*db);
+        *db = NULL;
+    }
+    if (!*db && !(*db = db_connect(cfg, "outbox-relay", err, sizeof err))) {
+        log_warn("cursor retention: %s", err);
+        return;
+    }
+    char *sql = sql_render(cfg, delete_tmpl);
+    const char *params[] = {keep};
+    for (int round = 0; round < ROUNDS && !atomic_load(&st->stop); round++) {
+        PGresult *res = PQexecParams(*db, sql, 1, NULL, params, NULL, NULL, 0);
+        int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+        long deleted = ok ? atol(PQcmdTuples(res)) : 0;
+        if (!ok) {
+            db_error(*db, res, err, sizeof err);
+            log_warn("cursor retention: %s", err);
+        }
+        PQclear(res);
+        if (deleted < CHUNK)
+            break;
+    }
+    free(sql);
+}

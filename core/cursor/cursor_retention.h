@@ -1,0 +1,15 @@
+/* Cursor mode's retention: no row is written when published, so rows the
+ * cursor has passed are deleted in ranges, on the side thread's session:
+ * at once with retention = "delete", after retention_hours with "mark"
+ * (0: kept). */
+#ifndef OBX_CURSOR_RETENTION_H
+#define OBX_CURSOR_RETENTION_H
+
+#include <libpq-fe.h>
+
+#include "relay_state.h"
+
+/* wal_side's upkeep: one round of deletes when due. */
+void cursor_retention_upkeep(relay_state *st, PGconn **db);
+
+#endif

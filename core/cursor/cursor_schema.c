@@ -1,0 +1,112 @@
+/* Cursor mode's objects. The reader's rule and why it holds are in
+ * core/DESIGN.md ("The cursor source"). */
+#include "cursor_schema.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "db.h"
+#include "dead_letter.h"
+#include "schema.h"
+#include "sql.h"
+
+/* SQL text reads best as written. */
+/* clang-format off */
+static const char *const cursor_steps[] = {
+    "SELECT pg_advisory_xact_lock(hashtext('outbox-relay init-db'))",
+    /* every insert waits here, and in-flight inserting transactions end
+     * first: no row is written by the order trigger of before, unstamped */
+    "LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE",
+    "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS cursor_xid xid8",
+    "ALTER TABLE {schema}.{n._aggregate_seq} ADD COLUMN IF NOT EXISTS last_xid xid8",
+    /*
+     * The order trigger of enqueue.c, and the row's place in the cursor's
+     * order: its transaction's id, or the aggregate's last place if that is
+     * higher (a transaction may take its id before it waits for the
+     * aggregate's lock). So an aggregate's places never go down in id
+     * order, and a place is never below its own transaction's id: every row
+     * placed below the oldest running transaction's id is committed (or
+     * rolled back) for good.
+     */
+    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql"
+    " SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {$}"
+    " DECLARE root regclass := coalesce(pg_partition_root(TG_RELID), TG_RELID);"
+    " BEGIN PERFORM pg_advisory_xact_lock(root::oid::int,"
+    " hashtext(NEW.{c.aggregate_type} || '/' || NEW.{c.aggregate_id}));"
+    " NEW.{c.id} := nextval(pg_get_serial_sequence(root::text, TG_ARGV[0]));"
+    " INSERT INTO {schema}.{n._aggregate_seq} AS s (aggregate_type, aggregate_id, seq, last_xid)"
+    " VALUES (NEW.{c.aggregate_type}, NEW.{c.aggregate_id}, 1, pg_current_xact_id())"
+    " ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET seq = s.seq + 1,"
+    " last_xid = greatest(s.last_xid, pg_current_xact_id())"
+    " RETURNING s.seq, s.last_xid INTO NEW.{c.aggregate_seq}, NEW.cursor_xid;"
+    " RETURN NEW; END {$}",
+    "CREATE INDEX IF NOT EXISTS {n._cursor_order} ON {table} (cursor_xid, {c.id})",
+    "CREATE TABLE IF NOT EXISTS {schema}.{n._cursor} (shard int PRIMARY KEY,"
+    " xid xid8 NOT NULL, id bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())",
+    "INSERT INTO {schema}.{n._cursor} (shard, xid, id) VALUES (0, '0', 0)"
+    " ON CONFLICT (shard) DO NOTHING",
+    /*
+     * Rows pending when the table comes from poll mode (or was filled before
+     * the trigger stamped them) are placed at this transaction's id: above
+     * the cursor, readable once this commits. Their aggregates' later rows
+     * must come after them, so each aggregate's last place is raised too
+     * (an insert waiting on the lock above reads it after this commits).
+     */
+    "WITH placed AS (UPDATE {table} SET cursor_xid = pg_current_xact_id()"
+    "  WHERE cursor_xid IS NULL AND {c.published_at} IS NULL AND {c.dead_at} IS NULL RETURNING 1)"
+    " UPDATE {schema}.{n._aggregate_seq} SET last_xid = pg_current_xact_id()"
+    " WHERE EXISTS (SELECT 1 FROM placed)",
+};
+
+/* The objects, and an order trigger that stamps the place. $1 schema,
+ * $2 cursor table, $3 order function, $4 outbox table. */
+static const char check_sql[] =
+    "SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL"
+    " AND EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+    "  WHERE n.nspname = $1 AND p.proname = $3 AND p.prosrc LIKE '%cursor_xid%')"
+    " AND EXISTS (SELECT 1 FROM pg_attribute WHERE attname = 'cursor_xid' AND NOT attisdropped"
+    "  AND attrelid = to_regclass(format('%I.%I', $1::text, $4::text)))";
+/* clang-format on */
+
+int cursor_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot, char *err,
+                          size_t err_size)
+{
+    (void)reset_slot;
+    char why[1024];
+    if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
+        goto fail;
+    if (schema_run_steps(conn, cfg, cursor_steps, sizeof cursor_steps / sizeof cursor_steps[0],
+                         why, sizeof why) < 0 ||
+        schema_run_steps(conn, cfg, dead_letter_steps, dead_letter_step_count, why, sizeof why) <
+            0 ||
+        db_exec(conn, "COMMIT", why, sizeof why) < 0) {
+        char ignored[256];
+        db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+        goto fail;
+    }
+    return 0;
+fail:
+    snprintf(err, err_size, "init-db (cursor mode) failed for %s.%s: %s", cfg->schema,
+             cfg->table, why);
+    return -1;
+}
+
+int cursor_schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+{
+    char cursor[SQL_NAME_MAX + 1], order[SQL_NAME_MAX + 1];
+    sql_derived_name(cfg, "_cursor", cursor, sizeof cursor);
+    sql_derived_name(cfg, "_order", order, sizeof order);
+    const char *params[] = {cfg->schema, cursor, order, cfg->table};
+    PGresult *res = PQexecParams(conn, check_sql, 4, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+             PQgetvalue(res, 0, 0)[0] == 't';
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        db_error(conn, res, err, err_size);
+    else if (!ok)
+        snprintf(err, err_size,
+                 "cursor mode's objects of %s.%s (the cursor table, the stamping order trigger, "
+                 "the cursor_xid column) are missing: run `outbox-relay init-db -c %s`",
+                 cfg->schema, cfg->table, cfg->path);
+    PQclear(res);
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,286 @@
+#include "cursor_source.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "counters.h"
+#include "cursor_places.h"
+#include "cursor_read.h"
+#include "cursor_retention.h"
+#include "cursor_schema.h"
+#include "db.h"
+#include "log.h"
+#include "wal_publish.h"
+#include "wal_window.h"
+
+/* The cursor is saved at most this often while it moves: one write per
+ * round of events, never one per event. */
+#define SAVE_GAP_MS 50
+/* A session asked nothing for this long is asked something: its
+ * idle_session_timeout is how a standby takes over from a hung reader. */
+#define KEEPALIVE_MS 1000
+/* After a wake-up that found nothing readable yet (an older transaction
+ * still runs), look again after 1, 2, 4... ms up to this, then wait for the
+ * next notification or the poll interval. */
+#define QUICK_MAX_MS 64
+
+typedef struct cursor_source {
+    relay_state *st;
+    const relay_config *cfg;
+    wal_window w;
+    wal_publisher pub;
+    cursor_reader r;
+    cursor_places places; /* the place of each unconfirmed transaction */
+    cursor_place read_at; /* the last place read */
+    cursor_place saved;   /* the cursor table's */
+    cursor_place done;    /* every row up to here is finished */
+    long long saved_ms, asked_ms, fetch_at_ms;
+    int quick_ms;   /* the next quick look's delay, 0: none pending */
+    int last_empty; /* the last fetch found nothing */
+    wal_row **rows;
+    cursor_place *row_places;
+} cursor_source;
+
+static int stopping(const cursor_source *src)
+{
+    return atomic_load(&src->st->stop) != 0;
+}
+
+static void nap(const cursor_source *src, long long ms)
+{
+    for (long long slept = 0; slept < ms && !stopping(src); slept += 50) {
+        counters_beat(); /* waiting is progress: a standby, a backoff */
+        usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
+    }
+}
+
+int cursor_preflight(const relay_config *cfg)
+{
+    char err[1024];
+    PGconn *conn = db_connect(cfg, "outbox-relay", err, sizeof err);
+    int rc = conn ? cursor_schema_check(conn, cfg, err, sizeof err) : -1;
+    if (conn)
+        PQfinish(conn);
+    if (rc < 0)
+        log_error("%s", err);
+    return rc;
+}
+
+static int same_place(const cursor_place *a, const cursor_place *b)
+{
+    return a->xid == b->xid && a->id == b->id;
+}
+
+/* The window holds max_in_flight events, or their rows max_in_flight_mb. */
+static long window_room(const cursor_source *src)
+{
+    if (src->w.bytes >= (size_t)src->cfg->wal_max_in_flight_mb << 20)
+        return 0;
+    long room = src->cfg->wal_max_in_flight - src->w.unfinished;
+    return room > 0 ? room : 0;
+}
+
+/* Reads the next rows into the window, a transaction per run of one
+ * cursor_xid. Returns how many, or -1 when the session is lost. */
+static int fetch(cursor_source *src, long limit)
+{
+    char err[512];
+    int n = cursor_reader_fetch(&src->r, &src->read_at, (int)limit, src->rows, src->row_places,
+                                err, sizeof err);
+    if (n < 0) {
+        log_warn("cursor: %s", err);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const cursor_place *at = &src->row_places[i];
+        if (i == 0 || at->xid != src->row_places[i - 1].xid)
+            wal_window_begin(&src->w, src->rows[i]->created_at_us);
+        wal_window_add(&src->w, src->rows[i]);
+        atomic_fetch_add(&src->st->stats.claimed, 1);
+        if (i + 1 == n || src->row_places[i + 1].xid != at->xid) {
+            wal_window_commit(&src->w, (uint64_t)at->id);
+            cursor_places_push(&src->places, at);
+        }
+    }
+    if (n > 0)
+        src->read_at = src->row_places[n - 1];
+    src->asked_ms = now_ms();
+    return n;
+}
+
+/* Moves the finished place, and saves it when it moved (at most every
+ * SAVE_GAP_MS unless forced). Returns -1 when the session is lost. */
+static int advance(cursor_source *src, long long now, int force)
+{
+    uint64_t end = wal_window_confirm(&src->w);
+    if (end)
+        cursor_places_confirm(&src->places, end, &src->done);
+    if (wal_window_empty(&src->w))
+        src->done = src->read_at; /* nothing held: everything read is finished */
+    if (same_place(&src->done, &src->saved) || (!force && now - src->saved_ms < SAVE_GAP_MS))
+        return 0;
+    char err[512];
+    if (cursor_reader_save(&src->r, &src->done, err, sizeof err) < 0) {
+        log_warn("cursor: cannot save the cursor: %s", err);
+        return -1;
+    }
+    src->saved = src->done;
+    src->saved_ms = src->asked_ms = now;
+    return 0;
+}
+
+/* When to look for rows next, after a fetch of n rows of limit. */
+static void plan_fetch(cursor_source *src, long long now, int n, long limit, int woken)
+{
+    if (n == limit) {
+        src->fetch_at_ms = now; /* more wait */
+        src->quick_ms = 0;
+    } else if (n > 0 || woken || src->quick_ms) {
+        src->quick_ms = n > 0 || woken || !src->quick_ms ? 1 : src->quick_ms * 2;
+        if (src->quick_ms > QUICK_MAX_MS) {
+            src->quick_ms = 0;
+            src->fetch_at_ms = now + src->cfg->poll_interval_ms;
+        } else {
+            src->fetch_at_ms = now + src->quick_ms;
+        }
+    } else {
+        src->fetch_at_ms = now + src->cfg->poll_interval_ms;
+    }
+}
+
+/* Reads and publishes until stopped (0), drained (0) or lost (-1). */
+static int stream(cursor_source *src)
+{
+    src->fetch_at_ms = 0;
+    for (;;) {
+        long long now = now_ms();
+        counters_beat();
+        if (stopping(src))
+            return 0;
+        wal_publisher_tend(&src->pub);
+        wal_publisher_settle(&src->pub, now);
+        int sent = wal_publisher_reload(&src->pub) ? 0 : wal_publisher_send(&src->pub, now);
+        if (advance(src, now, 0) < 0)
+            return -1;
+        if (src->st->drain && src->last_empty && wal_window_empty(&src->w)) {
+            if (advance(src, now, 1) < 0)
+                return -1;
+            log_info("drained: cursor at %llu/%lld", (unsigned long long)src->saved.xid,
+                     src->saved.id);
+            return 0;
+        }
+        long room = window_room(src);
+        if (room > 0 && now >= src->fetch_at_ms) {
+            long limit = room < src->cfg->batch_size ? room : src->cfg->batch_size;
+            int n = fetch(src, limit);
+            if (n < 0)
+                return -1;
+            src->last_empty = n == 0;
+            plan_fetch(src, now, n, limit, 0);
+            continue;
+        }
+        if (now - src->asked_ms >= KEEPALIVE_MS) {
+            char err[256];
+            if (db_exec(src->r.conn, "SELECT 1", err, sizeof err) < 0)
+                return -1;
+            src->asked_ms = now;
+        }
+        long long timeout = src->pub.in_flight > 0 || sent ? 2 : 50;
+        long long wait = src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs)
+                                         : wal_window_wait_ms(&src->w, now);
+        if (wait >= 0 && wait < timeout)
+            timeout = wait;
+        if (room > 0 && src->fetch_at_ms - now < timeout)
+            timeout = src->fetch_at_ms > now ? src->fetch_at_ms - now : 0;
+        int woke = cursor_reader_wait(&src->r, (int)timeout);
+        if (woke < 0)
+            return -1;
+        if (woke)
+            plan_fetch(src, now_ms(), 0, 1, 1);
+    }
+}
+
+/* Before the window is dropped (reconnect) or the relay exits: wait, up to
+ * shutdown_timeout_ms, for what is in flight, then save what finished. */
+static void settle_in_flight(cursor_source *src)
+{
+    long long until = now_ms() + src->cfg->shutdown_timeout_ms;
+    while ((src->pub.in_flight > 0 || wal_publisher_burying(&src->pub) > 0) && now_ms() < until) {
+        counters_beat();
+        wal_publisher_wait(&src->pub, 20);
+        wal_publisher_settle(&src->pub, now_ms() + 3600000); /* no retry now */
+    }
+    if (src->pub.in_flight > 0) {
+        log_warn("%ld events still in flight at the deadline: they are read again",
+                 src->pub.in_flight);
+        wal_publisher_abort(&src->pub);
+    }
+    if (src->r.conn)
+        advance(src, now_ms(), 1);
+}
+
+static void read_loop(cursor_source *src)
+{
+    int standby_said = 0, backoff = 100;
+    while (!stopping(src)) {
+        char err[1024];
+        reader_open_result r = cursor_reader_open(&src->r, &src->saved, err, sizeof err);
+        if (r == READER_BUSY) {
+            if (!standby_said++)
+                log_info("standby: the cursor of %s.%s is held by another relay; taking over "
+                         "when it is released",
+                         src->cfg->schema, src->cfg->table);
+            nap(src, 500);
+            continue;
+        }
+        if (r == READER_RETRY) {
+            log_warn("cursor: %s; retrying in %d ms", err, backoff);
+            nap(src, backoff);
+            backoff = backoff < 5000 ? backoff * 2 : 5000;
+            continue;
+        }
+        backoff = 100;
+        log_info("reading %s.%s from cursor %llu/%lld%s", src->cfg->schema, src->cfg->table,
+                 (unsigned long long)src->saved.xid, src->saved.id,
+                 standby_said ? " (took over as the active relay)" : "");
+        standby_said = 0;
+        src->read_at = src->done = src->saved;
+        src->saved_ms = now_ms();
+        int rc = stream(src);
+        settle_in_flight(src);
+        cursor_reader_close(&src->r);
+        if (rc == 0)
+            break;
+        /* lost: what was not saved is read again */
+        wal_window_clear(&src->w);
+        cursor_places_clear(&src->places);
+        wal_publisher_new_epoch(&src->pub);
+        nap(src, 200);
+    }
+}
+
+void cursor_run(relay_state *st)
+{
+    counters_thread_register(st->metrics, 0); /* the reader is the source's one thread */
+    cursor_source *src = calloc(1, sizeof *src);
+    src->st = st;
+    src->cfg = st->cfg;
+    size_t cap = (size_t)src->cfg->batch_size;
+    src->rows = calloc(cap, sizeof *src->rows);
+    src->row_places = calloc(cap, sizeof *src->row_places);
+    wal_window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
+    cursor_reader_init(&src->r, src->cfg);
+    if (wal_publisher_init(&src->pub, st, &src->w, cursor_retention_upkeep) < 0)
+        atomic_store(&st->failed, 1);
+    else
+        read_loop(src);
+    cursor_reader_free(&src->r);
+    wal_publisher_free(&src->pub);
+    wal_window_free(&src->w);
+    cursor_places_free(&src->places);
+    free(src->rows);
+    free(src->row_places);
+    free(src);
+}
