@@ -26,6 +26,13 @@ static const char status_tmpl[] =
     " c.xid::text || '/' || c.id, extract(epoch FROM now() - c.updated_at),"
     " (SELECT count(*) FROM {schema}.{n._dead_letter})"
     " FROM {schema}.{n._cursor} c WHERE c.shard = 0";
+/* The backlog gauges: past the cursor, nothing held in the table, the dead
+ * letters. */
+static const char backlog_tmpl[] =
+    "SELECT count(*), 0, (SELECT count(*) FROM {schema}.{n._dead_letter}),"
+    " coalesce(extract(epoch FROM now() - min(o.{c.created_at})), 0)"
+    " FROM {table} o, {schema}.{n._cursor} c WHERE c.shard = 0"
+    " AND (o.cursor_xid, o.{c.id}) > (c.xid, c.id)";
 /* clang-format on */
 
 typedef struct cursor_run_state {
@@ -114,6 +121,7 @@ const source_ops cursor_ops = {
     .finish = finish,
     .status = status,
     .dead_events = wal_dead_events_sql,
+    .backlog = backlog_tmpl,
     /* passed by the cursor and never dead-lettered */
     .replayable = "(o.cursor_xid, o.{c.id}) <= (SELECT c.xid, c.id FROM {schema}.{n._cursor} c"
                   " WHERE c.shard = 0) AND NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_letter} d"

@@ -15,14 +15,17 @@
 
 /* SQL text reads best as written. */
 /* clang-format off */
-/* Rows up to the saved cursor (every one of them finished: published or in
- * the dead-letter table) older than $1, by id: ids are unique across a
- * partitioned outbox's partitions, ctids are not. */
+/* Of the first rows in the cursor's order up to the saved cursor (every one
+ * of them finished: published or in the dead-letter table), those older
+ * than $1, by id (ids are unique across a partitioned outbox's partitions,
+ * ctids are not). Rows are deleted from the front of the order, so a
+ * statement reads at most a chunk of the index whatever the table holds. */
 static const char delete_tmpl[] =
-    "DELETE FROM {table} WHERE {c.id} IN (SELECT o.{c.id} FROM {table} o, {schema}.{n._cursor} c"
+    "DELETE FROM {table} WHERE {c.id} IN (SELECT f.id FROM (SELECT o.{c.id} AS id,"
+    " o.{c.created_at} AS created_at FROM {table} o, {schema}.{n._cursor} c"
     " WHERE c.shard = 0 AND (o.cursor_xid, o.{c.id}) <= (c.xid, c.id)"
-    " AND o.{c.created_at} < now() - $1::interval ORDER BY o.cursor_xid, o.{c.id}"
-    " LIMIT " CHUNK_TEXT ")";
+    " ORDER BY o.cursor_xid, o.{c.id} LIMIT " CHUNK_TEXT ") f"
+    " WHERE f.created_at < now() - $1::interval)";
 /* clang-format on */
 
 void cursor_retention_upkeep(relay_state *st, PGconn **db)

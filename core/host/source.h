@@ -27,6 +27,10 @@ typedef struct source_ops {
      * column, so a bound on it can use an index), dead_at_us, attempts,
      * error, created_at_us), every column named so. */
     const char *dead_events;
+    /* The backlog poller's query (sql_render template): one row of (pending,
+     * in flight, dead, oldest pending's age in seconds). NULL: the outbox
+     * rows' relay columns, as poll mode keeps them. */
+    const char *backlog;
 
     /* What `run` needs beyond the outbox table (NULL: nothing). Returns 0 or
      * -1 (logged). */

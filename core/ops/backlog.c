@@ -8,6 +8,7 @@
 #include "db.h"
 #include "log.h"
 #include "partitions.h"
+#include "source.h"
 #include "sql.h"
 #include "control.h"
 #include "counters.h"
@@ -118,7 +119,10 @@ void *backlog_main(void *arg)
 {
     relay_state *st = arg;
     counters_thread_register(st->metrics, st->cfg->workers + BEAT_BACKLOG);
-    char *sql = sql_render(st->cfg, partitions_on(st->cfg) ? backlog_partitioned_sql : backlog_sql);
+    const char *own = source_for(st->cfg)->backlog;
+    char *sql = sql_render(st->cfg, own                      ? own
+                                    : partitions_on(st->cfg) ? backlog_partitioned_sql
+                                                             : backlog_sql);
     PGconn *conn = NULL;
     int failing = 0;
     char err[512] = "";

@@ -8,6 +8,8 @@
 #   1 clean      producers alone with the relay
 #   2 snapshot   a REPEATABLE READ transaction held across the phase
 #                (n_dead_tup of the outbox at the phase end is reported)
+#   2b writer    a transaction that took an id (as any write does) held open
+#                across the phase
 #   3 stall      the broker hangs for the whole phase (the memory driver's
 #                hang_file); at its end the producers have stopped, the file is
 #                removed: catch-up rate = backlog / time until nothing is pending,
@@ -18,7 +20,7 @@
 # the driver's record file minus the row's created_at): count, p50, p99, max.
 # It prints figures and a verdict against the issue's bar; it asserts no timing.
 #
-#   tests/bench/pressure.sh [--phase SECONDS] [--rate TPS] [--sources poll,wal] [--out FILE.md]
+#   tests/bench/pressure.sh [--phase SECONDS] [--rate TPS] [--sources poll,wal,cursor] [--out FILE.md]
 #
 # Defaults: --phase 60, --rate 300, --sources poll,wal, no report file.
 # Uses a PRIVATE PostgreSQL (port PRESSURE_PG_PORT, default 56632, in
@@ -85,6 +87,7 @@ PG_SYNC=$(psql -qAt -c 'SHOW synchronous_commit')
 cfg() {  # SOURCE: the relay's config in $WORK/relay.cfg
     local src=""
     [ "$1" = wal ] && src="source = \"wal\"; wal = { slot = \"${DB}_slot\"; };"
+    [ "$1" = cursor ] && src="source = \"cursor\";"
     cat >"$WORK/relay.cfg" <<CFG
 database = { conninfo = "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$DB"; };
 relay = { workers = 2; batch_size = 500; ordering = "aggregate"; retention = "mark";
@@ -113,6 +116,8 @@ start_relay() {
 caught_up() {
     if [ "$1" = poll ]; then
         [ "$(q "SELECT count(*) FROM outbox WHERE published_at IS NULL")" = 0 ]
+    elif [ "$1" = cursor ]; then
+        [ "$(q "SELECT count(*) FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)")" = 0 ]
     else
         [ "$(q "SELECT confirmed_flush_lsn >= '$2' FROM pg_replication_slots WHERE slot_name = '${DB}_slot'")" = t ]
     fi
@@ -195,6 +200,18 @@ run_source() {
     wait "$SNAP_PID" || true
     SNAP_PID=
     echo "2 snapshot|dead tuples at the end: $dead (the snapshot still open); after it: $(dead_tuples)" >>"$WORK/notes-$SRC"
+
+    note "$SRC: phase 2b, a writing transaction held open"
+    # it holds a transaction id (any write does): the cursor source's read rule
+    # waits for it (README, Cursor mode); claims and the slot do not
+    psql -qAt -d "$DB" -c "BEGIN" -c "SELECT pg_current_xact_id()" -c "SELECT pg_sleep($PHASE)" \
+        -c "COMMIT" >/dev/null &
+    SNAP_PID=$!
+    sleep 0.2
+    producers "2b writer"
+    wait "$SNAP_PID" || true
+    SNAP_PID=
+    echo "2b writer|dead tuples at the end: $(dead_tuples)" >>"$WORK/notes-$SRC"
 
     note "$SRC: phase 3, broker stalled"
     : >"$WORK/hang"
@@ -292,7 +309,7 @@ run_source() {
 IFS=, read -r -a SRCS <<<"$SOURCES"
 note "pressure: $PHASE s phases, producers pgbench -R $RATE -c 2, sources $SOURCES, PostgreSQL $PG_VERSION (private, fsync=$PG_FSYNC)"
 for s in "${SRCS[@]}"; do
-    case $s in poll|wal) run_source "$s" ;; *) fail "unknown source $s" ;; esac
+    case $s in poll|wal|cursor) run_source "$s" ;; *) fail "unknown source $s" ;; esac
 done
 
 if [ -n "$OUT" ]; then

@@ -3,7 +3,7 @@
 # outbox's real shape (issue 33). Producers (pgbench, 4 clients) commit
 # transactions of 1-5 outbox_enqueue calls (200-byte payloads, 1,000
 # aggregates) for PHASE seconds on a fresh outbox: alone, then with the relay
-# beside them (poll mode, then WAL mode), alternated (alone, poll, alone, wal,
+# beside them (poll mode, then WAL mode, then the cursor source), alternated (alone, poll, alone, wal,
 # ...) for ROUNDS rounds, so each ratio compares phases measured minutes apart.
 # Per phase: events/s committed; with the relay, the ratio to the mean of the
 # two alone phases around it, how long the relay took to finish after the
@@ -13,14 +13,14 @@
 # (ms per 1,000 events). The relay: memory driver, 2 workers, batch
 # 500, ordering aggregate, retention mark.
 #
-#   tests/bench/real_shape.sh [--phase SECONDS] [--rounds N] [--sources poll,wal] [--out FILE]
+#   tests/bench/real_shape.sh [--phase SECONDS] [--rounds N] [--sources poll,wal,cursor] [--out FILE]
 #
 # Needs the shared services (PostgreSQL with wal_level=logical) and a Release
 # build (OBX_BUILD, default build-bench: targets outbox-relay, obx_driver_memory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/benchlib.sh"
-PHASE=20 ROUNDS=2 SOURCES=poll,wal OUT=$HERE/results/real_shape.tsv
+PHASE=20 ROUNDS=2 SOURCES=poll,wal,cursor OUT=$HERE/results/real_shape.tsv
 while [ $# -gt 0 ]; do
     case $1 in
         --phase) PHASE=$2; shift ;;
@@ -52,6 +52,7 @@ q() { psql -qAt -v ON_ERROR_STOP=1 -d "$DB" -c "$1"; }
 cfg() {  # SOURCE: the relay's config in $WORK/relay.cfg
     local src=""
     [ "$1" = wal ] && src="source = \"wal\"; wal = { slot = \"$DB\"; };"
+    [ "$1" = cursor ] && src="source = \"cursor\";"
     cat >"$WORK/relay.cfg" <<CFG
 database = { conninfo = "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$DB"; };
 relay = { workers = 2; batch_size = 500; ordering = "aggregate"; retention = "mark";
@@ -106,6 +107,11 @@ phase() {
     caught=-
     if [ "$src" = poll ]; then
         for _ in $(seq 600); do [ "$(q "SELECT count(*) FROM outbox WHERE published_at IS NULL")" = 0 ] && break; sleep 0.05; done
+    elif [ "$src" = cursor ]; then
+        for _ in $(seq 600); do
+            [ "$(q "SELECT count(*) FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)")" = 0 ] && break
+            sleep 0.05
+        done
     elif [ "$src" = wal ]; then
         lsn=$(q "SELECT pg_current_wal_lsn()")
         for _ in $(seq 600); do

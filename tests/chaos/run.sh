@@ -2,7 +2,8 @@
 # The chaos suite: a relay under load while faults land at random, checked
 # from the outside.
 #
-#   tests/chaos/run.sh [--broker all|kafka|rabbitmq|mqtt] [--faults N] [--quick] [--parallel] [--keep DIR]
+#   tests/chaos/run.sh [--broker all|kafka|rabbitmq|mqtt] [--faults N] [--quick] [--parallel]
+#                      [--source poll|cursor] [--keep DIR]
 #
 # Per broker (one after the other, N/brokers faults each): a fresh database,
 # chaos_load writing transactions from 4 connections, two relay processes
@@ -18,9 +19,11 @@
 # --parallel: the brokers at the same time, each with its own database,
 # relays and faults; only the first broker's run injects PostgreSQL faults,
 # and the others are told of them (they hit every run).
+# --source cursor: the relays read the outbox by the cursor source (one
+# active, the other its standby) instead of claiming rows.
 . "$(dirname "$0")/../lib.sh"
 
-BROKERS=all FAULTS=30 QUICK= KEEP= PARALLEL=
+BROKERS=all FAULTS=30 QUICK= KEEP= PARALLEL= SOURCE=poll
 while [ $# -gt 0 ]; do
     case $1 in
     --broker) BROKERS=$2; shift ;;
@@ -28,7 +31,8 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1 FAULTS=36 ;;
     --keep) KEEP=$2; shift ;;
     --parallel) PARALLEL=1 ;;
-    *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+    --source) SOURCE=$2; shift ;;
+    *) sed -n '2,24p' "$0" >&2; exit 2 ;;
     esac
     shift
 done
@@ -73,7 +77,7 @@ relay_cfg() { # BROKER RUN_ID: writes $WORK/relay.cfg, sets DEST
     esac
     cat > "$WORK/relay.cfg" <<CFG
 database = { conninfo = "\${TEST_DSN}"; };
-relay = { workers = 2; batch_size = 200; lease_seconds = $LEASE_S; poll_interval_ms = 200;
+relay = { source = "$SOURCE"; workers = 2; batch_size = 200; lease_seconds = $LEASE_S; poll_interval_ms = 200;
           ordering = "aggregate"; max_attempts = 1000; shutdown_timeout_ms = 2000;
           backoff = { initial_ms = 100; max_ms = 1000; multiplier = 2.0; jitter = 0.2; };
           drivers_dir = "\${OBX_DRIVERS}"; };
@@ -129,7 +133,12 @@ start_consumer() { # BROKER RUN_ID
 
 # sqlr QUERY: sql, retried while PostgreSQL is down (another run's fault)
 sqlr() { local i; for i in $(seq 60); do sql "$1" 2>/dev/null && return 0; sleep 1; done; sql "$1"; }
-pending() { sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL"; }
+pending() {
+    if [ "$SOURCE" = cursor ]; then # rows past the cursor
+        sql "SELECT count(*) FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)
+             OR o.cursor_xid IS NULL"
+    else sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL"; fi
+}
 lines() { wc -l < "$WORK/history" 2>/dev/null || echo 0; }
 
 # wait_until_settled: nothing pending and the consumer quiet for 3 s (at most 180 s)
@@ -219,6 +228,7 @@ run_broker() { # BROKER
     [ "$broker" != kafka ] || { kill -TERM "$KM_PID"; wait "$KM_PID" || true; }
     local dead unexpected
     dead=$(sqlr "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")
+    [ "$SOURCE" != cursor ] || dead=$(sqlr "SELECT count(*) FROM outbox_dead_letter")
     # expected: 0 (SIGTERM handled), 137 (SIGKILL), 143 (SIGTERM before the handler was set, just
     # after a restart), 1 (the database unreachable at start: a PostgreSQL fault)
     unexpected=$(cat "$WORK"/relay.*.exits | grep -cvxE '0|1|137|143' || true)
