@@ -57,7 +57,7 @@ static const char usage_text[] =
     "  purge -c FILE (--id EVENT_ID... | --older-than INTERVAL | --route N\n"
     "        | --all) [--dry-run]\n"
     "                               remove dead events (poll: rows with dead_at set;\n"
-    "                               wal: the dead-letter table) by event id, age\n"
+    "                               wal, cursor: the dead-letter table) by event id, age\n"
     "                               (dead longer than INTERVAL, e.g. '7 days') or route\n"
     "                               (the events route N, from 1, would take), in one\n"
     "                               transaction; --dry-run lists them, removes nothing\n"
