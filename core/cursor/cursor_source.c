@@ -21,9 +21,14 @@
 /* A session asked nothing for this long is asked something: its
  * idle_session_timeout is how a standby takes over from a hung reader. */
 #define KEEPALIVE_MS 1000
-/* After a wake-up that found nothing readable yet (an older transaction
- * still runs), look again after 1, 2, 4... ms up to this, then wait for the
- * next notification or the poll interval. */
+/* Reads are at least FETCH_GAP_MS apart unless the last one was full: each
+ * costs the database a round trip and a snapshot whatever it finds, so
+ * under a stream of small commits one read takes many of them. After a
+ * wake-up or a read that found rows, look again after FETCH_GAP_MS, then
+ * twice as long each time nothing comes, up to QUICK_MAX_MS (an older
+ * transaction may still hold what committed), then wait for the next
+ * notification or the poll interval. */
+#define FETCH_GAP_MS 10
 #define QUICK_MAX_MS 64
 
 typedef struct cursor_source {
@@ -36,8 +41,8 @@ typedef struct cursor_source {
     cursor_place read_at; /* the last place read */
     cursor_place saved;   /* the cursor table's */
     cursor_place done;    /* every row up to here is finished */
-    long long saved_ms, asked_ms, fetch_at_ms;
-    int quick_ms;   /* the next quick look's delay, 0: none pending */
+    long long saved_ms, asked_ms, fetch_at_ms, fetched_ms;
+    int quick_ms;   /* the delay of the next look after the last read, 0: none pending */
     int last_empty; /* the last fetch found nothing */
     wal_row **rows;
     cursor_place *row_places;
@@ -106,7 +111,7 @@ static int fetch(cursor_source *src, long limit)
     }
     if (n > 0)
         src->read_at = src->row_places[n - 1];
-    src->asked_ms = now_ms();
+    src->asked_ms = src->fetched_ms = now_ms();
     return n;
 }
 
@@ -131,21 +136,23 @@ static int advance(cursor_source *src, long long now, int force)
     return 0;
 }
 
-/* When to look for rows next, after a fetch of n rows of limit. */
+/* When to look for rows next, after a read of n rows of limit, or a
+ * notification (woken). */
 static void plan_fetch(cursor_source *src, long long now, int n, long limit, int woken)
 {
-    if (n == limit) {
-        src->fetch_at_ms = now; /* more wait */
+    if (n == limit) { /* full: more wait */
+        src->fetch_at_ms = now;
         src->quick_ms = 0;
-    } else if (n > 0 || woken || src->quick_ms) {
-        src->quick_ms = n > 0 || woken || !src->quick_ms ? 1 : src->quick_ms * 2;
-        if (src->quick_ms > QUICK_MAX_MS) {
-            src->quick_ms = 0;
-            src->fetch_at_ms = now + src->cfg->poll_interval_ms;
-        } else {
-            src->fetch_at_ms = now + src->quick_ms;
-        }
+        return;
+    }
+    if (n > 0 || woken)
+        src->quick_ms = FETCH_GAP_MS;
+    else if (src->quick_ms)
+        src->quick_ms *= 2;
+    if (src->quick_ms && src->quick_ms <= QUICK_MAX_MS) {
+        src->fetch_at_ms = src->fetched_ms + src->quick_ms;
     } else {
+        src->quick_ms = 0;
         src->fetch_at_ms = now + src->cfg->poll_interval_ms;
     }
 }
