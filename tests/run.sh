@@ -33,13 +33,16 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # own database's sessions) two at a time, then the two fan-out tests (label
 # fan: a minute of paced producers each, on their own database and ports),
 # then the cursor source's tests two at a time (label cursor: each on a
-# database of its own; the one with a private PostgreSQL holds its lock);
-# the rest one by one.
+# database of its own; the one with a private PostgreSQL holds its lock),
+# and the tests on private PostgreSQL instances two at a time (label private:
+# failover, restarts, max_connections, each on ports of its own); the rest
+# one by one.
 ctest --test-dir "$build" --output-on-failure --timeout 900 -L hang -j3 "$@"
 ctest --test-dir "$build" --output-on-failure --timeout 900 -L pair -j2 "$@"
 ctest --test-dir "$build" --output-on-failure --timeout 900 -L fan -j2 "$@"
 ctest --test-dir "$build" --output-on-failure --timeout 900 -L cursor -j2 "$@"
-ctest --test-dir "$build" --output-on-failure --timeout 900 -LE 'hang|pair|fan|cursor' "$@"
+ctest --test-dir "$build" --output-on-failure --timeout 900 -L private -j2 "$@"
+ctest --test-dir "$build" --output-on-failure --timeout 900 -LE 'hang|pair|fan|cursor|private' "$@"
 # valgrind does not mix with ASan: its leak checks run on a plain build
 if [ $# -eq 0 ]; then
     cmake -S "$root" -B "$build-valgrind" -DCMAKE_BUILD_TYPE=Debug >/dev/null

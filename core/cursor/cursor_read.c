@@ -87,13 +87,10 @@ reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *
      * every poll interval, and every second while it waits), so that a
      * standby takes over. */
     int idle_ms = 3 * r->cfg->poll_interval_ms > 10000 ? 3 * r->cfg->poll_interval_ms : 10000;
-    char setup[256], listen[2 * SQL_NAME_MAX + 16], channel[SQL_NAME_MAX + 1],
-        quoted[2 * SQL_NAME_MAX + 3];
+    char setup[256];
     snprintf(setup, sizeof setup,
              "SET datestyle = ISO; SET timezone = 'UTC'; SET idle_session_timeout = %d", idle_ms);
-    sql_channel_name(r->cfg, channel, sizeof channel);
-    sql_quote_ident(quoted, sizeof quoted, channel);
-    snprintf(listen, sizeof listen, "LISTEN %s", quoted);
+    r->listening = 0;
     if (db_exec(r->conn, setup, err, err_size) < 0)
         return cursor_reader_close(r), READER_RETRY;
     char key[2 * SQL_NAME_MAX + 2];
@@ -112,7 +109,7 @@ reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *
         return cursor_reader_close(r), READER_RETRY;
     if (!mine)
         return cursor_reader_close(r), READER_BUSY;
-    if (db_exec(r->conn, listen, err, err_size) < 0 || load_place(r, at, err, err_size) < 0)
+    if (cursor_reader_listen(r, 1, err, err_size) < 0 || load_place(r, at, err, err_size) < 0)
         return cursor_reader_close(r), READER_RETRY;
     /* prepared once: the read runs up to a thousand times a second */
     res = PQprepare(r->conn, FETCH_NAME, r->fetch_sql, 3, NULL);
@@ -166,6 +163,20 @@ int cursor_reader_save(cursor_reader *r, const cursor_place *at, char *err, size
         db_error(r->conn, res, err, err_size);
     PQclear(res);
     return ok ? 0 : -1;
+}
+
+int cursor_reader_listen(cursor_reader *r, int on, char *err, size_t err_size)
+{
+    if (r->listening == on)
+        return 0;
+    char channel[SQL_NAME_MAX + 1], quoted[2 * SQL_NAME_MAX + 3], sql[2 * SQL_NAME_MAX + 16];
+    sql_channel_name(r->cfg, channel, sizeof channel);
+    sql_quote_ident(quoted, sizeof quoted, channel);
+    snprintf(sql, sizeof sql, "%s %s", on ? "LISTEN" : "UNLISTEN", quoted);
+    if (db_exec(r->conn, sql, err, err_size) < 0)
+        return -1;
+    r->listening = on;
+    return 0;
 }
 
 int cursor_reader_wait(cursor_reader *r, int ms)

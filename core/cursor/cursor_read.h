@@ -21,6 +21,7 @@ typedef struct cursor_reader {
     const relay_config *cfg;
     PGconn *conn;
     char *fetch_sql, *save_sql, *load_sql;
+    int listening; /* LISTENs on the outbox's channel */
 } cursor_reader;
 
 typedef enum { READER_OPEN, READER_BUSY, READER_RETRY } reader_open_result;
@@ -41,6 +42,11 @@ int cursor_reader_fetch(cursor_reader *r, const cursor_place *after, int limit, 
 
 /* Saves the place every row up to which is finished. 0, or -1 with err. */
 int cursor_reader_save(cursor_reader *r, const cursor_place *at, char *err, size_t err_size);
+
+/* LISTEN (on) or UNLISTEN. A listening session is woken, and runs a
+ * transaction, for every notifying commit: while rows flow the reader looks
+ * often anyway, so it listens only while idle. 0, or -1 with err. */
+int cursor_reader_listen(cursor_reader *r, int on, char *err, size_t err_size);
 
 /* Waits up to ms for a NOTIFY: 1 woken, 0 not, -1 lost. */
 int cursor_reader_wait(cursor_reader *r, int ms);

@@ -157,6 +157,23 @@ static void plan_fetch(cursor_source *src, long long now, int n, long limit, int
     }
 }
 
+/* After a read of n rows: plans the next and listens only while idle (one
+ * more look follows the LISTEN: a commit just before it was not heard). */
+static int listen_when_idle(cursor_source *src, long long now, int n, long limit)
+{
+    char err[512];
+    src->last_empty = n == 0;
+    plan_fetch(src, now, n, limit, 0);
+    int idle = src->quick_ms == 0 && src->fetch_at_ms > now, was = src->r.listening;
+    if (cursor_reader_listen(&src->r, idle, err, sizeof err) < 0) {
+        log_warn("cursor: %s", err);
+        return -1;
+    }
+    if (idle && !was)
+        src->fetch_at_ms = now;
+    return 0;
+}
+
 /* Reads and publishes until stopped (0), drained (0) or lost (-1). */
 static int stream(cursor_source *src)
 {
@@ -182,10 +199,8 @@ static int stream(cursor_source *src)
         if (room > 0 && now >= src->fetch_at_ms) {
             long limit = room < src->cfg->batch_size ? room : src->cfg->batch_size;
             int n = fetch(src, limit);
-            if (n < 0)
+            if (n < 0 || listen_when_idle(src, now, n, limit) < 0)
                 return -1;
-            src->last_empty = n == 0;
-            plan_fetch(src, now, n, limit, 0);
             continue;
         }
         if (now - src->asked_ms >= KEEPALIVE_MS) {
