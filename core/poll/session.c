@@ -44,11 +44,8 @@ void session_disconnect(session *s)
 static int setup(session *s, int kind, char *err, size_t err_size)
 {
     const relay_config *cfg = s->st->cfg;
-    char channel[300], command[400], timeout[128];
-    sql_channel_name(cfg, channel, sizeof channel); /* as the notify trigger names it */
-    char *quoted = PQescapeIdentifier(s->conn, channel, strlen(channel));
-    snprintf(command, sizeof command, "LISTEN %s", quoted ? quoted : "\"\"");
-    PQfreemem(quoted);
+    char timeout[128];
+    s->listening = 0;
     /*
      * The claim's transaction is the batch's lease (queries.c): a session
      * idle in it for longer than the lease is ended by PostgreSQL, which
@@ -71,8 +68,7 @@ static int setup(session *s, int kind, char *err, size_t err_size)
     s->running = kind;
     pthread_mutex_unlock(&s->lock);
     int rc = db_exec(s->conn, timeout, err, err_size) < 0 ||
-                     queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0 ||
-                     db_exec(s->conn, command, err, err_size) < 0
+                     queries_prepare(s->conn, cfg, s->payload_type, err, err_size) < 0
                  ? -1
                  : 0;
     pthread_mutex_lock(&s->lock);
@@ -193,6 +189,25 @@ PGresult *session_run_plain(session *s, int kind, const char *stmt, int nparams,
                             const char *const *params, ExecStatusType want)
 {
     return run(s, kind, stmt, nparams, params, want, 0);
+}
+
+int session_listen(session *s, int on)
+{
+    if (!s->conn || s->listening == on)
+        return s->conn ? 0 : -1;
+    if (on && s->in_transaction)
+        return -1; /* it would listen only from the claim's commit on */
+    char channel[300], command[400], err[512];
+    sql_channel_name(s->st->cfg, channel, sizeof channel); /* as the notify trigger names it */
+    char *quoted = PQescapeIdentifier(s->conn, channel, strlen(channel));
+    snprintf(command, sizeof command, "%s %s", on ? "LISTEN" : "UNLISTEN", quoted ? quoted : "\"\"");
+    PQfreemem(quoted);
+    if (db_exec(s->conn, command, err, sizeof err) < 0) {
+        log_scoped(OBX_LOG_WARN, s->scope, "%s", err);
+        return -1;
+    }
+    s->listening = on;
+    return 0;
 }
 
 int session_notified(session *s)

@@ -1,6 +1,7 @@
 /* A worker's database session: connect with backoff, prepare the engine's
- * statements, LISTEN for new rows (wakeup.c waits for them), run statements, and be cancelled from
- * another thread when a stop must not wait for PostgreSQL. */
+ * statements, LISTEN for new rows while idle (idle_wait.c waits for them), run
+ * statements, and be cancelled from another thread when a stop must not wait
+ * for PostgreSQL. */
 #ifndef OBX_SESSION_H
 #define OBX_SESSION_H
 
@@ -15,6 +16,7 @@ typedef struct session {
     const char *payload_type;
     PGconn *conn;       /* NULL while disconnected */
     int in_transaction; /* a claim's transaction is open (its locks are the lease) */
+    int listening;      /* LISTENs on the outbox's channel */
     int backoff_ms;     /* the wait after the next failed connect (0: none failed yet) */
     long long retry_at; /* no connect before this (ms, monotonic) */
 
@@ -34,7 +36,7 @@ enum { SESSION_IDLE, SESSION_CLAIM, SESSION_OTHER };
 void session_init(session *s, relay_state *st, const char *scope, const char *payload_type);
 void session_free(session *s);
 
-/* Connects, prepares and listens; retries with backoff until the deadline
+/* Connects and prepares; retries with backoff until the deadline
  * (ms, monotonic) passes, or, with honour_stop, a stop is requested (whose
  * cancel of claims then also cancels the prepares, which may wait for a
  * table lock). The backoff outlives the call: a caller that tries once per
@@ -42,6 +44,12 @@ void session_free(session *s);
  * backoff since the last failed one has passed. */
 int session_connect(session *s, long long deadline, int honour_stop);
 void session_disconnect(session *s);
+
+/* LISTEN (on, outside a claim's transaction) or UNLISTEN (in one too: from
+ * its commit on). A listening session's
+ * backend is woken, and runs a transaction, for every notifying commit:
+ * only a worker with nothing to do listens. 0, or -1 (logged). */
+int session_listen(session *s, int on);
 
 /* Runs a prepared statement (kind: SESSION_CLAIM or SESSION_OTHER). Returns
  * the result, or NULL after logging why (and dropping a lost connection). */

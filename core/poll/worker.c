@@ -128,6 +128,8 @@ static int start(worker *w, lane *l, int beside)
     }
     drain_notifications(w, l);
     int n = lane_start(l);
+    if (n > 0 && w->lanes[0].db.listening) /* busy: it claims again without being told */
+        session_listen(&w->lanes[0].db, 0);
     return n < 0 ? FAILED : n == 0 ? NOTHING : STARTED;
 }
 
@@ -324,6 +326,10 @@ void *worker_main(void *arg)
                 state_request_stop(w->st, now_ms());
                 break;
             }
+            /* one more claim once listening: a commit just before the
+             * LISTEN was not heard */
+            if (!w->lanes[0].db.listening && session_listen(&w->lanes[0].db, 1) == 0)
+                continue;
             idle_wait(&w->lanes[0].db, &w->dl.outs, w->sh.cfg->poll_interval_ms);
         }
     }
