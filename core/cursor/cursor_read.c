@@ -1,8 +1,6 @@
 #include "cursor_read.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,21 +179,5 @@ int cursor_reader_listen(cursor_reader *r, int on, char *err, size_t err_size)
 
 int cursor_reader_wait(cursor_reader *r, int ms)
 {
-    if (!r->conn)
-        return -1;
-    struct pollfd pfd = {.fd = PQsocket(r->conn), .events = POLLIN};
-    int rc = poll(&pfd, 1, ms);
-    if (rc < 0)
-        return errno == EINTR ? 0 : -1;
-    if (rc == 0)
-        return 0;
-    if (!PQconsumeInput(r->conn))
-        return -1;
-    int woke = 0;
-    PGnotify *n;
-    while ((n = PQnotifies(r->conn))) { /* a burst of notifications is one wake-up */
-        PQfreemem(n);
-        woke = 1;
-    }
-    return woke;
+    return r->conn ? db_wait_notify(r->conn, ms) : -1;
 }

@@ -7,6 +7,7 @@
 
 #include "db.h"
 #include "dead_letter.h"
+#include "enqueue.h"
 #include "schema.h"
 #include "sql.h"
 
@@ -28,12 +29,7 @@ static const char *const cursor_steps[] = {
      * placed below the oldest running transaction's id is committed (or
      * rolled back) for good.
      */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql"
-    " SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {$}"
-    " DECLARE root regclass := coalesce(pg_partition_root(TG_RELID), TG_RELID);"
-    " BEGIN PERFORM pg_advisory_xact_lock(root::oid::int,"
-    " hashtext(NEW.{c.aggregate_type} || '/' || NEW.{c.aggregate_id}));"
-    " NEW.{c.id} := nextval(pg_get_serial_sequence(root::text, TG_ARGV[0]));"
+    ENQUEUE_ORDER_HEAD
     " INSERT INTO {schema}.{n._aggregate_seq} AS s (aggregate_type, aggregate_id, seq, last_xid)"
     " VALUES (NEW.{c.aggregate_type}, NEW.{c.aggregate_id}, 1, pg_current_xact_id())"
     " ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET seq = s.seq + 1,"

@@ -63,14 +63,7 @@ static void nap(const cursor_source *src, long long ms)
 
 int cursor_preflight(const relay_config *cfg)
 {
-    char err[1024];
-    PGconn *conn = db_connect(cfg, "outbox-relay", err, sizeof err);
-    int rc = conn ? cursor_schema_check(conn, cfg, err, sizeof err) : -1;
-    if (conn)
-        PQfinish(conn);
-    if (rc < 0)
-        log_error("%s", err);
-    return rc;
+    return db_preflight(cfg, cursor_schema_check);
 }
 
 static int same_place(const cursor_place *a, const cursor_place *b)
@@ -228,17 +221,7 @@ static int stream(cursor_source *src)
  * shutdown_timeout_ms, for what is in flight, then save what finished. */
 static void settle_in_flight(cursor_source *src)
 {
-    long long until = now_ms() + src->cfg->shutdown_timeout_ms;
-    while ((src->pub.in_flight > 0 || wal_publisher_burying(&src->pub) > 0) && now_ms() < until) {
-        counters_beat();
-        wal_publisher_wait(&src->pub, 20);
-        wal_publisher_settle(&src->pub, now_ms() + 3600000); /* no retry now */
-    }
-    if (src->pub.in_flight > 0) {
-        log_warn("%ld events still in flight at the deadline: they are read again",
-                 src->pub.in_flight);
-        wal_publisher_abort(&src->pub);
-    }
+    wal_publisher_finish_in_flight(&src->pub, src->cfg->shutdown_timeout_ms);
     if (src->r.conn)
         advance(src, now_ms(), 1);
 }

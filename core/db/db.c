@@ -1,6 +1,8 @@
 #include "db.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,4 +147,36 @@ int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size)
 int db_lost(PGconn *conn)
 {
     return PQstatus(conn) != CONNECTION_OK;
+}
+
+int db_preflight(const relay_config *cfg,
+                 int (*check)(PGconn *conn, const relay_config *cfg, char *err, size_t err_size))
+{
+    char err[1024];
+    PGconn *conn = db_connect(cfg, "outbox-relay", err, sizeof err);
+    int rc = conn ? check(conn, cfg, err, sizeof err) : -1;
+    if (conn)
+        PQfinish(conn);
+    if (rc < 0)
+        log_error("%s", err);
+    return rc;
+}
+
+int db_wait_notify(PGconn *conn, int timeout_ms)
+{
+    struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+    int rc = poll(&pfd, 1, timeout_ms);
+    if (rc < 0)
+        return errno == EINTR ? 0 : -1;
+    if (rc == 0)
+        return 0;
+    if (!PQconsumeInput(conn))
+        return -1;
+    int woke = 0;
+    PGnotify *n;
+    while ((n = PQnotifies(conn))) {
+        PQfreemem(n);
+        woke = 1;
+    }
+    return woke;
 }

@@ -27,6 +27,16 @@ void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size);
 /* True when the connection is gone (as opposed to a failed statement). */
 int db_lost(PGconn *conn);
 
+/* Waits up to timeout_ms for a NOTIFY on a LISTENing session and reads
+ * every one that came (a burst is one wake-up): 1 woken, 0 not, -1 the
+ * session is lost. */
+int db_wait_notify(PGconn *conn, int timeout_ms);
+
+/* A source's check before `run` (its objects are there): connects, runs
+ * check on the session, logs what it says. 0 or -1. */
+int db_preflight(const relay_config *cfg,
+                 int (*check)(PGconn *conn, const relay_config *cfg, char *err, size_t err_size));
+
 /* The replication connection's wal_sender_timeout: 3 x
  * relay.wal.status_interval_ms, at least DB_WAL_SENDER_TIMEOUT_MIN_MS. */
 #define DB_WAL_SENDER_TIMEOUT_MIN_MS 10000

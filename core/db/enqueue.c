@@ -25,12 +25,7 @@ const char *const enqueue_steps[] = {
      * and the sequence are the root table's, so that two partitions'
      * inserts of one aggregate still wait for each other.
      */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._order}() RETURNS trigger LANGUAGE plpgsql"
-    " SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {$}"
-    " DECLARE root regclass := coalesce(pg_partition_root(TG_RELID), TG_RELID);"
-    " BEGIN PERFORM pg_advisory_xact_lock(root::oid::int,"
-    " hashtext(NEW.{c.aggregate_type} || '/' || NEW.{c.aggregate_id}));"
-    " NEW.{c.id} := nextval(pg_get_serial_sequence(root::text, TG_ARGV[0]));"
+    ENQUEUE_ORDER_HEAD
     " INSERT INTO {schema}.{n._aggregate_seq} AS s VALUES (NEW.{c.aggregate_type},"
     " NEW.{c.aggregate_id}, 1) ON CONFLICT (aggregate_type, aggregate_id)"
     " DO UPDATE SET seq = s.seq + 1 RETURNING s.seq INTO NEW.{c.aggregate_seq};"

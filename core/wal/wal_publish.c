@@ -316,6 +316,20 @@ void wal_publisher_abort(wal_publisher *p)
     outputs_ensure(&p->dl.outs, 0);
 }
 
+void wal_publisher_finish_in_flight(wal_publisher *p, long long ms)
+{
+    long long until = now_ms() + ms;
+    while ((p->in_flight > 0 || wal_publisher_burying(p) > 0) && now_ms() < until) {
+        counters_beat();
+        wal_publisher_wait(p, 20);
+        wal_publisher_settle(p, now_ms() + 3600000); /* no retry now */
+    }
+    if (p->in_flight > 0) {
+        log_warn("%ld events still in flight at the deadline: they are read again", p->in_flight);
+        wal_publisher_abort(p);
+    }
+}
+
 long wal_publisher_burying(wal_publisher *p)
 {
     return wal_side_pending(&p->side);

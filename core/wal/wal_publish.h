@@ -79,6 +79,12 @@ void wal_publisher_wait(wal_publisher *p, int ms);
  * retried without an attempt counted (on stop, or before a reconnect). */
 void wal_publisher_abort(wal_publisher *p);
 
+/* Before the window is dropped (a reconnect) or the relay exits: waits up
+ * to ms for what is in flight and the dead letters being written, settling
+ * without retrying; what is still in flight then is aborted (the source
+ * reads it again: said in the log). */
+void wal_publisher_finish_in_flight(wal_publisher *p, long long ms);
+
 /* Dead letters submitted and not yet finished. */
 long wal_publisher_burying(wal_publisher *p);
 

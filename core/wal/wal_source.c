@@ -55,14 +55,7 @@ static void nap(const wal_source *src, long long ms)
 
 int wal_preflight(const relay_config *cfg)
 {
-    char err[1024];
-    PGconn *conn = db_connect(cfg, "outbox-relay", err, sizeof err);
-    int rc = conn ? wal_schema_check(conn, cfg, err, sizeof err) : -1;
-    if (conn)
-        PQfinish(conn);
-    if (rc < 0)
-        log_error("%s", err);
-    return rc;
+    return db_preflight(cfg, wal_schema_check);
 }
 
 /* The age of the oldest commit not yet confirmed into relay_state; the
@@ -201,17 +194,7 @@ static int stream(wal_source *src)
  * shutdown_timeout_ms, for what is in flight, then confirm what finished. */
 static void settle_in_flight(wal_source *src)
 {
-    long long until = now_ms() + src->cfg->shutdown_timeout_ms;
-    while ((src->pub.in_flight > 0 || wal_publisher_burying(&src->pub) > 0) && now_ms() < until) {
-        counters_beat();
-        wal_publisher_wait(&src->pub, 20);
-        wal_publisher_settle(&src->pub, now_ms() + 3600000); /* no retry now */
-    }
-    if (src->pub.in_flight > 0) {
-        log_warn("%ld events still in flight at the deadline: the slot replays them",
-                 src->pub.in_flight);
-        wal_publisher_abort(&src->pub);
-    }
+    wal_publisher_finish_in_flight(&src->pub, src->cfg->shutdown_timeout_ms);
     uint64_t lsn = wal_window_confirm(&src->w);
     if (lsn > src->confirmed)
         src->confirmed = lsn;
