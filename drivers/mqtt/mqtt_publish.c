@@ -340,7 +340,7 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
         if (mqtt_agg_in(refused, nrefused, agg)) {
             problem = "not sent: an earlier event of its aggregate in this batch was refused";
             st = OBX_RETRIABLE;
-        } else if (!(problem = mqtt_message_problem(inst, m)) && !(it = mqtt_item_new(inst, m))) {
+        } else if (!(problem = mqtt_item_make(inst, m, agg, &it)) && !it) {
             problem = "out of memory";
             st = OBX_RETRIABLE;
         }
