@@ -6,6 +6,7 @@
  * successful one), and completes publishes that were never acknowledged.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,9 +19,7 @@
 #include "mqtt_verdict.h"
 
 #define MQTT_TIMER_TICK_MS 50
-/* A batch's tail with no acknowledgement for this long is nudged; at most
- * this many nudges unanswered (a hung broker gets no more). */
-#define MQTT_NUDGE_MS 3
+/* At most this many nudges unanswered (a hung broker gets no more). */
 #define MQTT_NUDGES_MAX 4
 #define MQTT_NUDGE_TOPIC "outbox-relay/nudge"
 
@@ -167,9 +166,11 @@ static void mqtt_start_connect(mqtt_inst *inst, MQTTAsync client, int gen)
  * Linux) when it has nothing to send: the tail of every batch, whose last
  * PUBACKs the relay waits for before it can mark the rows, stalls about
  * 40 ms. A packet from the relay carries the ACK at once, so a tail that
- * sees no acknowledgement for MQTT_NUDGE_MS gets one: an UNSUBSCRIBE of a
- * filter this clean session never subscribed to (the broker answers
- * UNSUBACK 0x11, no subscription existed, and changes nothing). */
+ * sees no acknowledgement for nudge_ms gets one: an UNSUBSCRIBE of a filter
+ * this clean session never subscribed to (the broker answers UNSUBACK 0x11,
+ * no subscription existed, and changes nothing). Another only after an
+ * acknowledgement came since (a broker far away gets one per tail, not one
+ * every nudge_ms). */
 static void mqtt_nudge_done(void *ctx, MQTTAsync_successData5 *resp)
 {
     mqtt_inst *inst = ((mqtt_cctx *)ctx)->inst;
@@ -209,7 +210,8 @@ void *mqtt_timer_main(void *arg)
 {
     mqtt_inst *inst = arg;
     char detail[MQTT_DETAIL_MAX];
-    uint64_t seen_acks = 0; /* the tail watch: acknowledgements at seen_ms */
+    uint64_t seen_acks = 0;            /* the tail watch: acknowledgements at seen_ms */
+    uint64_t nudged_acks = UINT64_MAX; /* acknowledgements at the last nudge */
     int64_t seen_ms = 0;
     pthread_mutex_lock(&inst->mu);
     while (!inst->stopping) {
@@ -263,14 +265,17 @@ void *mqtt_timer_main(void *arg)
             continue;
         }
         /* a batch's tail: everything sent, acknowledgements awaited */
-        int tail = inst->connected && !inst->queue_head && inst->inflight > 0;
+        int tail = inst->nudge_ms > 0 && inst->connected && !inst->queue_head && inst->inflight > 0;
         if (!tail || inst->n_acks != seen_acks) {
             seen_acks = inst->n_acks;
             seen_ms = now;
-        } else if (now - seen_ms >= MQTT_NUDGE_MS && inst->nudges_out < MQTT_NUDGES_MAX &&
-                   !inst->pumping) {
+            if (!tail)
+                nudged_acks = UINT64_MAX;
+        } else if (now - seen_ms >= inst->nudge_ms && inst->n_acks != nudged_acks &&
+                   inst->nudges_out < MQTT_NUDGES_MAX && !inst->pumping) {
             inst->nudges_out++;
             inst->n_nudges++;
+            nudged_acks = inst->n_acks;
             seen_ms = now;
             MQTTAsync client = inst->client; /* renewal is this thread's own */
             int gen = inst->gen;
@@ -280,7 +285,8 @@ void *mqtt_timer_main(void *arg)
             continue;
         }
         struct timespec ts;
-        mqtt_abstime(tail ? MQTT_NUDGE_MS : MQTT_TIMER_TICK_MS, &ts);
+        mqtt_abstime(
+            tail && inst->nudge_ms < MQTT_TIMER_TICK_MS ? inst->nudge_ms : MQTT_TIMER_TICK_MS, &ts);
         pthread_cond_timedwait(&inst->cond, &inst->mu, &ts);
     }
     pthread_mutex_unlock(&inst->mu);

@@ -110,6 +110,7 @@ struct obx_instance {
     int window; /* max_in_flight: slots allocated */
     int64_t publish_timeout_ms;
     int64_t window_wait_ms;   /* how long one publish_batch may wait for the connection */
+    int64_t nudge_ms;         /* a stalled tail's nudge (mqtt_conn.c); 0: none */
     const char *content_type; /* a template; NULL: use the message's own */
     const char *response_topic, *correlation_data; /* templates; NULL: not sent */
     obx_ce_config ce;         /* format = "cloudevents": how messages are shaped */
