@@ -212,7 +212,7 @@ static void mqtt_close(mqtt_inst *inst)
             "%llu timed out, %llu lost with the connection, %d aborted; %llu batches, "
             "%llu messages queued for room (deepest %zu), window full %llu times, "
             "window waits %llu, connection waits %llu, out of order %llu, in flight limit %d, "
-            "fresh clients %llu",
+            "fresh clients %llu, nudges %llu",
             inst->client_id, (unsigned long long)inst->n_ok,
             (unsigned long long)inst->n_no_subscribers, (unsigned long long)inst->n_failed,
             (unsigned long long)inst->n_timeout, (unsigned long long)inst->n_lost, n,
@@ -220,7 +220,7 @@ static void mqtt_close(mqtt_inst *inst)
             inst->queue_max, (unsigned long long)inst->n_window_full,
             (unsigned long long)inst->n_window_waits, (unsigned long long)inst->n_conn_waits,
             (unsigned long long)inst->n_out_of_order, inst->send_limit,
-            (unsigned long long)inst->n_clients);
+            (unsigned long long)inst->n_clients, (unsigned long long)inst->n_nudges);
 }
 
 static void mqtt_destroy(mqtt_inst *inst)

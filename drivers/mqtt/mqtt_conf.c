@@ -44,6 +44,9 @@ const obx_option mqtt_options[] = {
      "as unavailable (0 refuses at once); a full window never makes a batch wait"},
     {"publish_timeout_ms", OBX_OPT_INT, 0,
      "a publish not acknowledged in this time completes RETRIABLE"},
+    {"nudge_ms", OBX_OPT_INT, 0,
+     "a batch's tail without an acknowledgement for this long gets a nudge (an UNSUBSCRIBE "
+     "that carries the TCP ACK a broker with Nagle on waits for); 0: never"},
     {"content_type", OBX_OPT_STRING, 0,
      "content type property, a template or a constant (default: the row's)"},
     {"message_expiry_s", OBX_OPT_INT, 0,
@@ -81,6 +84,7 @@ const obx_option_spec mqtt_option_specs[] = {
     {"64", 1, 65535, NULL, "window"},    /* max_in_flight */
     {"2000", 0, 60000, NULL, NULL},      /* window_wait_ms */
     {"30000", 100, 3600000, NULL, NULL}, /* publish_timeout_ms */
+    {"3", 0, 60000, NULL, NULL},         /* nudge_ms */
     {NULL, 0, 0, NULL, NULL},            /* content_type */
     {"0", 0, 4294967295.0, NULL, NULL},  /* message_expiry_s */
     {NULL, 0, 0, NULL, NULL},            /* response_topic */
@@ -218,7 +222,8 @@ int mqtt_read_options(mqtt_inst *inst, char *errstr, size_t errstr_size)
     if (mqtt_opt_int(host, "window_wait_ms", &inst->window_wait_ms, errstr, errstr_size) < 0 ||
         mqtt_opt_int(host, "publish_timeout_ms", &inst->publish_timeout_ms, errstr, errstr_size) <
             0 ||
-        mqtt_opt_int(host, "message_expiry_s", &inst->message_expiry_s, errstr, errstr_size) < 0)
+        mqtt_opt_int(host, "message_expiry_s", &inst->message_expiry_s, errstr, errstr_size) < 0 ||
+        mqtt_opt_int(host, "nudge_ms", &inst->nudge_ms, errstr, errstr_size) < 0)
         return -1;
     if (mqtt_templates_read(inst, errstr, errstr_size) < 0)
         return -1;

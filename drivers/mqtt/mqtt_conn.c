@@ -6,6 +6,7 @@
  * successful one), and completes publishes that were never acknowledged.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +19,9 @@
 #include "mqtt_verdict.h"
 
 #define MQTT_TIMER_TICK_MS 50
+/* At most this many nudges unanswered (a hung broker gets no more). */
+#define MQTT_NUDGES_MAX 4
+#define MQTT_NUDGE_TOPIC "outbox-relay/nudge"
 
 /* The limits the broker's CONNACK sets (mu held). */
 static void mqtt_apply_connack_locked(mqtt_inst *inst, MQTTProperties *props)
@@ -109,6 +113,7 @@ static void mqtt_lost_locked(mqtt_inst *inst, const char *why)
     char detail[MQTT_DETAIL_MAX];
     snprintf(detail, sizeof detail, "%s before the acknowledgement", why);
     int n = mqtt_fail_all_locked(inst, inst->unavailable, detail);
+    inst->nudges_out = 0; /* the lost client's answers are stale */
     inst->n_lost += (uint64_t)n;
     if (was || n)
         inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
@@ -155,6 +160,44 @@ static void mqtt_start_connect(mqtt_inst *inst, MQTTAsync client, int gen)
     }
 }
 
+/* Nudges. With Nagle on at the broker (Mosquitto's default, set_tcp_nodelay
+ * false) a PUBACK written while an earlier one is not yet acknowledged by
+ * TCP waits for that ACK, and the relay's host delays its ACKs (40 ms on
+ * Linux) when it has nothing to send: the tail of every batch, whose last
+ * PUBACKs the relay waits for before it can mark the rows, stalls about
+ * 40 ms. A packet from the relay carries the ACK at once, so a tail that
+ * sees no acknowledgement for nudge_ms gets one: an UNSUBSCRIBE of a filter
+ * this clean session never subscribed to (the broker answers UNSUBACK 0x11,
+ * no subscription existed, and changes nothing). Another only after an
+ * acknowledgement came since (a broker far away gets one per tail, not one
+ * every nudge_ms). */
+static void mqtt_nudge_done(void *ctx, MQTTAsync_successData5 *resp)
+{
+    mqtt_inst *inst = ((mqtt_cctx *)ctx)->inst;
+    (void)resp;
+    pthread_mutex_lock(&inst->mu);
+    if (!mqtt_client_stale_locked(ctx) && inst->nudges_out > 0)
+        inst->nudges_out--;
+    pthread_mutex_unlock(&inst->mu);
+}
+
+static void mqtt_nudge_failed(void *ctx, MQTTAsync_failureData5 *resp)
+{
+    (void)resp;
+    mqtt_nudge_done(ctx, NULL);
+}
+
+/* Sends a nudge on client, generation gen (mu NOT held). */
+static void mqtt_nudge(mqtt_inst *inst, MQTTAsync client, int gen)
+{
+    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+    ro.onSuccess5 = mqtt_nudge_done;
+    ro.onFailure5 = mqtt_nudge_failed;
+    ro.context = &inst->cctx[gen];
+    if (MQTTAsync_unsubscribe(client, MQTT_NUDGE_TOPIC, &ro) != MQTTASYNC_SUCCESS)
+        mqtt_nudge_done(&inst->cctx[gen], NULL);
+}
+
 /* A broker that acknowledges nothing, for this host (1.0: RETRIABLE). */
 static obx_status mqtt_pushback(const mqtt_inst *inst)
 {
@@ -167,6 +210,9 @@ void *mqtt_timer_main(void *arg)
 {
     mqtt_inst *inst = arg;
     char detail[MQTT_DETAIL_MAX];
+    uint64_t seen_acks = 0;            /* the tail watch: acknowledgements at seen_ms */
+    uint64_t nudged_acks = UINT64_MAX; /* acknowledgements at the last nudge */
+    int64_t seen_ms = 0;
     pthread_mutex_lock(&inst->mu);
     while (!inst->stopping) {
         int64_t now = mqtt_now_ms();
@@ -218,8 +264,29 @@ void *mqtt_timer_main(void *arg)
             pthread_mutex_lock(&inst->mu);
             continue;
         }
+        /* a batch's tail: everything sent, acknowledgements awaited */
+        int tail = inst->nudge_ms > 0 && inst->connected && !inst->queue_head && inst->inflight > 0;
+        if (!tail || inst->n_acks != seen_acks) {
+            seen_acks = inst->n_acks;
+            seen_ms = now;
+            if (!tail)
+                nudged_acks = UINT64_MAX;
+        } else if (now - seen_ms >= inst->nudge_ms && inst->n_acks != nudged_acks &&
+                   inst->nudges_out < MQTT_NUDGES_MAX && !inst->pumping) {
+            inst->nudges_out++;
+            inst->n_nudges++;
+            nudged_acks = inst->n_acks;
+            seen_ms = now;
+            MQTTAsync client = inst->client; /* renewal is this thread's own */
+            int gen = inst->gen;
+            pthread_mutex_unlock(&inst->mu);
+            mqtt_nudge(inst, client, gen);
+            pthread_mutex_lock(&inst->mu);
+            continue;
+        }
         struct timespec ts;
-        mqtt_abstime(MQTT_TIMER_TICK_MS, &ts);
+        mqtt_abstime(
+            tail && inst->nudge_ms < MQTT_TIMER_TICK_MS ? inst->nudge_ms : MQTT_TIMER_TICK_MS, &ts);
         pthread_cond_timedwait(&inst->cond, &inst->mu, &ts);
     }
     pthread_mutex_unlock(&inst->mu);

@@ -110,6 +110,7 @@ struct obx_instance {
     int window; /* max_in_flight: slots allocated */
     int64_t publish_timeout_ms;
     int64_t window_wait_ms;   /* how long one publish_batch may wait for the connection */
+    int64_t nudge_ms;         /* a stalled tail's nudge (mqtt_conn.c); 0: none */
     const char *content_type; /* a template; NULL: use the message's own */
     const char *response_topic, *correlation_data; /* templates; NULL: not sent */
     obx_ce_config ce;         /* format = "cloudevents": how messages are shaped */
@@ -148,10 +149,12 @@ struct obx_instance {
     int64_t next_connect_ms;
     int64_t backoff_ms;
     int disconnect_done;
-    int stopping;  /* timer thread must exit */
-    int closed;    /* close has started: callbacks are ignored from now on */
-    int abandoned; /* timed-out publishes paho may still hold */
-    int wedged;    /* paho refuses sends because of abandoned ones: re-create */
+    int stopping;    /* timer thread must exit */
+    int closed;      /* close has started: callbacks are ignored from now on */
+    int abandoned;   /* timed-out publishes paho may still hold */
+    int wedged;      /* paho refuses sends because of abandoned ones: re-create */
+    uint64_t n_acks; /* acknowledgements of the current client seen (the tail watch) */
+    int nudges_out;  /* nudges (mqtt_conn.c) not yet answered, this client's */
 
     /* counters, for the log line at close (tests read them there) */
     uint64_t n_ok, n_no_subscribers, n_failed, n_timeout, n_lost;
@@ -163,6 +166,7 @@ struct obx_instance {
     size_t queue_max;        /* deepest queue */
     uint64_t n_out_of_order; /* acknowledged after an earlier one of the aggregate failed */
     uint64_t n_clients;      /* fresh clients made after lost connections */
+    uint64_t n_nudges;       /* nudges sent */
 };
 
 typedef struct obx_instance mqtt_inst;

@@ -93,7 +93,8 @@ static int mqtt_header_ok(const char *s)
 }
 
 typedef struct mqtt_shape mqtt_shape;
-static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh);
+static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh,
+                                      int *nomem);
 static mqtt_item *mqtt_item_shaped(const mqtt_inst *inst, const obx_message *m,
                                    const mqtt_shape *sh);
 
@@ -189,16 +190,24 @@ static void mqtt_shape_free(mqtt_shape *sh)
     obx_ce_event_free(&sh->ce);
 }
 
-const char *mqtt_message_problem(const mqtt_inst *inst, const obx_message *m)
+/* The message is shaped (envelope or CloudEvent, templates) once, for the
+ * checks and the copy both. */
+const char *mqtt_item_make(const mqtt_inst *inst, const obx_message *m, uint64_t agg,
+                           mqtt_item **out)
 {
     mqtt_shape sh;
+    int nomem = 0;
     sh.ce.json = NULL;
-    const char *why = mqtt_shape_problem(inst, m, &sh);
+    *out = NULL;
+    const char *why = mqtt_shape_problem(inst, m, &sh, &nomem);
+    if (!why && !nomem && (*out = mqtt_item_shaped(inst, m, &sh)) != NULL)
+        (*out)->agg = agg;
     mqtt_shape_free(&sh);
     return why;
 }
 
-static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh)
+static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *m, mqtt_shape *sh,
+                                      int *nomem)
 {
     static __thread char why[MQTT_DETAIL_MAX];
     const char *tp = mqtt_topic_problem(m->destination);
@@ -207,8 +216,10 @@ static const char *mqtt_shape_problem(const mqtt_inst *inst, const obx_message *
     /* a non-UTF-8 string would make the broker drop the connection for everyone */
     size_t props = 0;
     int rc = mqtt_shape_fill(inst, m, sh, why, sizeof why);
-    if (rc == -2)
-        return NULL; /* no memory: mqtt_item_new fails too, and that is retriable */
+    if (rc == -2) {
+        *nomem = 1; /* retriable */
+        return NULL;
+    }
     if (rc != 0)
         return why;
     for (size_t i = 0; i < sh->count; i++) {
@@ -267,17 +278,6 @@ static void mqtt_user_prop(MQTTProperty *p, char **cur, const char *key, const c
     p->value.value.len = (int)vl;
 }
 
-mqtt_item *mqtt_item_new(const mqtt_inst *inst, const obx_message *m)
-{
-    mqtt_shape sh;
-    char err[MQTT_DETAIL_MAX];
-    if (mqtt_shape_fill(inst, m, &sh, err, sizeof err) != 0)
-        return NULL; /* mqtt_message_problem refused such a message before */
-    mqtt_item *it = mqtt_item_shaped(inst, m, &sh);
-    mqtt_shape_free(&sh);
-    return it;
-}
-
 static mqtt_item *mqtt_item_shaped(const mqtt_inst *inst, const obx_message *m,
                                    const mqtt_shape *sh)
 {
@@ -307,7 +307,6 @@ static mqtt_item *mqtt_item_shaped(const mqtt_inst *inst, const obx_message *m,
     memset(it->props, 0, nprops * sizeof(MQTTProperty));
     char *cur = (char *)(it->props + nprops);
     it->token = m->token;
-    it->agg = obx_aggregate_hash(m);
     it->topic = mqtt_put(&cur, m->destination, strlen(m->destination));
     it->payload = cur;
     if (sh->body_len)

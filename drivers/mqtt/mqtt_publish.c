@@ -43,6 +43,7 @@ static void mqtt_finish(const mqtt_pctx *ctx, int ptoken, obx_status status, int
     } else if (ctx->gen != inst->gen) {
         /* a retired client's: given back when its connection was lost */
     } else if (slot->state == MQTT_SLOT_INFLIGHT && slot->ptoken == ptoken) {
+        inst->n_acks++;
         if (status == OBX_OK && !slot->doomed)
             inst->n_ok++;
         else
@@ -220,6 +221,7 @@ void mqtt_pump(mqtt_inst *inst)
         return;
     }
     inst->pumping = 1;
+    int sent = 0;
     while (inst->queue_head && !inst->closed) {
         mqtt_item *it = inst->queue_head;
         if (!inst->connected) {
@@ -243,9 +245,12 @@ void mqtt_pump(mqtt_inst *inst)
             continue;
         }
         mqtt_send_item_locked(inst, it);
+        sent = 1;
     }
     inst->pumping = 0;
-    if (inst->closed || inst->pump_waiters) /* close and renewal wait for the pump to stop */
+    /* close and renewal wait for the pump to stop; the timer thread watches
+     * a batch's tail (all sent, acknowledgements awaited: mqtt_conn.c) */
+    if (inst->closed || inst->pump_waiters || (sent && !inst->queue_head && inst->inflight > 0))
         pthread_cond_broadcast(&inst->cond);
     pthread_mutex_unlock(&inst->mu);
 }
@@ -340,7 +345,7 @@ obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t c
         if (mqtt_agg_in(refused, nrefused, agg)) {
             problem = "not sent: an earlier event of its aggregate in this batch was refused";
             st = OBX_RETRIABLE;
-        } else if (!(problem = mqtt_message_problem(inst, m)) && !(it = mqtt_item_new(inst, m))) {
+        } else if (!(problem = mqtt_item_make(inst, m, agg, &it)) && !it) {
             problem = "out of memory";
             st = OBX_RETRIABLE;
         }
