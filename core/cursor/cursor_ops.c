@@ -84,8 +84,8 @@ static int status(PGconn *conn, const relay_config *cfg, json_t *json)
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         char err[1024];
         if (PQresultStatus(res) == PGRES_TUPLES_OK)
-            snprintf(err, sizeof err, "the cursor's row is missing: run `outbox-relay init-db -c %s`",
-                     cfg->path);
+            snprintf(err, sizeof err,
+                     "the cursor's row is missing: run `outbox-relay init-db -c %s`", cfg->path);
         else
             db_error(conn, res, err, sizeof err);
         fprintf(stderr, "outbox-relay: status: %s\n", err);
@@ -94,11 +94,10 @@ static int status(PGconn *conn, const relay_config *cfg, json_t *json)
         double oldest = atof(PQgetvalue(res, 0, 1)), saved = atof(PQgetvalue(res, 0, 3));
         const char *at = PQgetvalue(res, 0, 2);
         if (json)
-            json_object_update_new(json, json_pack("{s:s,s:I,s:f,s:s,s:f,s:I}", "source",
-                                                   "cursor", "pending", (json_int_t)pending,
-                                                   "oldest_pending_seconds", oldest, "cursor", at,
-                                                   "cursor_saved_seconds_ago", saved, "dead",
-                                                   (json_int_t)dead));
+            json_object_update_new(
+                json, json_pack("{s:s,s:I,s:f,s:s,s:f,s:I}", "source", "cursor", "pending",
+                                (json_int_t)pending, "oldest_pending_seconds", oldest, "cursor", at,
+                                "cursor_saved_seconds_ago", saved, "dead", (json_int_t)dead));
         else
             printf("source:                 cursor (at %s, saved %.1f s ago)\n"
                    "pending:                %lld\noldest pending (s):     %.3f\n"

@@ -71,8 +71,8 @@ int cursor_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot,
     char why[1024];
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;
-    if (schema_run_steps(conn, cfg, cursor_steps, sizeof cursor_steps / sizeof cursor_steps[0],
-                         why, sizeof why) < 0 ||
+    if (schema_run_steps(conn, cfg, cursor_steps, sizeof cursor_steps / sizeof cursor_steps[0], why,
+                         sizeof why) < 0 ||
         schema_run_steps(conn, cfg, dead_letter_steps, dead_letter_step_count, why, sizeof why) <
             0 ||
         db_exec(conn, "COMMIT", why, sizeof why) < 0) {
@@ -82,8 +82,8 @@ int cursor_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot,
     }
     return 0;
 fail:
-    snprintf(err, err_size, "init-db (cursor mode) failed for %s.%s: %s", cfg->schema,
-             cfg->table, why);
+    snprintf(err, err_size, "init-db (cursor mode) failed for %s.%s: %s", cfg->schema, cfg->table,
+             why);
     return -1;
 }
 

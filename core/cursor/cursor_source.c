@@ -85,8 +85,8 @@ static long window_room(const cursor_source *src)
 static int fetch(cursor_source *src, long limit)
 {
     char err[512];
-    int n = cursor_reader_fetch(&src->r, &src->read_at, (int)limit, src->rows, src->row_places,
-                                err, sizeof err);
+    int n = cursor_reader_fetch(&src->r, &src->read_at, (int)limit, src->rows, src->row_places, err,
+                                sizeof err);
     if (n < 0) {
         log_warn("cursor: %s", err);
         return -1;
@@ -203,8 +203,8 @@ static int stream(cursor_source *src)
             src->asked_ms = now;
         }
         long long timeout = src->pub.in_flight > 0 || sent ? 2 : 50;
-        long long wait = src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs)
-                                         : wal_window_wait_ms(&src->w, now);
+        long long wait =
+            src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs) : wal_window_wait_ms(&src->w, now);
         if (wait >= 0 && wait < timeout)
             timeout = wait;
         if (room > 0 && src->fetch_at_ms - now < timeout)

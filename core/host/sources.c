@@ -8,11 +8,8 @@
 const source_ops *source_for(const relay_config *cfg)
 {
     switch (cfg->source) {
-    case SOURCE_WAL:
-        return &wal_ops;
-    case SOURCE_CURSOR:
-        return &cursor_ops;
-    default:
-        return &poll_ops;
+    case SOURCE_WAL: return &wal_ops;
+    case SOURCE_CURSOR: return &cursor_ops;
+    default: return &poll_ops;
     }
 }

@@ -200,7 +200,8 @@ int session_listen(session *s, int on)
     char channel[300], command[400], err[512];
     sql_channel_name(s->st->cfg, channel, sizeof channel); /* as the notify trigger names it */
     char *quoted = PQescapeIdentifier(s->conn, channel, strlen(channel));
-    snprintf(command, sizeof command, "%s %s", on ? "LISTEN" : "UNLISTEN", quoted ? quoted : "\"\"");
+    snprintf(command, sizeof command, "%s %s", on ? "LISTEN" : "UNLISTEN",
+             quoted ? quoted : "\"\"");
     PQfreemem(quoted);
     if (db_exec(s->conn, command, err, sizeof err) < 0) {
         log_scoped(OBX_LOG_WARN, s->scope, "%s", err);
