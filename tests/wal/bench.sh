@@ -28,10 +28,11 @@
 #   the producer's clock when COMMIT returned; memory also gives the
 #   acknowledgement itself (its record's t_us). Beside it, bench_broker -r RATE.
 # BENCH_THROUGHPUT=0, BENCH_POLL=0 and BENCH_LATENCY=0 leave out the throughput,
-# poll-mode and latency parts.
+# poll-mode and latency parts. BENCH_PER_TXN (500): events per transaction of the
+# throughput part's backlog (1: the drain of one-event transactions).
 ENG_TEST=walbench
 . "$(dirname "$0")/wlib.sh"
-N=${BENCH_EVENTS:-50000} ROUNDS=${BENCH_ROUNDS:-1} RATE=${BENCH_RATE:-1000} SECS=${BENCH_SECONDS:-15}
+N=${BENCH_EVENTS:-50000} PER_TXN=${BENCH_PER_TXN:-500} ROUNDS=${BENCH_ROUNDS:-1} RATE=${BENCH_RATE:-1000} SECS=${BENCH_SECONDS:-15}
 IFS=, read -r -a DRV <<<"${BENCH_DRIVERS:-memory,kafka,rabbitmq,mqtt}"
 TOOLS=${OBX_BENCH_TOOLS:-$(dirname "$OBX_BIN")/tests/bench}
 MQ_PORT=${BENCH_MQTT_PORT:-52783} BENCH_SVC=/tmp/obx-walbench-svc-$$
@@ -98,7 +99,7 @@ wal_drain() {
     fresh_wal_db wal_bench
     cfg "$WORK/w.cfg" "$1" "$2"
     init_db "$WORK/w.cfg"
-    [ "$3" = 0 ] || enqueue_txns "$3" 1000 500
+    [ "$3" = 0 ] || enqueue_txns "$3" 1000 "$PER_TXN"
     local ws
     ws=$(sampled "$WORK/w.ru" "$WORK/w.log" "$OBX_BIN" run -c "$WORK/w.cfg" --drain)
     [ "$(cut -d' ' -f5 "$WORK/w.ru")" = 0 ] || fail "run --drain ($1, $2) exited $(cut -d' ' -f5 "$WORK/w.ru"): $(tail -3 "$WORK/w.log")"
@@ -112,7 +113,7 @@ source_drain() {
     fresh_wal_db wal_bench
     cfg "$WORK/w.cfg" memory aggregate
     init_db "$WORK/w.cfg"
-    [ "$1" = 0 ] || enqueue_txns "$1" 1000 500
+    [ "$1" = 0 ] || enqueue_txns "$1" 1000 "$PER_TXN"
     local end
     end=$(sql "SELECT pg_current_wal_lsn()")
     local ws
