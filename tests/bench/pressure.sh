@@ -26,6 +26,7 @@
 # Uses a PRIVATE PostgreSQL (port PRESSURE_PG_PORT, default 56632, in
 # /tmp/obx-pressure-PORT, made and removed here) so that restarting it
 # disturbs nothing else, and a Release build (OBX_BUILD, default build-bench).
+# PRESSURE_FSYNC=on turns fsync on in the private instance.
 # PRESSURE_KEEP=1 keeps the work directory (relay logs, pgbench output).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -79,6 +80,12 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 # a fresh private instance (wal_level = logical, see services.sh)
 [ -e "$PGF_DIR" ] && fail "$PGF_DIR exists: another run, or a leftover to remove"
 pgf pg-start
+# PRESSURE_FSYNC=on: commits flushed to disk, as in production (the test
+# instances run with fsync = off)
+if [ "${PRESSURE_FSYNC:-off}" = on ]; then
+    psql -qAt -c "ALTER SYSTEM SET fsync = on" -c "SELECT pg_reload_conf()" >/dev/null
+    sleep 0.5
+fi
 [ "$(psql -qAt -c 'SHOW wal_level')" = logical ] || fail "the private PostgreSQL has no wal_level=logical"
 PG_VERSION=$(psql -qAt -c "SELECT current_setting('server_version')")
 PG_FSYNC=$(psql -qAt -c 'SHOW fsync')
