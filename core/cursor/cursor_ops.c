@@ -1,15 +1,13 @@
 #include "cursor_ops.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-#include "clock.h"
 #include "cursor_schema.h"
 #include "cursor_source.h"
 #include "db.h"
 #include "service_notify.h"
+#include "source_thread.h"
 #include "sql.h"
 #include "wal_dead.h"
 #include "wal_ops.h"
@@ -35,11 +33,6 @@ static const char backlog_tmpl[] =
     " AND (o.cursor_xid, o.{c.id}) > (c.xid, c.id)";
 /* clang-format on */
 
-typedef struct cursor_run_state {
-    relay_state *st;
-    pthread_t reader;
-} cursor_run_state;
-
 static void describe(const relay_config *cfg, int drain, char *line, size_t line_size)
 {
     snprintf(line, line_size, "source cursor, ordering %s, %zu outputs%s",
@@ -47,32 +40,12 @@ static void describe(const relay_config *cfg, int drain, char *line, size_t line
              drain ? ", drain" : "");
 }
 
-static void *reader_main(void *arg)
-{
-    cursor_run(arg);
-    return NULL;
-}
-
 static void *start(relay_state *st, const char *payload_type)
 {
     (void)payload_type; /* rows are read as text, as WAL mode's */
-    cursor_run_state *run = calloc(1, sizeof *run);
-    run->st = st;
-    pthread_create(&run->reader, NULL, reader_main, st);
+    void *run = source_thread_start(st, cursor_run);
     notify_send("READY=1\nSTATUS=relaying from the outbox's cursor");
     return run;
-}
-
-static int join(void *arg, int ms)
-{
-    cursor_run_state *run = arg;
-    struct timespec until = clock_deadline(ms);
-    return pthread_timedjoin_np(run->reader, NULL, &until) == 0;
-}
-
-static void finish(void *arg)
-{
-    free(arg);
 }
 
 static int status(PGconn *conn, const relay_config *cfg, json_t *json)
@@ -116,8 +89,9 @@ const source_ops cursor_ops = {
     .install = cursor_schema_install,
     .describe = describe,
     .start = start,
-    .join = join, /* no .stopping: the reader sees the stop and settles up to the deadline */
-    .finish = finish,
+    /* no .stopping: the reader sees the stop and settles up to the deadline */
+    .join = source_thread_join,
+    .finish = source_thread_finish,
     .status = status,
     .dead_events = wal_dead_events_sql,
     .backlog = backlog_tmpl,

@@ -167,11 +167,7 @@ int cursor_reader_listen(cursor_reader *r, int on, char *err, size_t err_size)
 {
     if (r->listening == on)
         return 0;
-    char channel[SQL_NAME_MAX + 1], quoted[2 * SQL_NAME_MAX + 3], sql[2 * SQL_NAME_MAX + 16];
-    sql_channel_name(r->cfg, channel, sizeof channel);
-    sql_quote_ident(quoted, sizeof quoted, channel);
-    snprintf(sql, sizeof sql, "%s %s", on ? "LISTEN" : "UNLISTEN", quoted);
-    if (db_exec(r->conn, sql, err, err_size) < 0)
+    if (db_listen(r->conn, r->cfg, on, err, err_size) < 0)
         return -1;
     r->listening = on;
     return 0;

@@ -7,6 +7,7 @@
 #include "db.h"
 #include "log.h"
 #include "sql.h"
+#include "wal_side.h"
 
 /* a round deletes at most ROUNDS x CHUNK rows, CHUNK per statement */
 #define CHUNK_TEXT "5000"
@@ -36,11 +37,7 @@ void cursor_retention_upkeep(relay_state *st, PGconn **db)
     char err[512], keep[32];
     snprintf(keep, sizeof keep, "%d hours",
              cfg->retention == RETAIN_DELETE ? 0 : cfg->retention_hours);
-    if (*db && db_lost(*db)) {
-        PQfinish(*db);
-        *db = NULL;
-    }
-    if (!*db && !(*db = db_connect(cfg, "outbox-relay", err, sizeof err))) {
+    if (!wal_side_session(db, cfg, err, sizeof err)) {
         log_warn("cursor retention: %s", err);
         return;
     }

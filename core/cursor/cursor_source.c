@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "counters.h"
@@ -53,14 +52,6 @@ static int stopping(const cursor_source *src)
     return atomic_load(&src->st->stop) != 0;
 }
 
-static void nap(const cursor_source *src, long long ms)
-{
-    for (long long slept = 0; slept < ms && !stopping(src); slept += 50) {
-        counters_beat(); /* waiting is progress: a standby, a backoff */
-        usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
-    }
-}
-
 int cursor_preflight(const relay_config *cfg)
 {
     return db_preflight(cfg, cursor_schema_check);
@@ -69,15 +60,6 @@ int cursor_preflight(const relay_config *cfg)
 static int same_place(const cursor_place *a, const cursor_place *b)
 {
     return a->xid == b->xid && a->id == b->id;
-}
-
-/* The window holds max_in_flight events, or their rows max_in_flight_mb. */
-static long window_room(const cursor_source *src)
-{
-    if (src->w.bytes >= (size_t)src->cfg->wal_max_in_flight_mb << 20)
-        return 0;
-    long room = src->cfg->wal_max_in_flight - src->w.unfinished;
-    return room > 0 ? room : 0;
 }
 
 /* Reads the next rows into the window, a transaction per run of one
@@ -188,7 +170,8 @@ static int stream(cursor_source *src)
                      src->saved.id);
             return 0;
         }
-        long room = window_room(src);
+        long room =
+            wal_window_room(&src->w, src->cfg->wal_max_in_flight, src->cfg->wal_max_in_flight_mb);
         if (room > 0 && now >= src->fetch_at_ms) {
             long limit = room < src->cfg->batch_size ? room : src->cfg->batch_size;
             int n = fetch(src, limit);
@@ -237,12 +220,12 @@ static void read_loop(cursor_source *src)
                 log_info("standby: the cursor of %s.%s is held by another relay; taking over "
                          "when it is released",
                          src->cfg->schema, src->cfg->table);
-            nap(src, 500);
+            counters_nap(&src->st->stop, 500);
             continue;
         }
         if (r == READER_RETRY) {
             log_warn("cursor: %s; retrying in %d ms", err, backoff);
-            nap(src, backoff);
+            counters_nap(&src->st->stop, backoff);
             backoff = backoff < 5000 ? backoff * 2 : 5000;
             continue;
         }
@@ -262,7 +245,7 @@ static void read_loop(cursor_source *src)
         wal_window_clear(&src->w);
         cursor_places_clear(&src->places);
         wal_publisher_new_epoch(&src->pub);
-        nap(src, 200);
+        counters_nap(&src->st->stop, 200);
     }
 }
 

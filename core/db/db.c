@@ -10,6 +10,7 @@
 
 #include "conninfo.h"
 #include "log.h"
+#include "sql.h"
 
 void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
 {
@@ -160,6 +161,15 @@ int db_preflight(const relay_config *cfg,
     if (rc < 0)
         log_error("%s", err);
     return rc;
+}
+
+int db_listen(PGconn *conn, const relay_config *cfg, int on, char *err, size_t err_size)
+{
+    char channel[SQL_NAME_MAX + 1], quoted[2 * SQL_NAME_MAX + 3], sql[2 * SQL_NAME_MAX + 16];
+    sql_channel_name(cfg, channel, sizeof channel);
+    sql_quote_ident(quoted, sizeof quoted, channel);
+    snprintf(sql, sizeof sql, "%s %s", on ? "LISTEN" : "UNLISTEN", quoted);
+    return db_exec(conn, sql, err, err_size);
 }
 
 int db_wait_notify(PGconn *conn, int timeout_ms)

@@ -27,6 +27,10 @@ void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size);
 /* True when the connection is gone (as opposed to a failed statement). */
 int db_lost(PGconn *conn);
 
+/* LISTEN (on) or UNLISTEN on the outbox's channel (the one its notify
+ * trigger signals). 0, or -1 with err. */
+int db_listen(PGconn *conn, const relay_config *cfg, int on, char *err, size_t err_size);
+
 /* Waits up to timeout_ms for a NOTIFY on a LISTENing session and reads
  * every one that came (a burst is one wake-up): 1 woken, 0 not, -1 the
  * session is lost. */

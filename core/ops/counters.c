@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -154,6 +155,14 @@ void counters_beat(void)
 {
     if (my_beat)
         atomic_store_explicit(my_beat, now_ms(), memory_order_relaxed);
+}
+
+void counters_nap(const atomic_int *stop, long long ms)
+{
+    for (long long slept = 0; slept < ms && !atomic_load(stop); slept += 50) {
+        counters_beat();
+        usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
+    }
 }
 
 long long counters_now_us(void)

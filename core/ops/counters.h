@@ -111,6 +111,9 @@ int counters_stalled(const relay_metrics *m, const relay_config *current, long l
 void counters_thread_name(const relay_config *cfg, const char *worker, int slot, char *out,
                           size_t out_size);
 void counters_beat(void);
+/* Sleeps up to ms, waking early once *stop is set, beating meanwhile:
+ * waiting is progress (a standby, a backoff). */
+void counters_nap(const atomic_int *stop, long long ms);
 /* This thread's oldest open relay transaction began at since_ms (monotonic;
  * 0: it has none), for /metrics. */
 void counters_transaction_since(long long since_ms);

@@ -9,7 +9,6 @@
 #include "db.h"
 #include "log.h"
 #include "queries.h"
-#include "sql.h"
 #include "counters.h" /* metrics: call sites marked "stats:" */
 
 #define STATEMENT_TIMEOUT_FLOOR_MS 10000
@@ -197,13 +196,8 @@ int session_listen(session *s, int on)
         return s->conn ? 0 : -1;
     if (on && s->in_transaction)
         return -1; /* it would listen only from the claim's commit on */
-    char channel[300], command[400], err[512];
-    sql_channel_name(s->st->cfg, channel, sizeof channel); /* as the notify trigger names it */
-    char *quoted = PQescapeIdentifier(s->conn, channel, strlen(channel));
-    snprintf(command, sizeof command, "%s %s", on ? "LISTEN" : "UNLISTEN",
-             quoted ? quoted : "\"\"");
-    PQfreemem(quoted);
-    if (db_exec(s->conn, command, err, sizeof err) < 0) {
+    char err[512];
+    if (db_listen(s->conn, s->st->cfg, on, err, sizeof err) < 0) {
         log_scoped(OBX_LOG_WARN, s->scope, "%s", err);
         return -1;
     }

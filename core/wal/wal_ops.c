@@ -1,21 +1,13 @@
 #include "wal_ops.h"
 
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 
-#include "clock.h"
 #include "service_notify.h"
+#include "source_thread.h"
 #include "wal_dead.h"
 #include "wal_purge.h"
 #include "wal_schema.h"
 #include "wal_source.h"
-
-typedef struct wal_run_state {
-    relay_state *st;
-    pthread_t streamer;
-} wal_run_state;
 
 static void describe(const relay_config *cfg, int drain, char *line, size_t line_size)
 {
@@ -25,44 +17,24 @@ static void describe(const relay_config *cfg, int drain, char *line, size_t line
              drain ? ", drain" : "");
 }
 
-static void *stream_main(void *arg)
-{
-    wal_run(arg);
-    return NULL;
-}
-
 static void *start(relay_state *st, const char *payload_type)
 {
     (void)payload_type; /* the decoder reads the column's type from the stream */
-    wal_run_state *run = calloc(1, sizeof *run);
-    run->st = st;
-    pthread_create(&run->streamer, NULL, stream_main, st);
+    void *run = source_thread_start(st, wal_run);
     notify_send("READY=1\nSTATUS=relaying from the WAL");
     return run;
 }
 
-static int join(void *arg, int ms)
-{
-    wal_run_state *run = arg;
-    struct timespec until = clock_deadline(ms);
-    return pthread_timedjoin_np(run->streamer, NULL, &until) == 0;
-}
-
-static void finish(void *arg)
-{
-    free(arg);
-}
-
 const char wal_dead_events_sql[] =
-        "SELECT coalesce({c.event_id}::text,"
-        " 'raw:' || dl_commit_lsn::text || ':' || md5(coalesce(dl_raw, ''))) AS dead_key,"
-        " {c.event_id}::text AS event_id, {c.event_type}::text AS event_type,"
-        " {c.aggregate_type}::text AS aggregate_type, {c.aggregate_id}::text AS aggregate_id,"
-        " {c.payload} AS payload, {c.headers}::text AS headers,"
-        " dl_at AS dead_at, (extract(epoch FROM dl_at) * 1000000)::bigint AS dead_at_us,"
-        " dl_attempts AS attempts, dl_error AS error,"
-        " (extract(epoch FROM {c.created_at}) * 1000000)::bigint AS created_at_us"
-        " FROM {schema}.{n._dead_letter}";
+    "SELECT coalesce({c.event_id}::text,"
+    " 'raw:' || dl_commit_lsn::text || ':' || md5(coalesce(dl_raw, ''))) AS dead_key,"
+    " {c.event_id}::text AS event_id, {c.event_type}::text AS event_type,"
+    " {c.aggregate_type}::text AS aggregate_type, {c.aggregate_id}::text AS aggregate_id,"
+    " {c.payload} AS payload, {c.headers}::text AS headers,"
+    " dl_at AS dead_at, (extract(epoch FROM dl_at) * 1000000)::bigint AS dead_at_us,"
+    " dl_attempts AS attempts, dl_error AS error,"
+    " (extract(epoch FROM {c.created_at}) * 1000000)::bigint AS created_at_us"
+    " FROM {schema}.{n._dead_letter}";
 
 const source_ops wal_ops = {
     .name = "wal",
@@ -72,8 +44,9 @@ const source_ops wal_ops = {
     .install = wal_schema_install,
     .describe = describe,
     .start = start,
-    .join = join, /* no .stopping: the stream sees the stop and settles up to the deadline itself */
-    .finish = finish,
+    /* no .stopping: the stream sees the stop and settles up to the deadline itself */
+    .join = source_thread_join,
+    .finish = source_thread_finish,
     .status = wal_command_status,
     .dead_events = wal_dead_events_sql,
     /* rows stay in the table: those never dead-lettered were published */

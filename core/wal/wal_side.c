@@ -23,9 +23,7 @@ static void wait_locked(wal_side *dw, int ms)
     pthread_cond_timedwait(&dw->wake, &dw->lock, &until);
 }
 
-/* The side thread's session, made or remade when lost; NULL (err says
- * why) while the database cannot be reached. */
-static PGconn *session(PGconn **db, const relay_config *cfg, char *err, size_t err_size)
+PGconn *wal_side_session(PGconn **db, const relay_config *cfg, char *err, size_t err_size)
 {
     if (*db && db_lost(*db)) {
         PQfinish(*db);
@@ -44,7 +42,7 @@ static void check_slot(wal_side *dw, PGconn **db)
     long long bytes = 0;
     int lost = 0;
     char err[512] = "";
-    if (!session(db, cfg, err, sizeof err) ||
+    if (!wal_side_session(db, cfg, err, sizeof err) ||
         wal_slot_lag(*db, cfg, &bytes, &lost, err, sizeof err) != 0) {
         log_scoped(OBX_LOG_DEBUG, SCOPE, "slot check: %s",
                    err); /* the stream says when it is gone */
@@ -74,7 +72,7 @@ static void check_slot(wal_side *dw, PGconn **db)
 static void make_partitions(wal_side *dw, PGconn **db)
 {
     char err[512];
-    if (session(db, dw->st->cfg, err, sizeof err))
+    if (wal_side_session(db, dw->st->cfg, err, sizeof err))
         partitions_keep_ahead(*db, dw->st->cfg);
 }
 
@@ -83,7 +81,7 @@ static int write_job(wal_side *dw, PGconn **db, const dead_job *job)
 {
     const relay_config *cfg = dw->st->cfg;
     char err[512] = "";
-    int rc = session(db, cfg, err, sizeof err)
+    int rc = wal_side_session(db, cfg, err, sizeof err)
                  ? wal_dead_insert(*db, cfg, job->row, job->attempt, job->error, job->commit_lsn,
                                    err, sizeof err)
                  : -1;

@@ -27,7 +27,8 @@ typedef struct dead_job {
 } dead_job;
 
 /* What the side thread does every few seconds on its session besides the
- * dead letters (NULL: WAL mode's slot check). */
+ * dead letters (NULL: WAL mode's slot check); it gets the session from
+ * wal_side_session when it needs one. */
 typedef void (*side_upkeep)(relay_state *st, PGconn **db);
 
 typedef struct wal_side {
@@ -47,6 +48,10 @@ typedef struct wal_side {
 } wal_side;
 
 void wal_side_start(wal_side *dw, relay_state *st, side_upkeep upkeep);
+
+/* The side thread's session *db, made or remade when lost; NULL (err says
+ * why) while the database cannot be reached. */
+PGconn *wal_side_session(PGconn **db, const relay_config *cfg, char *err, size_t err_size);
 /* Has the slot check found the slot invalidated? (Said in the log there.) */
 int wal_side_slot_lost(wal_side *dw);
 

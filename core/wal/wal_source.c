@@ -45,14 +45,6 @@ static int stopping(const wal_source *src)
     return atomic_load(&src->st->stop) != 0;
 }
 
-static void nap(const wal_source *src, long long ms)
-{
-    for (long long slept = 0; slept < ms && !stopping(src); slept += 50) {
-        counters_beat(); /* waiting is progress: a standby, a backoff */
-        usleep(1000 * (ms - slept < 50 ? ms - slept : 50));
-    }
-}
-
 int wal_preflight(const relay_config *cfg)
 {
     return db_preflight(cfg, wal_schema_check);
@@ -80,8 +72,8 @@ static int check_slot(wal_source *src, long long now)
  * reading waits for events to finish. */
 static int window_full(const wal_source *src)
 {
-    return src->w.unfinished >= src->cfg->wal_max_in_flight ||
-           src->w.bytes >= (size_t)src->cfg->wal_max_in_flight_mb << 20;
+    return wal_window_room(&src->w, src->cfg->wal_max_in_flight, src->cfg->wal_max_in_flight_mb) ==
+           0;
 }
 
 /* Reads what the stream has, while the window has room. Returns the frames
@@ -238,7 +230,7 @@ void wal_run(relay_state *st)
                 log_info("standby: replication slot %s is held by another relay; taking over "
                          "when it is released",
                          src->cfg->wal_slot);
-            nap(src, 500);
+            counters_nap(&src->st->stop, 500);
             continue;
         }
         if (r == WAL_OPEN_LOST) {
@@ -250,7 +242,7 @@ void wal_run(relay_state *st)
         }
         if (r == WAL_OPEN_RETRY) {
             log_warn("%s; retrying in %d ms", err, backoff);
-            nap(src, backoff);
+            counters_nap(&src->st->stop, backoff);
             backoff = backoff < 5000 ? backoff * 2 : 5000;
             continue;
         }
@@ -273,7 +265,7 @@ void wal_run(relay_state *st)
         wal_window_clear(&src->w);
         wal_publisher_new_epoch(&src->pub);
         wal_decoder_init(&src->dec, src->cfg);
-        nap(src, 200);
+        counters_nap(&src->st->stop, 200);
     }
     wal_stream_close(&src->s);
 out:

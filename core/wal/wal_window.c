@@ -320,6 +320,13 @@ long long wal_window_oldest_us(const wal_window *w)
     return w->first ? w->first->commit_us : 0;
 }
 
+long wal_window_room(const wal_window *w, long max_events, long max_mb)
+{
+    if (w->bytes >= (size_t)max_mb << 20)
+        return 0;
+    return w->unfinished < max_events ? max_events - w->unfinished : 0;
+}
+
 int wal_window_empty(const wal_window *w)
 {
     return w->first == NULL;

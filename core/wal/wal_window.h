@@ -93,6 +93,10 @@ uint64_t wal_event_commit_lsn(const wal_event *ev);
 long long wal_window_wait_ms(const wal_window *w, long long now);
 /* The commit time of the oldest unconfirmed transaction (0: none). */
 long long wal_window_oldest_us(const wal_window *w);
+/* How many more events it may read: max_events unfinished at most, and
+ * none while their rows hold max_mb (relay.wal.max_in_flight and
+ * max_in_flight_mb). */
+long wal_window_room(const wal_window *w, long max_events, long max_mb);
 /* Is nothing held at all? */
 int wal_window_empty(const wal_window *w);
 
