@@ -28,7 +28,9 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The hung-broker tests (label hang) mostly wait, each on a private broker
 # and its own database (another database's open transaction holds back no
-# VACUUM here), so they run three at a time first; the two connection-churn
+# VACUUM here), as does the Prometheus alert test (a minute's `for`, its own
+# database and ports), so they run three at a time first, with the fuzz
+# smoke run (no server at all) filling the idle core; the two connection-churn
 # tests (label pair: their own database and queue, and they end only their
 # own database's sessions) two at a time, then the two fan-out tests (label
 # fan: a minute of paced producers each, on their own database and ports),
