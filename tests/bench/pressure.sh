@@ -56,9 +56,7 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 PGF_PORT=${PRESSURE_PG_PORT:-56632}
 PGF_DIR=/tmp/obx-pressure-$PGF_PORT
-pgf() { SVC_DIR=$PGF_DIR PG_PORT=$PGF_PORT bash "$SERVICES" "$@"; }
-export PGHOST=127.0.0.1 PGPORT=$PGF_PORT PGUSER=postgres PGDATABASE=postgres
-export PGOPTIONS="-c client_min_messages=warning"
+. "$HERE/private_pg.sh"
 WORK=$(mktemp -d /tmp/obx-pressure.XXXXXX)
 DB=obx_bench_pressure
 MPORT=$((20000 + $$ % 20000))
@@ -67,9 +65,7 @@ cleanup() {
     set +e
     [ -n "$SNAP_PID" ] && kill "$SNAP_PID" 2>/dev/null
     [ -n "$RELAY_PID" ] && kill -TERM "$RELAY_PID" 2>/dev/null && wait "$RELAY_PID" 2>/dev/null
-    # the whole private instance goes, its database and slot with it
-    pgf pg-stop >/dev/null 2>&1
-    rm -rf "$PGF_DIR"
+    private_pg_down
     if [ -n "${PRESSURE_KEEP:-}" ]; then echo "kept: $WORK (relay logs, pgbench output)" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
@@ -78,8 +74,7 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 # a fresh private instance (wal_level = logical, see services.sh)
-[ -e "$PGF_DIR" ] && fail "$PGF_DIR exists: another run, or a leftover to remove"
-pgf pg-start
+private_pg_up
 # PRESSURE_FSYNC=on: commits flushed to disk, as in production (the test
 # instances run with fsync = off)
 if [ "${PRESSURE_FSYNC:-off}" = on ]; then
