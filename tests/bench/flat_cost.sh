@@ -266,7 +266,7 @@ if [ -n "$OUT" ]; then
     {
         echo "# Cost that stays flat as the work grows (issue 33)"
         echo
-        echo "\`tests/bench/flat_cost.sh --events $EVENTS --sources $SOURCES --soak-minutes $SOAK_MIN\` on $(date -u '+%Y-%m-%d %H:%M UTC'),"
+        echo "\`tests/bench/flat_cost.sh --events $EVENTS --sources $SOURCES --soak-minutes $SOAK_MIN${SOAK_RATE:+ --soak-rate $SOAK_RATE}\` on $(date -u '+%Y-%m-%d %H:%M UTC'),"
         echo "commit $(git -C "$OBX_SRC" rev-parse --short HEAD 2>/dev/null || echo '?'), Release build."
         echo
         echo "- Machine: $(nproc) cores, load average before the run $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
