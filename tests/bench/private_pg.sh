@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # A private PostgreSQL instance for a benchmark that restarts it or changes
 # its settings, made and removed by the benchmark. Sourced after setting
-# SERVICES (tests/services/services.sh), PGF_PORT and PGF_DIR; the psql
+# SERVICES (tests/services/services.sh), PGF_PORT, PGF_DIR and fail(); the psql
 # environment then points at it.
 pgf() { SVC_DIR=$PGF_DIR PG_PORT=$PGF_PORT bash "$SERVICES" "$@"; }
 export PGHOST=127.0.0.1 PGPORT=$PGF_PORT PGUSER=postgres PGDATABASE=postgres
