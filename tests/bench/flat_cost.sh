@@ -81,21 +81,11 @@ private_pg_up
 PG_VERSION=$(psql -qAt -c "SELECT current_setting('server_version')")
 PG_FSYNC=$(psql -qAt -c 'SHOW fsync')
 
-cfg() {  # SOURCE RETENTION
-    local src=""
-    [ "$1" = wal ] && src="source = \"wal\"; wal = { slot = \"${DB}_slot\"; };"
-    [ "$1" = cursor ] && src="source = \"cursor\";"
+. "$HERE/memory_relay.sh"
+cfg() {  # SOURCE RETENTION: the soak's latency needs the driver's record
     local rec=""
     [ "$SOAK_MIN" = 0 ] || rec="record_file = \"$WORK/record.jsonl\";"
-    cat >"$WORK/relay.cfg" <<CFG
-database = { conninfo = "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$DB"; };
-relay = { workers = 2; batch_size = 500; ordering = "aggregate"; retention = "$2";
-          drivers_dir = "$OBX_DRIVERS"; $src };
-log = { level = "warn"; };
-metrics = { listen = "127.0.0.1:$MPORT"; };
-outputs = ( { name = "out"; driver = "memory"; options = { $rec }; } );
-routes = ( { output = "out"; destination = "bench"; } );
-CFG
+    memory_relay_cfg "$WORK/relay.cfg" "$1" "$2" "$MPORT" "$rec"
 }
 start_relay() {
     "$OBX_BIN" run -c "$WORK/relay.cfg" 2>>"$WORK/relay-$SRC.log" &

@@ -86,20 +86,10 @@ PG_VERSION=$(psql -qAt -c "SELECT current_setting('server_version')")
 PG_FSYNC=$(psql -qAt -c 'SHOW fsync')
 PG_SYNC=$(psql -qAt -c 'SHOW synchronous_commit')
 
-cfg() {  # SOURCE: the relay's config in $WORK/relay.cfg
-    local src=""
-    [ "$1" = wal ] && src="source = \"wal\"; wal = { slot = \"${DB}_slot\"; };"
-    [ "$1" = cursor ] && src="source = \"cursor\";"
-    cat >"$WORK/relay.cfg" <<CFG
-database = { conninfo = "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$DB"; };
-relay = { workers = 2; batch_size = 500; ordering = "aggregate"; retention = "mark";
-          drivers_dir = "$OBX_DRIVERS"; $src };
-log = { level = "warn"; };
-metrics = { listen = "127.0.0.1:$MPORT"; };
-outputs = ( { name = "out"; driver = "memory";
-              options = { record_file = "$WORK/record.jsonl"; hang_file = "$WORK/hang"; }; } );
-routes = ( { output = "out"; destination = "bench"; } );
-CFG
+. "$HERE/memory_relay.sh"
+cfg() {  # SOURCE
+    memory_relay_cfg "$WORK/relay.cfg" "$1" mark "$MPORT" \
+        "record_file = \"$WORK/record.jsonl\"; hang_file = \"$WORK/hang\";"
 }
 cat >"$WORK/produce.sql" <<'SQL'
 \set n random(1, 5)

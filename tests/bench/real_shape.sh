@@ -49,20 +49,8 @@ cleanup() {
 trap cleanup EXIT
 q() { psql -qAt -v ON_ERROR_STOP=1 -d "$DB" -c "$1"; }
 
-cfg() {  # SOURCE: the relay's config in $WORK/relay.cfg
-    local src=""
-    [ "$1" = wal ] && src="source = \"wal\"; wal = { slot = \"$DB\"; };"
-    [ "$1" = cursor ] && src="source = \"cursor\";"
-    cat >"$WORK/relay.cfg" <<CFG
-database = { conninfo = "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$DB"; };
-relay = { workers = 2; batch_size = 500; ordering = "aggregate"; retention = "mark";
-          drivers_dir = "$OBX_DRIVERS"; $src };
-log = { level = "warn"; };
-metrics = { listen = "127.0.0.1:$PORT"; };
-outputs = ( { name = "out"; driver = "memory"; } );
-routes = ( { output = "out"; destination = "bench"; } );
-CFG
-}
+. "$HERE/memory_relay.sh"
+cfg() { memory_relay_cfg "$WORK/relay.cfg" "$1" mark "$PORT"; }  # SOURCE
 cat >"$WORK/produce.sql" <<'SQL'
 \set n random(1, 5)
 \set a random(0, 999)
@@ -115,7 +103,7 @@ phase() {
     elif [ "$src" = wal ]; then
         lsn=$(q "SELECT pg_current_wal_lsn()")
         for _ in $(seq 600); do
-            [ "$(q "SELECT confirmed_flush_lsn >= '$lsn' FROM pg_replication_slots WHERE slot_name = '$DB'")" = t ] && break
+            [ "$(q "SELECT confirmed_flush_lsn >= '$lsn' FROM pg_replication_slots WHERE slot_name = '${DB}_slot'")" = t ] && break
             sleep 0.05
         done
     fi
