@@ -87,10 +87,11 @@ cfg() {  # SOURCE RETENTION: the soak's latency needs the driver's record
     [ "$SOAK_MIN" = 0 ] || rec="record_file = \"$WORK/record.jsonl\";"
     memory_relay_cfg "$WORK/relay.cfg" "$1" "$2" "$MPORT" "$rec"
 }
+# no wait for readiness: the drain samples from the start, and the soak's
+# first reading of the counter is 0 either way
 start_relay() {
     "$OBX_BIN" run -c "$WORK/relay.cfg" 2>>"$WORK/relay-$SRC.log" &
     RELAY_PID=$!
-    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$MPORT/readyz" >/dev/null && break; sleep 0.1; done
 }
 
 # crossings FILE STEP TOTAL: from "t count" samples, the interpolated time the
@@ -141,8 +142,7 @@ drain() {
     local n=0 nap=0.01
     : >"$WORK/samples-$SRC"
     t0=$(now)
-    "$OBX_BIN" run -c "$WORK/relay.cfg" 2>>"$WORK/relay-$SRC.log" &
-    RELAY_PID=$!
+    start_relay
     while [ "$n" -lt "$EVENTS" ]; do
         sleep $nap
         n=$(published)
