@@ -142,6 +142,9 @@ typedef struct relay_config {
     int wal_status_interval_ms;      /* WAL mode: standby status update at least this often */
     int wal_accept_logical_messages; /* WAL mode: pg_logical_emit_message with the prefix is an
                                         event (any role that can connect may send one) */
+    int cursor_shards;               /* cursor mode: the outbox split by aggregate hash in this
+                                        many shards (a power of two) */
+    int cursor_shard;                /* cursor mode: the shard this relay reads, below shards */
 
     obx_log_level log_level;
     log_format log_format;

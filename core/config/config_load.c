@@ -81,7 +81,15 @@ static int same(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* Two sources may not share a name, a table, or a slot name. */
+/* Two shards of one layout of a cursor: they share the table, not a row. */
+static int other_cursor_shard(const relay_config *a, const relay_config *b)
+{
+    return a->source == SOURCE_CURSOR && b->source == SOURCE_CURSOR &&
+           a->cursor_shards == b->cursor_shards && a->cursor_shard != b->cursor_shard;
+}
+
+/* Two sources may not share a name, a table (but for cursor shards), or a
+ * slot name. */
 static int check_distinct(relay_config **cfgs, size_t count, const config_setting_t *list,
                           char *err, size_t err_size)
 {
@@ -105,7 +113,7 @@ static int check_distinct(relay_config **cfgs, size_t count, const config_settin
             if (strcmp(a->source_name, b->source_name) == 0)
                 clash = "have the same name";
             else if (same(a->conninfo, b->conninfo) && same(a->schema, b->schema) &&
-                     same(a->table, b->table))
+                     same(a->table, b->table) && !other_cursor_shard(a, b))
                 clash = "relay the same table (each event would go out once per source)";
             else if (a->source == SOURCE_WAL && b->source == SOURCE_WAL &&
                      same(a->wal_slot, b->wal_slot)) /* slot names are the server's */

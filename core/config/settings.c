@@ -169,6 +169,21 @@ static void check_partitions(cfg_reader *st, const config_setting_t *p)
     }
 }
 
+/* A shard of the cursor source: a bit mask of an aggregate's hash picks it,
+ * so the count is a power of two (README, Cursor mode, shards). */
+static void check_cursor_shard(cfg_reader *st, const config_setting_t *c)
+{
+    const relay_config *cfg = st->cfg;
+    if (!c)
+        return;
+    if (cfg->source != SOURCE_CURSOR)
+        cfg_fail(st, c, "relay.cursor needs source = \"cursor\"");
+    else if (cfg->cursor_shards & (cfg->cursor_shards - 1))
+        cfg_fail(st, c, "relay.cursor.shards must be a power of two (1, 2, 4 ... 1024)");
+    else if (cfg->cursor_shard >= cfg->cursor_shards)
+        cfg_fail(st, c, "relay.cursor.shard must be below shards (0 to shards - 1)");
+}
+
 static void check_backoff_order(cfg_reader *st, const config_setting_t *b)
 {
     if (st->cfg->backoff_max_ms < st->cfg->backoff_initial_ms)
@@ -253,6 +268,8 @@ static const setting_def table[] = {
     /* pg_logical_emit_message with the relay's prefix as an event: any role that can connect
      * may send one, so only where every such role may publish (README, Security) */
     BOOL("relay.wal", "accept_logical_messages", wal_accept_logical_messages, 0, FIXED),
+    INT("relay.cursor", "shards", cursor_shards, 1, 1024, 1, FIXED),
+    INT("relay.cursor", "shard", cursor_shard, 0, 1023, 0, FIXED),
     /* a time-partitioned outbox, made by init-db and kept by the relay (README,
      * Partitioned outbox) */
     STRING("relay.partitions", "interval", partition_interval, NULL, FIXED, .check = check_span,
@@ -280,6 +297,7 @@ static const setting_section sections[] = {
     {.path = "database.columns", .shape = "{ id = \"...\"; ... }"},
     {.path = "relay"},
     {.path = "relay.wal", .after = derive_wal_names},
+    {.path = "relay.cursor", .after = check_cursor_shard},
     {.path = "relay.partitions", .after = check_partitions},
     {.path = "relay.backoff", .after = check_backoff_order},
     {.path = "log"},

@@ -18,19 +18,20 @@
 /* The rows past the cursor, the oldest one's age, the cursor's last save,
  * and the dead letters. */
 static const char status_tmpl[] =
-    "SELECT (SELECT count(*) FROM {table} o WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id)),"
+    "SELECT (SELECT count(*) FROM {table} o WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id)"
+    "   AND {cursor.in_shard}),"
     " coalesce((SELECT extract(epoch FROM now() - min(o.{c.created_at})) FROM {table} o"
-    "   WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id)), 0),"
+    "   WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id) AND {cursor.in_shard}), 0),"
     " c.xid::text || '/' || c.id, extract(epoch FROM now() - c.updated_at),"
     " (SELECT count(*) FROM {schema}.{n._dead_letter})"
-    " FROM {schema}.{n._cursor} c WHERE c.shard = 0";
+    " FROM {schema}.{n._cursor} c WHERE c.shard = {cursor.shard}";
 /* The backlog gauges: past the cursor, nothing held in the table, the dead
  * letters. */
 static const char backlog_tmpl[] =
     "SELECT count(*), 0, (SELECT count(*) FROM {schema}.{n._dead_letter}),"
     " coalesce(extract(epoch FROM now() - min(o.{c.created_at})), 0)"
-    " FROM {table} o, {schema}.{n._cursor} c WHERE c.shard = 0"
-    " AND (o.cursor_xid, o.{c.id}) > (c.xid, c.id)";
+    " FROM {table} o, {schema}.{n._cursor} c WHERE c.shard = {cursor.shard}"
+    " AND (o.cursor_xid, o.{c.id}) > (c.xid, c.id) AND {cursor.in_shard}";
 /* clang-format on */
 
 static void describe(const relay_config *cfg, int drain, char *line, size_t line_size)
@@ -97,7 +98,7 @@ const source_ops cursor_ops = {
     .backlog = backlog_tmpl,
     /* passed by the cursor and never dead-lettered */
     .replayable = "(o.cursor_xid, o.{c.id}) <= (SELECT c.xid, c.id FROM {schema}.{n._cursor} c"
-                  " WHERE c.shard = 0) AND NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_letter} d"
+                  " WHERE c.shard = {cursor.shard}) AND {cursor.in_shard} AND NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_letter} d"
                   " WHERE d.{c.event_id} = o.{c.event_id})",
     .requeue = wal_command_requeue,
     .purge_select = wal_purge_select,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cursor_shard.h"
 #include "db.h"
 #include "sql.h"
 
@@ -19,13 +20,13 @@ static const char fetch_tmpl[] =
     " o.{c.headers}::text, o.{c.destination}::text, o.{c.created_at}, o.{c.aggregate_seq}::text,"
     " o.{c.event_version}::text, o.{c.available_at}"
     " FROM {table} o WHERE (o.cursor_xid, o.{c.id}) > ($1::xid8, $2::bigint)"
-    " AND o.cursor_xid < pg_snapshot_xmin(pg_current_snapshot())"
+    " AND o.cursor_xid < pg_snapshot_xmin(pg_current_snapshot()) AND {cursor.in_shard}"
     /* qualified: the output's text form must not be what is sorted */
     " ORDER BY o.cursor_xid, o.{c.id} LIMIT $3";
 static const char save_tmpl[] =
     "UPDATE {schema}.{n._cursor} SET xid = $1::xid8, id = $2::bigint, updated_at = now()"
-    " WHERE shard = 0";
-static const char load_tmpl[] = "SELECT xid::text, id FROM {schema}.{n._cursor} WHERE shard = 0";
+    " WHERE shard = {cursor.shard}";
+static const char load_tmpl[] = "SELECT xid::text, id FROM {schema}.{n._cursor} WHERE shard = {cursor.shard}";
 /* clang-format on */
 
 #define FETCH_NAME "obx_cursor_fetch"
@@ -91,8 +92,11 @@ reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *
     r->listening = 0;
     if (db_exec(r->conn, setup, err, err_size) < 0)
         return cursor_reader_close(r), READER_RETRY;
-    char key[2 * SQL_NAME_MAX + 2];
+    /* one reader per shard (the unsharded one's key is the table's alone) */
+    char key[2 * SQL_NAME_MAX + 16];
     snprintf(key, sizeof key, "%s.%s", r->cfg->schema, r->cfg->table);
+    if (r->cfg->cursor_shards > 1)
+        snprintf(key + strlen(key), sizeof key - strlen(key), "/%d", sql_cursor_shard_key(r->cfg));
     const char *params[] = {key};
     PGresult *res = PQexecParams(r->conn,
                                  "SELECT pg_try_advisory_lock(hashtext('outbox-relay cursor'),"
@@ -107,6 +111,10 @@ reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *
         return cursor_reader_close(r), READER_RETRY;
     if (!mine)
         return cursor_reader_close(r), READER_BUSY;
+    /* no reader of another layout runs, so its rows stay as they are */
+    if (cursor_shard_layout_lock(r->conn, r->cfg, err, err_size) != 1 ||
+        cursor_shard_raise(r->conn, r->cfg, err, err_size) < 0)
+        return cursor_reader_close(r), READER_RETRY;
     if (cursor_reader_listen(r, 1, err, err_size) < 0 || load_place(r, at, err, err_size) < 0)
         return cursor_reader_close(r), READER_RETRY;
     /* prepared once: the read runs up to a thousand times a second */

@@ -9,13 +9,8 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "cursor_place.h"
 #include "wal_decode.h"
-
-/* A place in the cursor's order: (cursor_xid, id). */
-typedef struct cursor_place {
-    uint64_t xid;
-    long long id;
-} cursor_place;
 
 typedef struct cursor_reader {
     const relay_config *cfg;

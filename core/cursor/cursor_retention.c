@@ -16,7 +16,7 @@
 
 /* SQL text reads best as written. */
 /* clang-format off */
-/* Of the first rows in the cursor's order up to the saved cursor (every one
+/* Of the shard's first rows in the cursor's order up to its saved cursor (every one
  * of them finished: published or in the dead-letter table), those older
  * than $1, by id (ids are unique across a partitioned outbox's partitions,
  * ctids are not). Rows are deleted from the front of the order, so a
@@ -24,7 +24,8 @@
 static const char delete_tmpl[] =
     "DELETE FROM {table} WHERE {c.id} IN (SELECT f.id FROM (SELECT o.{c.id} AS id,"
     " o.{c.created_at} AS created_at FROM {table} o, {schema}.{n._cursor} c"
-    " WHERE c.shard = 0 AND (o.cursor_xid, o.{c.id}) <= (c.xid, c.id)"
+    " WHERE c.shard = {cursor.shard} AND (o.cursor_xid, o.{c.id}) <= (c.xid, c.id)"
+    " AND {cursor.in_shard}"
     " ORDER BY o.cursor_xid, o.{c.id} LIMIT " CHUNK_TEXT ") f"
     " WHERE f.created_at < now() - $1::interval)";
 /* clang-format on */

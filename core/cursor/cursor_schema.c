@@ -3,8 +3,10 @@
 #include "cursor_schema.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cursor_shard.h"
 #include "db.h"
 #include "dead_letter.h"
 #include "enqueue.h"
@@ -36,10 +38,11 @@ static const char *const cursor_steps[] = {
     " last_xid = greatest(s.last_xid, pg_current_xact_id())"
     " RETURNING s.seq, s.last_xid INTO NEW.{c.aggregate_seq}, NEW.cursor_xid;"
     " RETURN NEW; END {$}",
-    "CREATE INDEX IF NOT EXISTS {n._cursor_order} ON {table} (cursor_xid, {c.id})",
     "CREATE TABLE IF NOT EXISTS {schema}.{n._cursor} (shard int PRIMARY KEY,"
     " xid xid8 NOT NULL, id bigint NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())",
-    "INSERT INTO {schema}.{n._cursor} (shard, xid, id) VALUES (0, '0', 0)"
+    /* this shard's row (0: unsharded), raised after the steps from where
+     * another layout's rows say its events are finished */
+    "INSERT INTO {schema}.{n._cursor} (shard, xid, id) VALUES ({cursor.shard}, '0', 0)"
     " ON CONFLICT (shard) DO NOTHING",
     /*
      * Rows pending when the table comes from poll mode (or was filled before
@@ -54,6 +57,22 @@ static const char *const cursor_steps[] = {
     " WHERE EXISTS (SELECT 1 FROM placed)",
 };
 
+/* The read's index: (cursor_xid, id), after the shard's hash when sharded,
+ * one index per layout (each shard reads one range of it). */
+static char *index_sql(const relay_config *cfg)
+{
+    if (cfg->cursor_shards == 1)
+        return sql_render(cfg, "CREATE INDEX IF NOT EXISTS {n._cursor_order} ON {table}"
+                               " (cursor_xid, {c.id})");
+    char suffix[32], tmpl[256];
+    snprintf(suffix, sizeof suffix, "_cursor_by%d", cfg->cursor_shards);
+    snprintf(tmpl, sizeof tmpl,
+             "CREATE INDEX IF NOT EXISTS {n.%s} ON {table}"
+             " ((hashtext({c.aggregate_id}::text) & %d), cursor_xid, {c.id})",
+             suffix, cfg->cursor_shards - 1);
+    return sql_render(cfg, tmpl);
+}
+
 /* The objects, and an order trigger that stamps the place. $1 schema,
  * $2 cursor table, $3 order function, $4 outbox table. */
 static const char check_sql[] =
@@ -63,6 +82,14 @@ static const char check_sql[] =
     " AND EXISTS (SELECT 1 FROM pg_attribute WHERE attname = 'cursor_xid' AND NOT attisdropped"
     "  AND attrelid = to_regclass(format('%I.%I', $1::text, $4::text)))";
 /* clang-format on */
+
+static int run_index(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+{
+    char *sql = index_sql(cfg);
+    int rc = db_exec(conn, sql, err, err_size);
+    free(sql);
+    return rc;
+}
 
 int cursor_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot, char *err,
                           size_t err_size)
@@ -75,6 +102,7 @@ int cursor_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot,
                          sizeof why) < 0 ||
         schema_run_steps(conn, cfg, dead_letter_steps, dead_letter_step_count, why, sizeof why) <
             0 ||
+        run_index(conn, cfg, why, sizeof why) < 0 || cursor_shard_raise(conn, cfg, why, sizeof why) < 0 ||
         db_exec(conn, "COMMIT", why, sizeof why) < 0) {
         char ignored[256];
         db_exec(conn, "ROLLBACK", ignored, sizeof ignored);

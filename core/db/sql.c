@@ -91,6 +91,11 @@ void sql_channel_name(const relay_config *cfg, char *out, size_t cap)
     snprintf(out, cap, "%.*s_%08x", (int)keep, both, name_hash(cfg->schema, cfg->table));
 }
 
+int sql_cursor_shard_key(const relay_config *cfg)
+{
+    return cfg->cursor_shards > 1 ? cfg->cursor_shards + cfg->cursor_shard : 0;
+}
+
 static const char *column(const relay_config *cfg, const char *name, size_t len)
 {
     const char *mapped = config_column(cfg, name, len);
@@ -120,6 +125,16 @@ static char *render_with_tag(const relay_config *cfg, const char *tmpl, const ch
             append_quoted(out, cfg->table, '"');
         } else if (len == 6 && strncmp(key, "schema", 6) == 0) {
             append_quoted(out, cfg->schema, '"');
+        } else if (len == 12 && strncmp(key, "cursor.shard", 12) == 0) {
+            fprintf(out, "%d", sql_cursor_shard_key(cfg));
+        } else if (len == 15 && strncmp(key, "cursor.in_shard", 15) == 0) {
+            if (cfg->cursor_shards > 1) {
+                fputs("(hashtext(o.", out);
+                append_quoted(out, column(cfg, "aggregate_id", 12), '"');
+                fprintf(out, "::text) & %d) = %d", cfg->cursor_shards - 1, cfg->cursor_shard);
+            } else {
+                fputs("true", out);
+            }
         } else if (len == 1 && key[0] == '$') {
             fputs(tag, out);
         } else if (len == 9 && strncmp(key, "lit.table", 9) == 0) {

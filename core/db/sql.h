@@ -16,11 +16,18 @@
  *   {lit.table} the "schema.table" text as a SQL string literal (registry key)
  *   {lit.channel} the NOTIFY channel (sql_channel_name) as a SQL string literal
  *   {lit.c.NAME} the mapped column name as a SQL string literal
+ *   {cursor.shard} the cursor table's row of this cursor shard (sql_cursor_shard_key)
+ *   {cursor.in_shard} SQL condition: the outbox row "o" is in this cursor shard
+ *               (true when the cursor is not sharded)
  *   {$}         a dollar-quote tag that occurs nowhere else in the text
  * Literals are safe whatever standard_conforming_strings says.
  * Returns a malloc'd string; aborts on an unknown placeholder (a bug).
  */
 char *sql_render(const relay_config *cfg, const char *tmpl);
+
+/* The key of the cursor shard's row: 0 unsharded, else shards + shard, so
+ * that the rows of every layout (shard count) have keys of their own. */
+int sql_cursor_shard_key(const relay_config *cfg);
 
 /* Appends s as a quoted identifier to out (size cap). */
 void sql_quote_ident(char *out, size_t cap, const char *s);

@@ -11,6 +11,8 @@
 #                      that many processes; see scale_poll.sh)
 #   tests/bench/run.sh --wal-slots 1,2,4 (WAL mode sharded over that many slots by row filter,
 #                      the walsenders' cost against pg_recvlogical; see scale_wal.sh)
+#   tests/bench/run.sh --cursor-shards 1,2,4 (the cursor source in that many shards, one process
+#                      each, against the database's read of the same rows; see scale_cursor.sh)
 #
 # Default: the full matrix, 200,000 events per run. --quick: ordering none, batch 500, mark,
 # workers 1/2/4, 50,000 events, latency 10 s. --hot N: also N events of ONE aggregate (default
@@ -64,8 +66,10 @@ while [ $# -gt 0 ]; do
                      ORDERINGS=aggregate,none RETENTIONS=mark LATENCY=0 HOT=0; shift ;;
         --wal-slots) MODE=wal-slots SLOTS=$2 EVENTS=50000 DRIVERS=memory WORKERS=1 BATCHES=500
                      ORDERINGS=aggregate RETENTIONS=mark LATENCY=0 HOT=0; shift ;;
+        --cursor-shards) MODE=cursor-shards SHARDS=$2 EVENTS=200000 DRIVERS=memory WORKERS=1 BATCHES=500
+                     ORDERINGS=aggregate RETENTIONS=mark LATENCY=0 HOT=0; shift ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -275,6 +279,11 @@ fi
 if [ "$MODE" = wal-slots ]; then
     # shellcheck source=scale_wal.sh
     . "$HERE/scale_wal.sh"
+    exit 0
+fi
+if [ "$MODE" = cursor-shards ]; then
+    # shellcheck source=scale_cursor.sh
+    . "$HERE/scale_cursor.sh"
     exit 0
 fi
 # ================================================================ end of the scaling-out cases

@@ -316,6 +316,14 @@ static void test_errors_name_file_and_line(void **state)
         {MINIMAL "relay = { source = \"wal\";\n partitions = { interval = \"1 day\"; keep = \"2 "
                  "days\"; }; };\n",
          4, "relay.partitions.keep needs source = \"poll\""},
+        {MINIMAL "relay = {\n cursor = { shards = 2; }; };\n", 4,
+         "relay.cursor needs source = \"cursor\""},
+        {MINIMAL "relay = { source = \"cursor\";\n cursor = { shards = 3; }; };\n", 4,
+         "relay.cursor.shards must be a power of two"},
+        {MINIMAL "relay = { source = \"cursor\";\n cursor = { shards = 4; shard = 4; }; };\n", 4,
+         "relay.cursor.shard must be below shards"},
+        {MINIMAL "relay = { source = \"cursor\"; cursor = {\n shards = 2048; }; };\n", 4,
+         "\"shards\" must be between 1 and 1024"},
         {MINIMAL "relay = {\n ordering = \"random\"; };\n", 4,
          "\"ordering\" is \"random\"; expected one of \"aggregate\", \"none\""},
         {MINIMAL "relay = { backoff = {\n jitter = 1.5; }; };\n", 4,
@@ -560,6 +568,30 @@ static void test_sources_refused(void **state)
                          "{ slot = \"outbox_relay\"; }; }; } );\n",
                  4, "name the same slot");
     expect_error(MINIMAL "sources = ( { name = \"a b\"; } );\n", 3, "source name \"a b\"");
+    expect_error(MINIMAL "sources = ( { name = \"a\"; relay = { source = \"cursor\"; cursor = { "
+                         "shards = 2; }; }; },\n { name = \"b\"; relay = { source = \"cursor\"; "
+                         "cursor = { shards = 4; shard = 1; }; }; } );\n",
+                 4, "sources a and b relay the same table");
+}
+
+/* Two shards of a cursor's layout in one file share the table. */
+static void test_cursor_shards_share_a_table(void **state)
+{
+    (void)state;
+    relay_config *one = load(MINIMAL "relay = { source = \"cursor\"; };\n"
+                                     "sources = ( { name = \"s0\"; relay = { cursor = { shards = 2; "
+                                     "}; }; },\n { name = \"s1\"; relay = { cursor = { shards = 2; "
+                                     "shard = 1; }; }; } );\n");
+    assert_null(one); /* two sources: config_load wants a name */
+    size_t count = 0;
+    relay_config **all = config_load_all(path, &count, err, sizeof err);
+    if (!all)
+        fail_msg("refused: %s", err);
+    assert_int_equal(count, 2);
+    assert_int_equal(all[0]->cursor_shards, 2);
+    assert_int_equal(all[0]->cursor_shard, 0);
+    assert_int_equal(all[1]->cursor_shard, 1);
+    config_free_all(all, count);
 }
 
 /* Fan-out: the source copies through the fanout output, each target gets a
@@ -630,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_include_beside_the_file),
         cmocka_unit_test(test_sources),
         cmocka_unit_test(test_sources_refused),
+        cmocka_unit_test(test_cursor_shards_share_a_table),
         cmocka_unit_test(test_fanout),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);

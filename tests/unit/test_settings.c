@@ -122,11 +122,14 @@ static void write_row(char *out, size_t cap, const setting_def *def, const char 
     int database = strncmp(sec, "database", 8) == 0;
     int partitions =
         strcmp(def->section, "relay.partitions") == 0 && strcmp(def->key, "interval") != 0;
+    int cursor = strcmp(def->section, "relay.cursor") == 0; /* shards: a cursor's */
     for (char *part = strtok(sec, "."); part; part = strtok(NULL, ".")) {
         const char *required = strcmp(part, "database") == 0 ? "conninfo = \"dbname=app\"; "
                                : partitions && strcmp(part, "partitions") == 0
                                    ? "interval = \"1 day\"; "
-                                   : "";
+                               : cursor && strcmp(part, "relay") == 0 ? "source = \"cursor\"; "
+                               : cursor && strcmp(def->key, "shard") == 0 ? "shards = 1024; "
+                                                                          : "";
         snprintf(open + strlen(open), sizeof open - strlen(open), "%s = { %s", part, required);
         snprintf(close + strlen(close), sizeof close - strlen(close), "};");
     }
