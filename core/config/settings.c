@@ -146,20 +146,20 @@ static void derive_wal_names(cfg_reader *st, const config_setting_t *w)
         cfg->wal_publication = strdup(cfg->wal_slot);
 }
 
-/* A partitioned outbox is kept by the poll source's cleanup; unset keep
- * follows relay.retention_hours (0: partitions are never dropped). The WAL
- * source makes partitions ahead but retires none yet: no row of it says
- * published, so keep is refused there. */
+/* A partitioned outbox is kept by the poll source's cleanup or the cursor
+ * source's upkeep; unset keep follows relay.retention_hours (0: partitions
+ * are never dropped). The WAL source makes partitions ahead but retires
+ * none: no row of it says published, so keep is refused there. */
 static void check_partitions(cfg_reader *st, const config_setting_t *p)
 {
     relay_config *cfg = st->cfg;
     if (!p)
         return;
-    if (cfg->source != SOURCE_POLL) {
+    if (cfg->source == SOURCE_WAL) {
         if (cfg->partition_keep)
             cfg_fail(st, p,
-                     "relay.partitions.keep needs source = \"poll\": WAL and cursor mode make "
-                     "partitions ahead but do not drop old ones yet");
+                     "relay.partitions.keep needs source = \"poll\" or \"cursor\": WAL mode "
+                     "makes partitions ahead but does not drop old ones");
         return;
     }
     if (!cfg->partition_keep && cfg->retention_hours > 0) {

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 
 #include "clock.h"
+#include "cursor_partitions.h"
 #include "db.h"
 #include "log.h"
+#include "partitions.h"
 #include "sql.h"
 #include "wal_side.h"
 
@@ -33,9 +35,14 @@ static const char delete_tmpl[] =
 void cursor_retention_upkeep(relay_state *st, PGconn **db)
 {
     const relay_config *cfg = st->cfg;
+    char err[512], keep[32];
+    if (partitions_on(cfg)) { /* a whole partition at a time, never a row */
+        if (cfg->partition_keep && wal_side_session(db, cfg, err, sizeof err))
+            cursor_partitions_retire(*db, cfg);
+        return;
+    }
     if (cfg->retention == RETAIN_MARK && cfg->retention_hours == 0)
         return;
-    char err[512], keep[32];
     snprintf(keep, sizeof keep, "%d hours",
              cfg->retention == RETAIN_DELETE ? 0 : cfg->retention_hours);
     if (!wal_side_session(db, cfg, err, sizeof err)) {

@@ -1,7 +1,8 @@
 /* Cursor mode's retention: no row is written when published, so rows the
  * cursor has passed are deleted in ranges, on the side thread's session:
  * at once with retention = "delete", after retention_hours with "mark"
- * (0: kept). */
+ * (0: kept). A partitioned outbox is kept a partition at a time
+ * (cursor_partitions.h). */
 #ifndef OBX_CURSOR_RETENTION_H
 #define OBX_CURSOR_RETENTION_H
 

@@ -115,6 +115,24 @@ fail:
     return -1;
 }
 
+/* This shard's row: init-db made it for the shard the config names. */
+static int shard_row_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+{
+    char *sql = sql_render(cfg, "SELECT 1 FROM {schema}.{n._cursor} WHERE shard = {cursor.shard}");
+    PGresult *res = PQexec(conn, sql);
+    free(sql);
+    int ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        db_error(conn, res, err, err_size);
+    else if (!ok)
+        snprintf(err, err_size,
+                 "the cursor of shard %d of %d of %s.%s is missing: run `outbox-relay init-db -c "
+                 "%s` (once per shard's config)",
+                 cfg->cursor_shard, cfg->cursor_shards, cfg->schema, cfg->table, cfg->path);
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
 int cursor_schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
     char cursor[SQL_NAME_MAX + 1], order[SQL_NAME_MAX + 1];
@@ -132,5 +150,5 @@ int cursor_schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t
                  "the cursor_xid column) are missing: run `outbox-relay init-db -c %s`",
                  cfg->schema, cfg->table, cfg->path);
     PQclear(res);
-    return ok ? 0 : -1;
+    return ok ? shard_row_check(conn, cfg, err, err_size) : -1;
 }

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The cursor source split into shards by a hash of aggregate_id (README,
 # Cursor mode: shards), going from one reader to two and back:
-# 1. One reader relays a backlog. init-db of two shards starts their rows
-#    where it finished, and makes the layout's index.
+# 1. One reader relays a backlog. A shard's relay refuses to start before
+#    init-db of its config; init-db of two shards starts their rows where the
+#    reader finished, and makes the layout's index.
 # 2. While the shards read, a reader of the old layout (one reader) refuses
 #    to read and publishes nothing.
 # 3. Producers commit while both shards run, most transactions spanning
@@ -29,6 +30,9 @@ enqueue_txns 400 40 20
 drain "$WORK/one.cfg" "$WORK/one.log" 60
 expect_eq "events the one reader published" "$(ok_events)" 400
 ONE_AT=$(place 0)
+"$OBX_BIN" run -c "$WORK/s0.cfg" >"$WORK/noinit.out" 2>&1 && fail "a shard without init-db ran"
+grep -q "the cursor of shard 0 of 2 of public.outbox is missing: run .outbox-relay init-db" "$WORK/noinit.out" ||
+    fail "a shard without init-db: $(cat "$WORK/noinit.out")"
 init_db "$WORK/s0.cfg"
 init_db "$WORK/s1.cfg"
 expect_eq "the shards' rows start where the one reader finished" "$(place 2)/$(place 3)" "$ONE_AT/$ONE_AT"

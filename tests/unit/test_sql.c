@@ -103,6 +103,21 @@ static void test_derived_name(void **state)
                   "CREATE INDEX \"outbox_pending\" ON \"public\".\"outbox\"");
 }
 
+/* A cursor shard: its row's key and the condition that picks its rows, on
+ * the mapped column; unsharded, row 0 and every row. */
+static void test_cursor_shard(void **state)
+{
+    (void)state;
+    relay_config cfg = config_for("public", "outbox");
+    cfg.cursor_shards = 1;
+    expect_render(&cfg, "{cursor.shard}: {cursor.in_shard}", "0: true");
+    cfg.cursor_shards = 8;
+    cfg.cursor_shard = 5;
+    cfg.col.aggregate_id = "agg";
+    expect_render(&cfg, "{cursor.shard}: {cursor.in_shard}",
+                  "13: (hashtext(o.\"agg\"::text) & 7) = 5");
+}
+
 static void test_derived_name_is_quoted(void **state)
 {
     (void)state;
@@ -119,6 +134,7 @@ int main(void)
         cmocka_unit_test(test_literals),
         cmocka_unit_test(test_literal_braces),
         cmocka_unit_test(test_derived_name),
+        cmocka_unit_test(test_cursor_shard),
         cmocka_unit_test(test_derived_name_is_quoted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
