@@ -98,7 +98,8 @@ const source_ops cursor_ops = {
     .backlog = backlog_tmpl,
     /* passed by the cursor and never dead-lettered */
     .replayable = "(o.cursor_xid, o.{c.id}) <= (SELECT c.xid, c.id FROM {schema}.{n._cursor} c"
-                  " WHERE c.shard = {cursor.shard}) AND {cursor.in_shard} AND NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_letter} d"
+                  " WHERE c.shard = {cursor.shard}) AND {cursor.in_shard}"
+                  " AND NOT EXISTS (SELECT 1 FROM {schema}.{n._dead_letter} d"
                   " WHERE d.{c.event_id} = o.{c.event_id})",
     .requeue = wal_command_requeue,
     .purge_select = wal_purge_select,

@@ -31,11 +31,12 @@ static void unfinished_sql(const relay_config *cfg, char **head, char **tail)
 {
     int n = cfg->cursor_shards;
     char tmpl[512];
-    snprintf(tmpl, sizeof tmpl,
-             "SELECT count(*) FROM generate_series(0, %d) k"
-             " LEFT JOIN {schema}.{n._cursor} c ON c.shard = CASE WHEN %d = 1 THEN 0 ELSE %d + k END"
-             " WHERE c.shard IS NULL OR EXISTS (SELECT 1 FROM ",
-             n - 1, n, n);
+    snprintf(
+        tmpl, sizeof tmpl,
+        "SELECT count(*) FROM generate_series(0, %d) k"
+        " LEFT JOIN {schema}.{n._cursor} c ON c.shard = CASE WHEN %d = 1 THEN 0 ELSE %d + k END"
+        " WHERE c.shard IS NULL OR EXISTS (SELECT 1 FROM ",
+        n - 1, n, n);
     *head = sql_render(cfg, tmpl);
     if (n == 1)
         *tail = sql_render(cfg, " o WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id))");

@@ -26,7 +26,8 @@ static const char fetch_tmpl[] =
 static const char save_tmpl[] =
     "UPDATE {schema}.{n._cursor} SET xid = $1::xid8, id = $2::bigint, updated_at = now()"
     " WHERE shard = {cursor.shard}";
-static const char load_tmpl[] = "SELECT xid::text, id FROM {schema}.{n._cursor} WHERE shard = {cursor.shard}";
+static const char load_tmpl[] =
+    "SELECT xid::text, id FROM {schema}.{n._cursor} WHERE shard = {cursor.shard}";
 /* clang-format on */
 
 #define FETCH_NAME "obx_cursor_fetch"

@@ -102,7 +102,8 @@ int cursor_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot,
                          sizeof why) < 0 ||
         schema_run_steps(conn, cfg, dead_letter_steps, dead_letter_step_count, why, sizeof why) <
             0 ||
-        run_index(conn, cfg, why, sizeof why) < 0 || cursor_shard_raise(conn, cfg, why, sizeof why) < 0 ||
+        run_index(conn, cfg, why, sizeof why) < 0 ||
+        cursor_shard_raise(conn, cfg, why, sizeof why) < 0 ||
         db_exec(conn, "COMMIT", why, sizeof why) < 0) {
         char ignored[256];
         db_exec(conn, "ROLLBACK", ignored, sizeof ignored);

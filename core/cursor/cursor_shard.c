@@ -130,8 +130,8 @@ int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, char *err, s
         rc = 0;
     } else {
         PQclear(res);
-        res = PQexecParams(conn, others_sql, 2, NULL, (const char *[]){table, others}, NULL, NULL,
-                           0);
+        res =
+            PQexecParams(conn, others_sql, 2, NULL, (const char *[]){table, others}, NULL, NULL, 0);
         if (PQresultStatus(res) != PGRES_TUPLES_OK)
             db_error(conn, res, err, err_size);
         else if (!PQgetisnull(res, 0, 0))

@@ -7,6 +7,9 @@
 #          (metrics endpoint) is sampled every 0.05 s, and the rate of each
 #          tenth of the backlog (a million of 10 million) is computed from when
 #          the counter crossed it. Bar: the last tenth at >= 0.9 of the first.
+#          WAL mode: then pg_recvlogical reads the same WAL on a slot of its
+#          own, made before the fill; the rate of each tenth from when its
+#          confirmed position crossed the WAL position the fill reached.
 #   soak   (--soak-minutes M, after the drain, on the same relay and table)
 #          bench_producer commits --soak-rate events/s (default half the
 #          drain rate) for M minutes with retention "delete"; every
@@ -43,7 +46,7 @@ while [ $# -gt 0 ]; do
         --soak-minutes) SOAK_MIN=$2; shift ;;
         --soak-rate) SOAK_RATE=$2; shift ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -115,6 +118,39 @@ crossings() {
         }' "$1"
 }
 
+# recvlogical_tenths: the baseline of WAL mode's drain, PostgreSQL's own
+# client on the slot made before the fill: the time its confirmed position
+# crossed each tenth's WAL position, as "tenth seconds rate" in recv-tenths
+# (timed from its start)
+recvlogical_tenths() {
+    local end pid t0
+    end=$(q "SELECT pg_current_wal_lsn()")
+    : >"$WORK/recv-samples"
+    t0=$(now)
+    pg_recvlogical -d "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$DB" -S "${DB}_base" --start --no-loop \
+        -o proto_version=1 -o publication_names="${DB}_slot" -F 0 -s 1 -f /dev/null -E "$end" 2>"$WORK/recv.err" &
+    pid=$!
+    echo "$t0 0" >>"$WORK/recv-samples"
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 0.05
+        echo "$(now) $(q "SELECT coalesce(confirmed_flush_lsn - '0/0', 0) FROM pg_replication_slots WHERE slot_name = '${DB}_base'")" >>"$WORK/recv-samples"
+    done
+    wait "$pid" || fail "pg_recvlogical: $(cat "$WORK/recv.err")"
+    echo "$(now) $(q "SELECT confirmed_flush_lsn - '0/0' FROM pg_replication_slots WHERE slot_name = '${DB}_base'")" >>"$WORK/recv-samples"
+    q "SELECT pg_drop_replication_slot('${DB}_base')" >/dev/null
+    awk -v step=$((EVENTS / 10)) 'FNR == NR { lsn[++n] = $1; next }
+        { t[++m] = $1; c[m] = $2 }
+        function at(target,   i) {
+            for (i = 2; i <= m; i++)
+                if (c[i - 1] < target && c[i] >= target)
+                    return t[i - 1] + (target - c[i - 1]) / (c[i] - c[i - 1]) * (t[i] - t[i - 1])
+            return -1
+        }
+        END { prev = t[1]; for (k = 1; k <= n; k++) { x = at(lsn[k])
+                printf "%d %.2f %.0f\n", k, x - prev, step / (x - prev); prev = x } }' \
+        "$WORK/tenth-lsns" "$WORK/recv-samples" >"$WORK/recv-tenths"
+}
+
 drain() {
     local t0 fill_s size0
     note "$SRC: fresh database, $EVENTS events pre-filled with the relay stopped"
@@ -122,16 +158,24 @@ drain() {
     cfg "$SRC" mark
     "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null  # in WAL mode the slot too, before the fill
     t0=$(now)
-    # two sessions, each on its own half of the aggregates (no lock between them)
-    local half fills=()
-    for half in 0 1; do
-        q "DO \$\$ BEGIN FOR i IN 1..$((EVENTS / 2000)) LOOP
-             PERFORM outbox_enqueue('Order', 'agg-' || ($half * 500 + g % 500), 'order.created',
-                     jsonb_build_object('n', g, 'pad', repeat('x', 180))) FROM generate_series(1, 1000) g;
-             COMMIT; END LOOP; END \$\$" &
-        fills+=($!)
+    # WAL mode's baseline reads the same WAL through a slot of its own
+    [ "$SRC" != wal ] || q "SELECT 1 FROM pg_create_logical_replication_slot('${DB}_base', 'pgoutput')" >/dev/null
+    # two sessions, each on its own half of the aggregates (no lock between
+    # them), a tenth at a time: the WAL position after each tenth is kept
+    local half tenth fills
+    : >"$WORK/tenth-lsns"
+    for ((tenth = 1; tenth <= 10; tenth++)); do
+        fills=()
+        for half in 0 1; do
+            q "DO \$\$ BEGIN FOR i IN 1..$((EVENTS / 20000)) LOOP
+                 PERFORM outbox_enqueue('Order', 'agg-' || ($half * 500 + g % 500), 'order.created',
+                         jsonb_build_object('n', g, 'pad', repeat('x', 180))) FROM generate_series(1, 1000) g;
+                 COMMIT; END LOOP; END \$\$" &
+            fills+=($!)
+        done
+        wait "${fills[0]}" && wait "${fills[1]}" || fail "$SRC: the fill failed"
+        q "SELECT pg_current_wal_lsn() - '0/0'" >>"$WORK/tenth-lsns"
     done
-    wait "${fills[0]}" && wait "${fills[1]}" || fail "$SRC: the fill failed"
     q "VACUUM ANALYZE outbox"
     q "CHECKPOINT"
     fill_s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
@@ -154,6 +198,7 @@ drain() {
     DRAIN_S=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
     DRAIN_CPU=$(relay_cpu)
     crossings "$WORK/samples-$SRC" $((EVENTS / 10)) "$EVENTS" >"$WORK/millions-$SRC"
+    [ "$SRC" != wal ] || recvlogical_tenths
     FIRST=$(awk 'NR == 1 { print $3 }' "$WORK/millions-$SRC")
     LAST=$(awk 'END { print $3 }' "$WORK/millions-$SRC")
     MEAN=$(awk -v n="$EVENTS" -v s="$DRAIN_S" 'BEGIN { printf "%.0f", n / s }')
@@ -163,9 +208,18 @@ drain() {
         echo "Filled in $fill_s s; table with indexes $size0 MB before the drain, $(table_mb) MB after;"
         echo "drained in $DRAIN_S s (mean $MEAN events/s, relay CPU $DRAIN_CPU s)."
         echo
-        echo "| tenth | seconds | events/s |"
-        echo "|---:|---:|---:|"
-        awk '{ printf "| %d | %s | %s |\n", $1, $2, $3 }' "$WORK/millions-$SRC"
+        if [ "$SRC" = wal ]; then
+            echo "| tenth | seconds | events/s | \`pg_recvlogical\` events/s | relay / \`pg_recvlogical\` |"
+            echo "|---:|---:|---:|---:|---:|"
+            paste -d' ' "$WORK/millions-$SRC" "$WORK/recv-tenths" |
+                awk '{ printf "| %d | %s | %s | %s | %.2f |\n", $1, $2, $3, $6, $3 / $6 }'
+            echo
+            awk 'NR == 1 { f = $3 } END { printf "`pg_recvlogical` on a slot of its own (pgoutput, the relay'"'"'s publication, into /dev/null, status every second), after the relay, on the same WAL: its last tenth against its first %.2f; a tenth is the WAL the fill wrote for it, timed by the slot'"'"'s confirmed position.\n", $3 / f }' "$WORK/recv-tenths"
+        else
+            echo "| tenth | seconds | events/s |"
+            echo "|---:|---:|---:|"
+            awk '{ printf "| %d | %s | %s |\n", $1, $2, $3 }' "$WORK/millions-$SRC"
+        fi
         echo
         awk -v f="$FIRST" -v l="$LAST" 'BEGIN { printf "Last tenth against the first: **%.2f** (bar 0.9: %s).\n",
             l / f, (l / f >= 0.9 ? "met" : "not met") }'

@@ -129,6 +129,14 @@ fi
 # ---------------------------------------------------------------- databases
 dsn_of() { echo "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$1"; }
 psql_db() { psql -qAt -v ON_ERROR_STOP=1 -d "$1" -c "$2"; }
+# fill_txns DB: EVENTS events over 1,000 aggregates (200-byte payloads) in transactions of 500
+fill_txns() {
+    local from
+    for ((from = 1; from <= EVENTS; from += 500)); do
+        echo "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 1000), 'order.created',
+              jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series($from, $((from + 499))) g;"
+    done | psql -qAt -v ON_ERROR_STOP=1 -d "$1" -f - >/dev/null
+}
 
 # ---------------------------------------------------------------- CPU accounting
 # What each job costs the machine: CPU seconds per 100,000 events of every process it needs (the

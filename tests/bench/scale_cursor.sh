@@ -29,16 +29,13 @@ CFG
 
 # shards_fill N: a fresh database, init-db of each of N shards, then the events
 shards_fill() {
-    local k from
+    local k
     fresh_run_db "$EMPTY"
     for ((k = 0; k < $1; k++)); do
         shard_cfg "$WORK/shard$k.cfg" "$k" "$1"
         "$OBX_BIN" init-db -c "$WORK/shard$k.cfg" >/dev/null || fail "init-db of shard $k of $1"
     done
-    for ((from = 1; from <= EVENTS; from += 500)); do
-        echo "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 1000), 'order.created',
-              jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series($from, $((from + 499))) g;"
-    done | psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" -f - >/dev/null
+    fill_txns "$RUNDB"
     psql_db "$RUNDB" "VACUUM ANALYZE outbox" >/dev/null
 }
 

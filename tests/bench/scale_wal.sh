@@ -36,17 +36,14 @@ CFG
 # shards_fill N: a fresh database with N shards (init-db each: publication, slot) and the events
 # committed after the slots were made; sets END (the WAL position after the last commit)
 shards_fill() {
-    local k from
+    local k
     wal_slots_drop
     fresh_run_db "$EMPTY"
     for ((k = 0; k < $1; k++)); do
         shard_cfg "$WORK/shard$k.cfg" "$k" "$1"
         "$OBX_BIN" init-db -c "$WORK/shard$k.cfg" >/dev/null || fail "init-db of shard $k of $1"
     done
-    for ((from = 1; from <= EVENTS; from += 500)); do
-        echo "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 1000), 'order.created',
-              jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series($from, $((from + 499))) g;"
-    done | psql -qAt -v ON_ERROR_STOP=1 -d "$RUNDB" -f - >/dev/null
+    fill_txns "$RUNDB"
     END=$(psql_db "$RUNDB" "SELECT pg_current_wal_lsn()")
 }
 # wal_slots_drop: this run's slots, once their walsenders have exited (up to 10 s)

@@ -3,7 +3,7 @@
 # from the outside.
 #
 #   tests/chaos/run.sh [--broker all|kafka|rabbitmq|mqtt] [--faults N] [--quick] [--parallel]
-#                      [--source poll|cursor] [--keep DIR]
+#                      [--source poll|cursor] [--shards] [--keep DIR]
 #
 # Per broker (one after the other, N/brokers faults each): a fresh database,
 # chaos_load writing transactions from 4 connections, two relay processes
@@ -20,10 +20,11 @@
 # relays and faults; only the first broker's run injects PostgreSQL faults,
 # and the others are told of them (they hit every run).
 # --source cursor: the relays read the outbox by the cursor source (one
-# active, the other its standby) instead of claiming rows.
+# active, the other its standby) instead of claiming rows; with --shards,
+# each relay reads a shard of two (relay.cursor), with no standby.
 . "$(dirname "$0")/../lib.sh"
 
-BROKERS=all FAULTS=30 QUICK= KEEP= PARALLEL= SOURCE=poll
+BROKERS=all FAULTS=30 QUICK= KEEP= PARALLEL= SOURCE=poll SHARDS=
 while [ $# -gt 0 ]; do
     case $1 in
     --broker) BROKERS=$2; shift ;;
@@ -32,11 +33,13 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=$2; shift ;;
     --parallel) PARALLEL=1 ;;
     --source) SOURCE=$2; shift ;;
-    *) sed -n '2,24p' "$0" >&2; exit 2 ;;
+    --shards) SHARDS=1 ;;
+    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
     esac
     shift
 done
 [ "$BROKERS" = all ] && BROKERS="kafka rabbitmq mqtt"
+[ -z "$SHARDS" ] || [ "$SOURCE" = cursor ] || fail "--shards needs --source cursor"
 for b in $BROKERS; do
     case $b in kafka | rabbitmq | mqtt) ;; *) fail "unknown broker '$b' (all|kafka|rabbitmq|mqtt)" ;; esac
 done
@@ -84,6 +87,14 @@ relay = { source = "$SOURCE"; workers = 2; batch_size = 200; lease_seconds = $LE
 outputs = ( { name = "chaos"; $out } );
 routes = ( { output = "chaos"; destination = "$DEST"; } );
 CFG
+    local k
+    for ((k = 0; k < RELAYS; k++)); do # relay.K.cfg: relay slot K's (shard K of RELAYS with --shards)
+        if [ -n "$SHARDS" ]; then
+            sed "s/^relay = { /relay = { cursor = { shards = $RELAYS; shard = $k; }; /" "$WORK/relay.cfg" >"$WORK/relay.$k.cfg"
+        else
+            cp "$WORK/relay.cfg" "$WORK/relay.$k.cfg"
+        fi
+    done
 }
 
 # supervise SLOT: keeps one relay process running until $WORK/stop exists;
@@ -91,7 +102,7 @@ CFG
 supervise() {
     local pid rc
     while [ ! -e "$WORK/stop" ]; do
-        "$OBX_BIN" run -c "$WORK/relay.cfg" 2>> "$WORK/relay.$1.log" &
+        "$OBX_BIN" run -c "$WORK/relay.$1.cfg" 2>> "$WORK/relay.$1.log" &
         pid=$!
         echo "$pid" > "$WORK/relay.$1.pid"
         rc=0; wait "$pid" || rc=$?
@@ -134,9 +145,10 @@ start_consumer() { # BROKER RUN_ID
 # sqlr QUERY: sql, retried while PostgreSQL is down (another run's fault)
 sqlr() { local i; for i in $(seq 60); do sql "$1" 2>/dev/null && return 0; sleep 1; done; sql "$1"; }
 pending() {
-    if [ "$SOURCE" = cursor ]; then # rows past the cursor
-        sql "SELECT count(*) FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)
-             OR o.cursor_xid IS NULL"
+    if [ "$SOURCE" = cursor ]; then # rows past their shard's cursor (row 0 unsharded)
+        sql "SELECT count(*) FROM outbox o, outbox_cursor c WHERE c.shard = CASE WHEN '$SHARDS' = '' THEN 0
+             ELSE $RELAYS + (hashtext(o.aggregate_id) & ($RELAYS - 1)) END
+             AND ((o.cursor_xid, o.id) > (c.xid, c.id) OR o.cursor_xid IS NULL)"
     else sql "SELECT count(*) FROM outbox WHERE published_at IS NULL AND dead_at IS NULL"; fi
 }
 lines() { wc -l < "$WORK/history" 2>/dev/null || echo 0; }
@@ -191,11 +203,13 @@ run_broker() { # BROKER
     fi
     fresh_db "chaos_${broker}_$id" # a name of its own: two runs may share the server
     relay_cfg "$broker" "$id"
-    "$OBX_BIN" init-db -c "$WORK/relay.cfg" > /dev/null || fail "init-db"
+    local slot
+    for ((slot = 0; slot < RELAYS; slot++)); do
+        "$OBX_BIN" init-db -c "$WORK/relay.$slot.cfg" > /dev/null || fail "init-db"
+    done
     sql "CREATE TABLE chaos_seq (agg text PRIMARY KEY, seq bigint NOT NULL);
          INSERT INTO chaos_seq SELECT 'a' || g, 0 FROM generate_series(0, 199) g"
     start_consumer "$broker" "$id"
-    local slot
     local sup=()
     for ((slot = 0; slot < RELAYS; slot++)); do supervise "$slot" & sup+=($!); done
     BG+=("${sup[@]}")

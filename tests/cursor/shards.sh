@@ -50,23 +50,9 @@ start_relay "$WORK/one.cfg" "$WORK/old.log"
 OLD=$RELAY_PID
 wait_log "$WORK/old.log" "a relay reads public.outbox with relay.cursor.shards = 2: stop every reader" 30
 
-# --- 3: each transaction PER events on random aggregates, in key order
+# --- 3
 WRITERS=4 TXNS=30 PER=20 AGGS=60
-writer() {
-    psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "DO \$\$ DECLARE a int; BEGIN
-      FOR i IN 1..$TXNS LOOP
-        FOR a IN SELECT floor(random() * $AGGS)::int x FROM generate_series(1, $PER) ORDER BY 1 LOOP
-          PERFORM outbox_enqueue('Order', 'agg-' || a, 'order.changed', jsonb_build_object('w', $1, 'i', i));
-        END LOOP;
-        COMMIT;
-      END LOOP; END \$\$" >/dev/null
-}
-pids=()
-for ((w = 1; w <= WRITERS; w++)); do
-    writer "$w" &
-    pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || fail "a writer failed"; done
+spanning_writers "$WRITERS" "$TXNS" "$PER" "$AGGS"
 TOTAL=$((400 + WRITERS * TXNS * PER))
 for ((i = 0; i < 300 && $(ok_events) < TOTAL; i++)); do sleep 0.1; done
 expect_eq "events published" "$(ok_events)" "$TOTAL"

@@ -578,10 +578,11 @@ static void test_sources_refused(void **state)
 static void test_cursor_shards_share_a_table(void **state)
 {
     (void)state;
-    relay_config *one = load(MINIMAL "relay = { source = \"cursor\"; };\n"
-                                     "sources = ( { name = \"s0\"; relay = { cursor = { shards = 2; "
-                                     "}; }; },\n { name = \"s1\"; relay = { cursor = { shards = 2; "
-                                     "shard = 1; }; }; } );\n");
+    relay_config *one =
+        load(MINIMAL "relay = { source = \"cursor\"; };\n"
+                     "sources = ( { name = \"s0\"; relay = { cursor = { shards = 2; "
+                     "}; }; },\n { name = \"s1\"; relay = { cursor = { shards = 2; "
+                     "shard = 1; }; }; } );\n");
     assert_null(one); /* two sources: config_load wants a name */
     size_t count = 0;
     relay_config **all = config_load_all(path, &count, err, sizeof err);

@@ -57,7 +57,7 @@ static void test_finer_shards_vouch_only_all_together(void **state)
     expect_start(all, 4, 1, 0, 700, 1);
     expect_start(all, 4, 2, 1, 705, 2); /* parts 1 and 3 */
     expect_start(all, 4, 2, 0, 700, 1); /* parts 0 and 2 */
-    expect_start(all, 3, 2, 1, 0, 0); /* part 3 missing: part 1 does not speak for it */
+    expect_start(all, 3, 2, 1, 0, 0);   /* part 3 missing: part 1 does not speak for it */
     expect_start(all, 3, 1, 0, 0, 0);
 }
 

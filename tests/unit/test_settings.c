@@ -127,7 +127,7 @@ static void write_row(char *out, size_t cap, const setting_def *def, const char 
         const char *required = strcmp(part, "database") == 0 ? "conninfo = \"dbname=app\"; "
                                : partitions && strcmp(part, "partitions") == 0
                                    ? "interval = \"1 day\"; "
-                               : cursor && strcmp(part, "relay") == 0 ? "source = \"cursor\"; "
+                               : cursor && strcmp(part, "relay") == 0     ? "source = \"cursor\"; "
                                : cursor && strcmp(def->key, "shard") == 0 ? "shards = 1024; "
                                                                           : "";
         snprintf(open + strlen(open), sizeof open - strlen(open), "%s = { %s", part, required);

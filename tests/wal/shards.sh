@@ -36,24 +36,8 @@ PID1=$RELAY_PID
 wait_log "$WORK/shard0.log" "relay starting" 30
 wait_log "$WORK/shard1.log" "relay starting" 30
 
-# producers while both relays stream: each transaction PER events on random
-# aggregates (so most span both shards), taken in key order as the README asks
-writer() {
-    psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "DO \$\$ DECLARE a int; BEGIN
-      FOR i IN 1..$TXNS LOOP
-        FOR a IN SELECT floor(random() * $AGGS)::int x FROM generate_series(1, $PER) ORDER BY 1 LOOP
-          PERFORM outbox_enqueue('Order', 'agg-' || lpad(a::text, 3, '0'), 'order.changed',
-                                 jsonb_build_object('w', $1, 'i', i));
-        END LOOP;
-        COMMIT;
-      END LOOP; END \$\$" >/dev/null
-}
-pids=()
-for ((w = 1; w <= WRITERS; w++)); do
-    writer "$w" &
-    pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || fail "a writer failed"; done
+# producers while both relays stream, most transactions spanning both
+spanning_writers "$WRITERS" "$TXNS" "$PER" "$AGGS"
 TOTAL=$((WRITERS * TXNS * PER))
 expect_eq "events committed" "$(sql "SELECT count(*) FROM outbox")" "$TOTAL"
 for ((i = 0; i < 300 && $(ok_events) < TOTAL; i++)); do sleep 0.1; done
