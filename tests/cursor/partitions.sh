@@ -19,7 +19,9 @@ ENG_TEST=cursorparts
 fresh_db cursor_parts
 PARTS='partitions = { interval = "1 hour"; ahead = 3; keep = "2 hours"; };'
 for k in 0 1; do
-    write_wal_cfg "$WORK/stuck$k.cfg" "$PARTS cursor = { shards = 2; shard = $k; }; max_attempts = 100000;
+    # batches of 100: the cursor moves past whole reads, and A must be
+    # behind the read that holds the stuck event
+    write_wal_cfg "$WORK/stuck$k.cfg" "$PARTS cursor = { shards = 2; shard = $k; }; batch_size = 100; max_attempts = 100000;
         backoff = { initial_ms = 20; max_ms = 50; };" "delay_ms = 1; retriable_event_type = \"order.stuck\";"
     write_wal_cfg "$WORK/fixed$k.cfg" "$PARTS cursor = { shards = 2; shard = $k; };" "delay_ms = 1;"
     init_db "$WORK/stuck$k.cfg"
