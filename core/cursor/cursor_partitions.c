@@ -2,16 +2,12 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "db.h"
 #include "log.h"
+#include "partitions.h"
 #include "sql.h"
 
-/* A partition in use is left for the next pass rather than waited for; the
- * concurrent detach blocks no one while it waits for older transactions. */
-#define LOCK_TIMEOUT "SET lock_timeout = '1s'"
-#define DETACH_LOCK_TIMEOUT "SET lock_timeout = '30s'"
 /* Set on a partition once every row of it is finished: no row can be added
  * to it any more, so none can land after the check and be dropped unread. */
 #define RETIRED "outbox_relay_retired"
@@ -24,47 +20,33 @@ static const char list_tmpl[] =
     " WHERE b.hi <= now() - $3::interval ORDER BY b.lo";
 /* clang-format on */
 
-/* The text before and after the partition's name in the count of the
- * current layout's shards that are not finished with the partition: no
+/* The templates before and after the partition's name in the count of
+ * the current layout's shards that are not finished with the partition: no
  * cursor row yet, or a row of the shard past its cursor. */
-static void unfinished_sql(const relay_config *cfg, char **head, char **tail)
+static void unfinished_sql(const relay_config *cfg, char *head, char *tail, size_t cap /* each */)
 {
     int n = cfg->cursor_shards;
-    char tmpl[512];
     snprintf(
-        tmpl, sizeof tmpl,
+        head, cap,
         "SELECT count(*) FROM generate_series(0, %d) k"
         " LEFT JOIN {schema}.{n._cursor} c ON c.shard = CASE WHEN %d = 1 THEN 0 ELSE %d + k END"
         " WHERE c.shard IS NULL OR EXISTS (SELECT 1 FROM ",
         n - 1, n, n);
-    *head = sql_render(cfg, tmpl);
     if (n == 1)
-        *tail = sql_render(cfg, " o WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id))");
-    else {
-        snprintf(tmpl, sizeof tmpl,
+        snprintf(tail, cap, " o WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id))");
+    else
+        snprintf(tail, cap,
                  " o WHERE (hashtext(o.{c.aggregate_id}::text) & %d) = k"
                  " AND (o.cursor_xid, o.{c.id}) > (c.xid, c.id))",
                  n - 1);
-        *tail = sql_render(cfg, tmpl);
-    }
 }
 
-/* head + part + tail (part as the server wrote it, never rendered). */
-static PGresult *run_on(PGconn *conn, const char *head, const char *part, const char *tail)
+/* Runs before + part + after (partitions_run_on); 0, or -1 after logging
+ * why. */
+static int step(PGconn *conn, const relay_config *cfg, const char *what, const char *before,
+                const char *part, const char *after)
 {
-    size_t cap = strlen(head) + strlen(part) + strlen(tail) + 1;
-    char *sql = malloc(cap);
-    snprintf(sql, cap, "%s%s%s", head, part, tail);
-    PGresult *res = PQexec(conn, sql);
-    free(sql);
-    return res;
-}
-
-/* Runs head + part + tail; 0, or -1 after logging why. */
-static int step(PGconn *conn, const char *what, const char *head, const char *part,
-                const char *tail)
-{
-    PGresult *res = run_on(conn, head, part, tail);
+    PGresult *res = partitions_run_on(conn, cfg, before, part, after);
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
     if (!ok) {
         char why[512];
@@ -78,11 +60,9 @@ static int step(PGconn *conn, const char *what, const char *head, const char *pa
 /* Shards not finished with part, or -1 after logging why. */
 static long long unfinished(PGconn *conn, const relay_config *cfg, const char *part)
 {
-    char *head, *tail;
-    unfinished_sql(cfg, &head, &tail);
-    PGresult *res = run_on(conn, head, part, tail);
-    free(head);
-    free(tail);
+    char head[512], tail[512];
+    unfinished_sql(cfg, head, tail, sizeof head);
+    PGresult *res = partitions_run_on(conn, cfg, head, part, tail);
     long long n = -1;
     if (PQresultStatus(res) == PGRES_TUPLES_OK)
         n = atoll(PQgetvalue(res, 0, 0));
@@ -102,7 +82,7 @@ static int close_finished(PGconn *conn, const relay_config *cfg, const char *par
     char ignored[256];
     if (db_exec(conn, "BEGIN", ignored, sizeof ignored) < 0)
         return -1;
-    int closed = step(conn, "close", "ALTER TABLE ", part,
+    int closed = step(conn, cfg, "close", "ALTER TABLE ", part,
                       " DROP CONSTRAINT IF EXISTS " RETIRED ", ADD CONSTRAINT " RETIRED
                       " CHECK (false) NOT VALID") == 0 &&
                  unfinished(conn, cfg, part) == 0;
@@ -115,18 +95,17 @@ static int close_finished(PGconn *conn, const relay_config *cfg, const char *par
 static int retire(PGconn *conn, const relay_config *cfg, const char *part, int detaching)
 {
     char ignored[256];
-    char *head = sql_render(cfg, "ALTER TABLE {table} DETACH PARTITION ");
-    db_exec(conn, DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
-    int ok = step(conn, "detach", head, part, detaching ? " FINALIZE" : " CONCURRENTLY") == 0;
-    db_exec(conn, LOCK_TIMEOUT, ignored, sizeof ignored);
-    free(head);
-    return ok && step(conn, "drop", "DROP TABLE ", part, "") == 0;
+    db_exec(conn, PARTITIONS_DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
+    int ok = step(conn, cfg, "detach", "ALTER TABLE {table} DETACH PARTITION ", part,
+                  detaching ? " FINALIZE" : " CONCURRENTLY") == 0;
+    db_exec(conn, PARTITIONS_LOCK_TIMEOUT, ignored, sizeof ignored);
+    return ok && step(conn, cfg, "drop", "DROP TABLE ", part, "") == 0;
 }
 
 int cursor_partitions_retire(PGconn *conn, const relay_config *cfg)
 {
     char err[512];
-    if (db_exec(conn, LOCK_TIMEOUT, err, sizeof err) < 0)
+    if (db_exec(conn, PARTITIONS_LOCK_TIMEOUT, err, sizeof err) < 0)
         return -1;
     char *sql = sql_render(cfg, list_tmpl);
     const char *params[] = {cfg->schema, cfg->table, cfg->partition_keep};

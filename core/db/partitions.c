@@ -213,3 +213,17 @@ void partitions_keep_ahead(PGconn *conn, const relay_config *cfg)
     else if (made > 0)
         log_info("partitions: made %d partitions ahead", made);
 }
+
+PGresult *partitions_run_on(PGconn *conn, const relay_config *cfg, const char *before,
+                            const char *part, const char *after)
+{
+    char *head = sql_render(cfg, before), *tail = sql_render(cfg, after);
+    size_t cap = strlen(head) + strlen(part) + strlen(tail) + 1;
+    char *sql = malloc(cap);
+    snprintf(sql, cap, "%s%s%s", head, part, tail);
+    PGresult *res = PQexec(conn, sql);
+    free(sql);
+    free(head);
+    free(tail);
+    return res;
+}

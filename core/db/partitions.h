@@ -31,6 +31,17 @@ int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, siz
  * are missing. Returns how many were made, or -1 with why. */
 int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
 
+/* A retiring pass's lock waits: a partition in use is skipped until the
+ * next pass rather than waited for; the concurrent detach blocks no one
+ * while it waits for older transactions, so it may wait longer. */
+#define PARTITIONS_LOCK_TIMEOUT "SET lock_timeout = '1s'"
+#define PARTITIONS_DETACH_LOCK_TIMEOUT "SET lock_timeout = '30s'"
+
+/* Runs before + part + after, before and after rendered for cfg; part is a
+ * regclass as the server wrote it (quoted), put in as is, never rendered. */
+PGresult *partitions_run_on(PGconn *conn, const relay_config *cfg, const char *before,
+                            const char *part, const char *after);
+
 /* partitions_make_ahead for a source's upkeep: logs what it made, or why
  * it could not. */
 void partitions_keep_ahead(PGconn *conn, const relay_config *cfg);

@@ -9,29 +9,6 @@
 #include "partitions.h"
 #include "sql.h"
 
-/* How long a step waits for a lock before it is skipped until the next
- * pass: a partition in use is left alone rather than waited for. The
- * concurrent detach blocks no one while it waits for older transactions
- * (a claim's lasts up to max_transaction_ms), so it may wait longer. */
-#define UPKEEP_LOCK_TIMEOUT "SET lock_timeout = '1s'"
-#define DETACH_LOCK_TIMEOUT "SET lock_timeout = '30s'"
-
-/* Runs before + part + after, before and after rendered for cfg; part is a
- * regclass as the server wrote it (quoted), put in as is, never rendered. */
-static PGresult *run_on_part(PGconn *conn, const relay_config *cfg, const char *before,
-                             const char *part, const char *after)
-{
-    char *head = sql_render(cfg, before), *tail = sql_render(cfg, after);
-    size_t cap = strlen(head) + strlen(part) + strlen(tail) + 1;
-    char *sql = malloc(cap);
-    snprintf(sql, cap, "%s%s%s", head, part, tail);
-    PGresult *res = PQexec(conn, sql);
-    free(sql);
-    free(head);
-    free(tail);
-    return res;
-}
-
 static int command_ok(PGconn *conn, PGresult *res, const char *what, const char *part)
 {
     ExecStatusType st = PQresultStatus(res);
@@ -51,8 +28,8 @@ static int command_ok(PGconn *conn, PGresult *res, const char *what, const char 
 static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part, const char *lo,
                          const char *hi)
 {
-    PGresult *res =
-        run_on_part(conn, cfg, "SELECT count(*) FROM ", part, " WHERE {c.published_at} IS NULL");
+    PGresult *res = partitions_run_on(conn, cfg, "SELECT count(*) FROM ", part,
+                                      " WHERE {c.published_at} IS NULL");
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         command_ok(conn, res, "count unpublished rows of detached", part);
         return 0;
@@ -60,7 +37,8 @@ static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part
     long long unpublished = atoll(PQgetvalue(res, 0, 0));
     PQclear(res);
     if (unpublished == 0)
-        return command_ok(conn, run_on_part(conn, cfg, "DROP TABLE ", part, ""), "drop", part);
+        return command_ok(conn, partitions_run_on(conn, cfg, "DROP TABLE ", part, ""), "drop",
+                          part);
     /* an empty lo: MINVALUE (a converted table's partition) */
     char *lo_lit = lo[0] ? PQescapeLiteral(conn, lo, strlen(lo)) : NULL;
     char *hi_lit = PQescapeLiteral(conn, hi, strlen(hi));
@@ -72,7 +50,8 @@ static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part
     PQfreemem(hi_lit);
     log_warn("partitions: %s had %lld unpublished rows after its detach: attaching it again", part,
              unpublished);
-    command_ok(conn, run_on_part(conn, cfg, "ALTER TABLE {table} ATTACH PARTITION ", part, bounds),
+    command_ok(conn,
+               partitions_run_on(conn, cfg, "ALTER TABLE {table} ATTACH PARTITION ", part, bounds),
                "attach again", part);
     return 0;
 }
@@ -83,17 +62,17 @@ static int retire_one(PGconn *conn, const relay_config *cfg, const char *part, c
 {
     const char *how = finalize ? " FINALIZE" : " CONCURRENTLY";
     char ignored[256];
-    db_exec(conn, DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
-    int detached =
-        command_ok(conn, run_on_part(conn, cfg, "ALTER TABLE {table} DETACH PARTITION ", part, how),
-                   "detach", part);
-    db_exec(conn, UPKEEP_LOCK_TIMEOUT, ignored, sizeof ignored);
+    db_exec(conn, PARTITIONS_DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
+    int detached = command_ok(
+        conn, partitions_run_on(conn, cfg, "ALTER TABLE {table} DETACH PARTITION ", part, how),
+        "detach", part);
+    db_exec(conn, PARTITIONS_LOCK_TIMEOUT, ignored, sizeof ignored);
     return detached ? drop_detached(conn, cfg, part, lo, hi) : 0;
 }
 
 int partition_upkeep(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
-    if (db_exec(conn, UPKEEP_LOCK_TIMEOUT, err, err_size) < 0)
+    if (db_exec(conn, PARTITIONS_LOCK_TIMEOUT, err, err_size) < 0)
         return -1;
     partitions_keep_ahead(conn, cfg);
     if (!cfg->partition_keep)
