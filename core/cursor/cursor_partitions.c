@@ -36,8 +36,8 @@ static void unfinished_sql(const relay_config *cfg, char *head, char *tail, size
         snprintf(tail, cap, " o WHERE (o.cursor_xid, o.{c.id}) > (c.xid, c.id))");
     else
         snprintf(tail, cap,
-                 " o WHERE (hashtext(o.{c.aggregate_id}::text) & %d) = k"
-                 " AND (o.cursor_xid, o.{c.id}) > (c.xid, c.id))",
+                 " o WHERE " SQL_CURSOR_HASH("o.") " = k"
+                                                   " AND (o.cursor_xid, o.{c.id}) > (c.xid, c.id))",
                  n - 1);
 }
 

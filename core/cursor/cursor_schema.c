@@ -67,8 +67,7 @@ static char *index_sql(const relay_config *cfg)
     char suffix[32], tmpl[256];
     snprintf(suffix, sizeof suffix, "_cursor_by%d", cfg->cursor_shards);
     snprintf(tmpl, sizeof tmpl,
-             "CREATE INDEX IF NOT EXISTS {n.%s} ON {table}"
-             " ((hashtext({c.aggregate_id}::text) & %d), cursor_xid, {c.id})",
+             "CREATE INDEX IF NOT EXISTS {n.%s} ON {table} (" SQL_CURSOR_HASH("") ", cursor_xid, {c.id})",
              suffix, cfg->cursor_shards - 1);
     return sql_render(cfg, tmpl);
 }

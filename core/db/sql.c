@@ -129,9 +129,12 @@ static char *render_with_tag(const relay_config *cfg, const char *tmpl, const ch
             fprintf(out, "%d", sql_cursor_shard_key(cfg));
         } else if (len == 15 && strncmp(key, "cursor.in_shard", 15) == 0) {
             if (cfg->cursor_shards > 1) {
-                fputs("(hashtext(o.", out);
-                append_quoted(out, column(cfg, "aggregate_id", 12), '"');
-                fprintf(out, "::text) & %d) = %d", cfg->cursor_shards - 1, cfg->cursor_shard);
+                char shard[96];
+                snprintf(shard, sizeof shard, SQL_CURSOR_HASH("o.") " = %d", cfg->cursor_shards - 1,
+                         cfg->cursor_shard);
+                char *text = render_with_tag(cfg, shard, tag);
+                fputs(text, out);
+                free(text);
             } else {
                 fputs("true", out);
             }

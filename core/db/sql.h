@@ -25,6 +25,12 @@
  */
 char *sql_render(const relay_config *cfg, const char *tmpl);
 
+/* The hash whose low bits pick a row's cursor shard, as a template for
+ * snprintf (%d: shards - 1), on the row o ("o." or ""): the layout index's
+ * expression and every read's are this one text, as the planner matches
+ * the index by it. */
+#define SQL_CURSOR_HASH(o) "(hashtext(" o "{c.aggregate_id}::text) & %d)"
+
 /* The key of the cursor shard's row: 0 unsharded, else shards + shard, so
  * that the rows of every layout (shard count) have keys of their own. */
 int sql_cursor_shard_key(const relay_config *cfg);
