@@ -119,9 +119,9 @@ int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, char *err, s
             snprintf(others + strlen(others), sizeof others - strlen(others), "%s%d",
                      others[1] ? "," : "", n);
     strcat(others, "}");
-    const char *params[] = {table, layout, others};
+    const char *mine[] = {table, layout}, *theirs[] = {table, others};
     PGresult *res = PQexecParams(conn, "SELECT pg_try_advisory_lock_shared(" LAYOUT_KEY ")", 2,
-                                 NULL, params, NULL, NULL, 0);
+                                 NULL, mine, NULL, NULL, 0);
     int rc = -1;
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         db_error(conn, res, err, err_size);
@@ -130,8 +130,7 @@ int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, char *err, s
         rc = 0;
     } else {
         PQclear(res);
-        res =
-            PQexecParams(conn, others_sql, 2, NULL, (const char *[]){table, others}, NULL, NULL, 0);
+        res = PQexecParams(conn, others_sql, 2, NULL, theirs, NULL, NULL, 0);
         if (PQresultStatus(res) != PGRES_TUPLES_OK)
             db_error(conn, res, err, err_size);
         else if (!PQgetisnull(res, 0, 0))
