@@ -74,20 +74,23 @@ int claimer_params(claimer *k, const char *params[CLAIM_PARAMS])
 /*
  * Every head costs the walk an index descent, while the events of a run
  * behind it come from one range scan: a claim that takes fewer heads with
- * longer runs reads far less. So the number of heads follows what the last
- * claim found. Runs that filled the batch: half the heads next (longer
- * runs). The limit reached without filling it: as many heads as the runs'
- * average length says would fill it, and no halving again for PROBE_AFTER
- * claims (when aggregates hold one event each, every halving costs a batch
- * half full). Fewer heads than the limit: every due head was taken, nothing
- * to learn. Never fewer than the batch over the run length, so a driver
- * that takes one event per aggregate gets whole batches.
+ * longer runs reads far less, and leaves the other heads to the other
+ * workers, whose batches then overlap this one's instead of waiting for its
+ * commit (a broker's round trips are what overlap hides). So the number of
+ * heads follows what the last claim found. Runs that filled the batch: half
+ * the heads it took next (longer runs). The limit reached without filling
+ * it: as many heads as the runs' average length says would fill it, and no
+ * halving again for PROBE_AFTER claims (when aggregates hold one event each,
+ * every halving costs a batch half full). Fewer heads than the limit and
+ * the batch not full: every due head was taken, nothing to learn. Never
+ * fewer than the batch over the run length, so a driver that takes one
+ * event per aggregate gets whole batches.
  */
 #define PROBE_AFTER 16
 
 static void learn_heads(claimer *k, int heads, int rows)
 {
-    if (heads < k->heads || rows == 0)
+    if (rows == 0 || (heads < k->heads && rows < k->batch_size))
         return;
     int next;
     if (rows < k->batch_size) {
@@ -97,7 +100,7 @@ static void learn_heads(claimer *k, int heads, int rows)
         k->calm--;
         return;
     } else {
-        next = k->heads / 2;
+        next = heads / 2;
     }
     k->heads = next < k->min_heads ? k->min_heads : next > k->batch_size ? k->batch_size : next;
 }

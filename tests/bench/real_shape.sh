@@ -11,9 +11,14 @@
 # histogram), and per event what the database wrote: WAL bytes, commits,
 # dead tuples left in the outbox, the machine's busy CPU and the relay's own CPU
 # (ms per 1,000 events). The relay: memory driver, 2 workers, batch
-# 500, ordering aggregate, retention mark.
+# 500, ordering aggregate, retention mark. Two baselines that are not the
+# relay can stand in its place (in --sources): "simplest", the simplest
+# claim+mark statement (batch 500, 2 pgbench clients, 10 ms pause when it
+# finds nothing), poll mode's database cost; and "recvlogical", PostgreSQL's
+# pg_recvlogical reading the relay's slot and publication into /dev/null,
+# WAL mode's.
 #
-#   tests/bench/real_shape.sh [--phase SECONDS] [--rounds N] [--sources poll,wal,cursor] [--out FILE]
+#   tests/bench/real_shape.sh [--phase SECONDS] [--rounds N] [--sources poll,wal,cursor,simplest,recvlogical] [--out FILE]
 #
 # Needs the shared services (PostgreSQL with wal_level=logical) and a Release
 # build (OBX_BUILD, default build-bench: targets outbox-relay, obx_driver_memory).
@@ -27,7 +32,7 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS=$2; shift ;;
         --sources) SOURCES=$2; shift ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -37,10 +42,11 @@ command -v pgbench >/dev/null || fail "pgbench missing (package postgresql-clien
 WORK=$(mktemp -d /tmp/obx-realshape.XXXXXX)
 DB=obx_bench_shape_$$
 PORT=$((20000 + $$ % 20000))
-RELAY_PID=
+RELAY_PID= BASE_PID=
 cleanup() {
     set +e
     [ -n "$RELAY_PID" ] && kill -TERM "$RELAY_PID" 2>/dev/null && wait "$RELAY_PID" 2>/dev/null
+    [ -n "$BASE_PID" ] && kill -TERM "$BASE_PID" 2>/dev/null && wait "$BASE_PID" 2>/dev/null
     psql -qAt -d postgres -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
                               WHERE database = '$DB' AND NOT active" >/dev/null 2>&1
     psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
@@ -57,6 +63,34 @@ cat >"$WORK/produce.sql" <<'SQL'
 SELECT count(outbox_enqueue('Order', 'agg-' || ((:a + g) % 1000), 'order.created',
        jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series(1, :n) g;
 SQL
+# the simplest claim+mark of the pending rows (the pending index's predicate), pausing when empty
+cat >"$WORK/simplest.sql" <<'SQL'
+WITH c AS (SELECT id FROM outbox WHERE published_at IS NULL AND dead_at IS NULL AND available_at < 'infinity'
+           ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 500),
+     u AS (UPDATE outbox o SET published_at = now(), attempts = o.attempts + 1 FROM c WHERE o.id = c.id
+           RETURNING o.id, o.event_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, o.headers)
+SELECT count(*) AS n FROM u \gset
+\if :n = 0
+\sleep 10 ms
+\endif
+SQL
+# start_beside SOURCE: the relay, or a baseline, beside the producers
+start_beside() {
+    case $1 in
+        simplest)
+            pgbench -n -f "$WORK/simplest.sql" -c 2 -j 2 -T $((PHASE + 60)) "$DB" >"$WORK/simplest.out" 2>&1 &
+            BASE_PID=$! ;;
+        recvlogical)
+            pg_recvlogical -d "host=$PGHOST port=$PGPORT user=$PGUSER dbname=$DB" -S "${DB}_slot" --start \
+                -o proto_version=1 -o publication_names="${DB}_slot" -o messages=true -F 1 -s 1 -f /dev/null \
+                2>"$WORK/recv.err" &
+            BASE_PID=$! ;;
+        *)
+            "$OBX_BIN" run -c "$WORK/relay.cfg" 2>>"$WORK/relay.log" &
+            RELAY_PID=$!
+            for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done ;;
+    esac
+}
 
 fresh() {  # SOURCE: a fresh database with the relay's schema for SOURCE
     psql -qAt -d postgres -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
@@ -79,12 +113,8 @@ proc_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 # phase SOURCE: one phase (alone when SOURCE is "alone"); prints a result line
 phase() {
     local src=$1 wal0 commits0 t_stop caught events rate wal_b commits dead p50=- p99=- lsn busy0 relay_t=0
-    if [ "$src" = alone ]; then fresh poll; else fresh "$src"; fi
-    if [ "$src" != alone ]; then
-        "$OBX_BIN" run -c "$WORK/relay.cfg" 2>>"$WORK/relay.log" &
-        RELAY_PID=$!
-        for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
-    fi
+    case $src in alone | simplest) fresh poll ;; recvlogical) fresh wal ;; *) fresh "$src" ;; esac
+    [ "$src" = alone ] || start_beside "$src"
     wal0=$(q "SELECT pg_current_wal_lsn()")
     commits0=$(q "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
     busy0=$(busy_ticks)
@@ -93,7 +123,7 @@ phase() {
     t_stop=$(date +%s.%N)
     events=$(q "SELECT count(*) FROM outbox")
     caught=-
-    if [ "$src" = poll ]; then
+    if [ "$src" = poll ] || [ "$src" = simplest ]; then
         for _ in $(seq 600); do [ "$(q "SELECT count(*) FROM outbox WHERE published_at IS NULL")" = 0 ] && break; sleep 0.05; done
     elif [ "$src" = cursor ]; then
         for _ in $(seq 600); do
@@ -106,8 +136,19 @@ phase() {
             [ "$(q "SELECT confirmed_flush_lsn >= '$lsn' FROM pg_replication_slots WHERE slot_name = '${DB}_slot'")" = t ] && break
             sleep 0.05
         done
+    elif [ "$src" = recvlogical ]; then  # its walsender has sent all (it confirms once a second)
+        lsn=$(q "SELECT pg_current_wal_lsn()")
+        for _ in $(seq 600); do
+            [ "$(q "SELECT coalesce(bool_and(sent_lsn >= '$lsn'), false) FROM pg_stat_replication
+                    WHERE application_name = 'pg_recvlogical'")" = t ] && break
+            sleep 0.05
+        done
     fi
-    if [ "$src" != alone ]; then
+    if [ -n "$BASE_PID" ]; then
+        caught=$(awk -v a="$t_stop" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+        relay_t=$(proc_ticks "$BASE_PID")  # the client's own CPU (pgbench or pg_recvlogical)
+        kill -TERM "$BASE_PID"; wait "$BASE_PID" || true; BASE_PID=
+    elif [ "$src" != alone ]; then
         caught=$(awk -v a="$t_stop" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
         curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/metrics.txt"
         p50=$(quantile 0.5 "$WORK/metrics.txt") p99=$(quantile 0.99 "$WORK/metrics.txt")

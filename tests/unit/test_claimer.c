@@ -100,6 +100,23 @@ static void test_heads_follow_the_runs(void **state)
     claimer_free(&k);
 }
 
+/* A batch filled by runs behind fewer heads than the limit: half those
+ * heads next, the rest left to the other workers. */
+static void test_full_runs_behind_few_heads_leave_heads_to_others(void **state)
+{
+    (void)state;
+    relay_config cfg = cfg_of(40, ORDERING_AGGREGATE);
+    claimer k = {0};
+    claimer_configure(&k, &cfg, 40);
+    advance(&k, 40, 10, "x"); /* 10 aggregates, runs of 4 */
+    assert_int_equal(heads_param(&k), 5);
+    advance(&k, 40, 5, "x");
+    assert_int_equal(heads_param(&k), 2);
+    advance(&k, 30, 2, "x"); /* the runs ran out: grow back to fill the batch */
+    assert_int_equal(heads_param(&k), 40 * 2 / 30 + 1);
+    claimer_free(&k);
+}
+
 static void test_one_event_per_aggregate_takes_whole_batches(void **state)
 {
     (void)state;
@@ -194,6 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_walk_starts_after_the_last_aggregate),
         cmocka_unit_test(test_heads_follow_the_runs),
+        cmocka_unit_test(test_full_runs_behind_few_heads_leave_heads_to_others),
         cmocka_unit_test(test_one_event_per_aggregate_takes_whole_batches),
         cmocka_unit_test(test_single_events_cost_one_half_batch_in_seventeen),
         cmocka_unit_test(test_unordered_claims_start_after_a_full_claim),
