@@ -26,7 +26,8 @@
 # Relay: 2 workers, batch 500, ordering aggregate, Release build (OBX_BUILD,
 # default build-bench). PostgreSQL: private (port FLAT_PG_PORT, default 56634,
 # in /tmp/obx-flat-PORT, made and removed here), fsync off as the test
-# instances; FLAT_KEEP=1 keeps the work directory.
+# instances; FLAT_KEEP=1 keeps the work directory; FLAT_AUTOVACUUM=off turns
+# the outbox's autovacuum off for the drain (to see what the vacuums cost it).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -85,9 +86,9 @@ PG_VERSION=$(psql -qAt -c "SELECT current_setting('server_version')")
 PG_FSYNC=$(psql -qAt -c 'SHOW fsync')
 
 . "$HERE/memory_relay.sh"
-cfg() {  # SOURCE RETENTION: the soak's latency needs the driver's record
-    local rec=""
-    [ "$SOAK_MIN" = 0 ] || rec="record_file = \"$WORK/record.jsonl\";"
+cfg() {  # SOURCE RETENTION [record]: the soak's latency needs the driver's record (the drain
+    local rec=""  # goes without: writing it costs the relay more CPU than the rest of its work)
+    [ -z "${3:-}" ] || rec="record_file = \"$WORK/record.jsonl\";"
     memory_relay_cfg "$WORK/relay.cfg" "$1" "$2" "$MPORT" "$rec"
 }
 # no wait for readiness: the drain samples from the start, and the soak's
@@ -179,20 +180,26 @@ drain() {
         q "SELECT pg_current_wal_lsn() - '0/0'" >>"$WORK/tenth-lsns"
     done
     q "VACUUM ANALYZE outbox"
+    [ "${FLAT_AUTOVACUUM:-on}" = on ] || q "ALTER TABLE outbox SET (autovacuum_enabled = off)"
     q "CHECKPOINT"
     fill_s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
     size0=$(table_mb)
     note "$SRC: filled in $fill_s s ($size0 MB); draining"
     # sampled from the relay's start: the first tenth begins at the first
     # published event, between the last sample at 0 and the next
-    local n=0 nap=0.01
+    local n=0 nap=0.01 i=0 av0
+    av0=$(q "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'outbox'")
     : >"$WORK/samples-$SRC"
+    : >"$WORK/vacuum-$SRC"
     t0=$(now)
     start_relay
     while [ "$n" -lt "$EVENTS" ]; do
         sleep $nap
         n=$(published)
         echo "$(now) $n" >>"$WORK/samples-$SRC"
+        # twice a second: is a vacuum of the outbox running (what the tenths pay for besides the relay)
+        ((++i % 10)) || echo "$n $(q "SELECT count(*) FROM pg_stat_progress_vacuum p JOIN pg_class c ON c.oid = p.relid
+                                      WHERE p.datname = current_database() AND c.relname = 'outbox'")" >>"$WORK/vacuum-$SRC"
         [ "$n" = 0 ] || nap=0.05
         kill -0 "$RELAY_PID" 2>/dev/null || fail "$SRC: the relay exited ($(tail -3 "$WORK/relay-$SRC.log"))"
         awk -v a="$t0" -v b="$(now)" 'BEGIN { exit !(b - a > 7200) }' && fail "$SRC: not drained in 2 hours"
@@ -218,9 +225,13 @@ drain() {
             echo
             awk 'NR == 1 { f = $3 } END { printf "`pg_recvlogical` on a slot of its own (pgoutput, the relay'"'"'s publication, into /dev/null, status every second), after the relay, on the same WAL: its last tenth against its first %.2f; a tenth is the WAL the fill wrote for it, timed by the walsender'"'"'s sent position.\n", $3 / f }' "$WORK/recv-tenths"
         else
-            echo "| tenth | seconds | events/s |"
-            echo "|---:|---:|---:|"
-            awk '{ printf "| %d | %s | %s |\n", $1, $2, $3 }' "$WORK/millions-$SRC"
+            echo "| tenth | seconds | events/s | a vacuum of the outbox running |"
+            echo "|---:|---:|---:|---:|"
+            awk -v step=$((EVENTS / 10)) 'FNR == NR { k = int($1 / step) + 1; all[k]++; on[k] += $2 > 0; next }
+                { printf "| %d | %s | %s | %.0f%% |\n", $1, $2, $3, all[$1] ? 100 * on[$1] / all[$1] : 0 }' \
+                "$WORK/vacuum-$SRC" "$WORK/millions-$SRC"
+            echo
+            echo "Autovacuums of the outbox during the drain: $(q "SELECT autovacuum_count - $av0 FROM pg_stat_user_tables WHERE relname = 'outbox'")."
         fi
         echo
         awk -v f="$FIRST" -v l="$LAST" 'BEGIN { printf "Last tenth against the first: **%.2f** (bar 0.9: %s).\n",
@@ -235,7 +246,7 @@ soak() {
     rate=${SOAK_RATE:-$((MEAN / 2))}
     secs=$((SOAK_MIN * 60))
     kill -TERM "$RELAY_PID"; wait "$RELAY_PID" || true; RELAY_PID=
-    cfg "$SRC" delete
+    cfg "$SRC" delete record
     start_relay
     note "$SRC: soak, $rate events/s for $SOAK_MIN min, retention delete"
     echo "minute|table MB|live rows|dead rows|pending|published so far" >"$WORK/soak-$SRC.tsv"
@@ -318,6 +329,7 @@ if [ -n "$OUT" ]; then
         echo "- Machine: $(nproc) cores, load average before the run $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
         echo "- PostgreSQL $PG_VERSION, private instance, fsync = $PG_FSYNC"
         echo "- Relay: memory driver, 2 workers, batch 500, ordering aggregate; drain with retention mark"
+        [ "${FLAT_AUTOVACUUM:-on}" = on ] || echo "- The outbox's autovacuum off during the drain (FLAT_AUTOVACUUM=off)"
         echo
         cat "$WORK"/drain-*.md
         cat "$WORK"/soak-*.md 2>/dev/null || true # no soak asked

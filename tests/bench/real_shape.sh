@@ -144,12 +144,11 @@ phase() {
             sleep 0.05
         done
     fi
+    [ "$src" = alone ] || caught=$(awk -v a="$t_stop" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
     if [ -n "$BASE_PID" ]; then
-        caught=$(awk -v a="$t_stop" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
         relay_t=$(proc_ticks "$BASE_PID")  # the client's own CPU (pgbench or pg_recvlogical)
         kill -TERM "$BASE_PID"; wait "$BASE_PID" || true; BASE_PID=
     elif [ "$src" != alone ]; then
-        caught=$(awk -v a="$t_stop" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
         curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/metrics.txt"
         p50=$(quantile 0.5 "$WORK/metrics.txt") p99=$(quantile 0.99 "$WORK/metrics.txt")
         relay_t=$(proc_ticks "$RELAY_PID")
