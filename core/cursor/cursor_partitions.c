@@ -41,12 +41,9 @@ static void unfinished_sql(const relay_config *cfg, char *head, char *tail, size
                  n - 1);
 }
 
-/* Runs before + part + after (partitions_run_on); 0, or -1 after logging
- * why. */
-static int step(PGconn *conn, const relay_config *cfg, const char *what, const char *before,
-                const char *part, const char *after)
+/* A step's result on part, cleared: 0, or -1 after logging why. */
+static int step(PGconn *conn, PGresult *res, const char *what, const char *part)
 {
-    PGresult *res = partitions_run_on(conn, cfg, before, part, after);
     int ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
     if (!ok) {
         char why[512];
@@ -82,10 +79,10 @@ static int close_finished(PGconn *conn, const relay_config *cfg, const char *par
     char ignored[256];
     if (db_exec(conn, "BEGIN", ignored, sizeof ignored) < 0)
         return -1;
-    int closed = step(conn, cfg, "close", "ALTER TABLE ", part,
-                      " DROP CONSTRAINT IF EXISTS " RETIRED ", ADD CONSTRAINT " RETIRED
-                      " CHECK (false) NOT VALID") == 0 &&
-                 unfinished(conn, cfg, part) == 0;
+    PGresult *res = partitions_run_on(conn, cfg, "ALTER TABLE ", part,
+                                      " DROP CONSTRAINT IF EXISTS " RETIRED
+                                      ", ADD CONSTRAINT " RETIRED " CHECK (false) NOT VALID");
+    int closed = step(conn, res, "close", part) == 0 && unfinished(conn, cfg, part) == 0;
     if (db_exec(conn, closed ? "COMMIT" : "ROLLBACK", ignored, sizeof ignored) < 0)
         return db_lost(conn) ? -1 : 0;
     return closed;
@@ -94,12 +91,9 @@ static int close_finished(PGconn *conn, const relay_config *cfg, const char *par
 /* Detaches (or finishes detaching) part concurrently and drops it. */
 static int retire(PGconn *conn, const relay_config *cfg, const char *part, int detaching)
 {
-    char ignored[256];
-    db_exec(conn, PARTITIONS_DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
-    int ok = step(conn, cfg, "detach", "ALTER TABLE {table} DETACH PARTITION ", part,
-                  detaching ? " FINALIZE" : " CONCURRENTLY") == 0;
-    db_exec(conn, PARTITIONS_LOCK_TIMEOUT, ignored, sizeof ignored);
-    return ok && step(conn, cfg, "drop", "DROP TABLE ", part, "") == 0;
+    if (step(conn, partitions_detach(conn, cfg, part, detaching), "detach", part) < 0)
+        return 0;
+    return step(conn, partitions_run_on(conn, cfg, "DROP TABLE ", part, ""), "drop", part) == 0;
 }
 
 int cursor_partitions_retire(PGconn *conn, const relay_config *cfg)

@@ -227,3 +227,18 @@ PGresult *partitions_run_on(PGconn *conn, const relay_config *cfg, const char *b
     free(tail);
     return res;
 }
+
+/* The concurrent detach blocks no one while it waits for older
+ * transactions (a claim's lasts up to max_transaction_ms), so it may wait
+ * longer than the pass's other steps. */
+#define DETACH_LOCK_TIMEOUT "SET lock_timeout = '30s'"
+
+PGresult *partitions_detach(PGconn *conn, const relay_config *cfg, const char *part, int finalize)
+{
+    char ignored[256];
+    db_exec(conn, DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
+    PGresult *res = partitions_run_on(conn, cfg, "ALTER TABLE {table} DETACH PARTITION ", part,
+                                      finalize ? " FINALIZE" : " CONCURRENTLY");
+    db_exec(conn, PARTITIONS_LOCK_TIMEOUT, ignored, sizeof ignored);
+    return res;
+}

@@ -31,16 +31,19 @@ int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, siz
  * are missing. Returns how many were made, or -1 with why. */
 int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
 
-/* A retiring pass's lock waits: a partition in use is skipped until the
- * next pass rather than waited for; the concurrent detach blocks no one
- * while it waits for older transactions, so it may wait longer. */
+/* A retiring pass's lock wait: a partition in use is skipped until the
+ * next pass rather than waited for. */
 #define PARTITIONS_LOCK_TIMEOUT "SET lock_timeout = '1s'"
-#define PARTITIONS_DETACH_LOCK_TIMEOUT "SET lock_timeout = '30s'"
 
 /* Runs before + part + after, before and after rendered for cfg; part is a
  * regclass as the server wrote it (quoted), put in as is, never rendered. */
 PGresult *partitions_run_on(PGconn *conn, const relay_config *cfg, const char *before,
                             const char *part, const char *after);
+
+/* Detaches part from the outbox concurrently (finalize: finishes a detach
+ * left half done), with a longer lock wait than the pass's, which is set
+ * again after it. */
+PGresult *partitions_detach(PGconn *conn, const relay_config *cfg, const char *part, int finalize);
 
 /* partitions_make_ahead for a source's upkeep: logs what it made, or why
  * it could not. */

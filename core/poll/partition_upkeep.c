@@ -60,13 +60,7 @@ static int drop_detached(PGconn *conn, const relay_config *cfg, const char *part
 static int retire_one(PGconn *conn, const relay_config *cfg, const char *part, const char *lo,
                       const char *hi, int finalize)
 {
-    const char *how = finalize ? " FINALIZE" : " CONCURRENTLY";
-    char ignored[256];
-    db_exec(conn, PARTITIONS_DETACH_LOCK_TIMEOUT, ignored, sizeof ignored);
-    int detached = command_ok(
-        conn, partitions_run_on(conn, cfg, "ALTER TABLE {table} DETACH PARTITION ", part, how),
-        "detach", part);
-    db_exec(conn, PARTITIONS_LOCK_TIMEOUT, ignored, sizeof ignored);
+    int detached = command_ok(conn, partitions_detach(conn, cfg, part, finalize), "detach", part);
     return detached ? drop_detached(conn, cfg, part, lo, hi) : 0;
 }
 
