@@ -123,26 +123,20 @@ phase() {
     t_stop=$(date +%s.%N)
     events=$(q "SELECT count(*) FROM outbox")
     caught=-
-    if [ "$src" = poll ] || [ "$src" = simplest ]; then
-        for _ in $(seq 600); do [ "$(q "SELECT count(*) FROM outbox WHERE published_at IS NULL")" = 0 ] && break; sleep 0.05; done
-    elif [ "$src" = cursor ]; then
-        for _ in $(seq 600); do
-            [ "$(q "SELECT count(*) FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)")" = 0 ] && break
-            sleep 0.05
-        done
-    elif [ "$src" = wal ]; then
-        lsn=$(q "SELECT pg_current_wal_lsn()")
-        for _ in $(seq 600); do
-            [ "$(q "SELECT confirmed_flush_lsn >= '$lsn' FROM pg_replication_slots WHERE slot_name = '${DB}_slot'")" = t ] && break
-            sleep 0.05
-        done
-    elif [ "$src" = recvlogical ]; then  # its walsender has sent all (it confirms once a second)
-        lsn=$(q "SELECT pg_current_wal_lsn()")
-        for _ in $(seq 600); do
-            [ "$(q "SELECT coalesce(bool_and(sent_lsn >= '$lsn'), false) FROM pg_stat_replication
-                    WHERE application_name = 'pg_recvlogical'")" = t ] && break
-            sleep 0.05
-        done
+    local done_sql=  # true once the relay (or baseline) has everything the producers committed
+    case $src in
+        poll | simplest) done_sql="SELECT count(*) = 0 FROM outbox WHERE published_at IS NULL" ;;
+        cursor) done_sql="SELECT count(*) = 0 FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)" ;;
+        wal)
+            lsn=$(q "SELECT pg_current_wal_lsn()")
+            done_sql="SELECT confirmed_flush_lsn >= '$lsn' FROM pg_replication_slots WHERE slot_name = '${DB}_slot'" ;;
+        recvlogical)  # its walsender has sent all (it confirms once a second)
+            lsn=$(q "SELECT pg_current_wal_lsn()")
+            done_sql="SELECT coalesce(bool_and(sent_lsn >= '$lsn'), false) FROM pg_stat_replication
+                      WHERE application_name = 'pg_recvlogical'" ;;
+    esac
+    if [ -n "$done_sql" ]; then
+        for _ in $(seq 600); do [ "$(q "$done_sql")" = t ] && break; sleep 0.05; done
     fi
     [ "$src" = alone ] || caught=$(awk -v a="$t_stop" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
     if [ -n "$BASE_PID" ]; then
