@@ -7,6 +7,8 @@
 #          (metrics endpoint) is sampled every 0.05 s, and the rate of each
 #          tenth of the backlog (a million of 10 million) is computed from when
 #          the counter crossed it. Bar: the last tenth at >= 0.9 of the first.
+#          Poll and cursor: per tenth, the database's time and shared buffers
+#          per 1,000 events for each of the relay's statements (pg_stat_statements).
 #          WAL mode: then pg_recvlogical reads the same WAL on a slot of its
 #          own, made before the fill; the rate of each tenth from when its
 #          walsender's sent position crossed the WAL position the fill reached.
@@ -27,7 +29,8 @@
 # default build-bench). PostgreSQL: private (port FLAT_PG_PORT, default 56634,
 # in /tmp/obx-flat-PORT, made and removed here), fsync off as the test
 # instances; FLAT_KEEP=1 keeps the work directory; FLAT_AUTOVACUUM=off turns
-# the outbox's autovacuum off for the drain (to see what the vacuums cost it).
+# the outbox's autovacuum off for the drain (to see what the vacuums cost it);
+# FLAT_RETENTION=delete drains with retention "delete" (default "mark").
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -47,7 +50,7 @@ while [ $# -gt 0 ]; do
         --soak-minutes) SOAK_MIN=$2; shift ;;
         --soak-rate) SOAK_RATE=$2; shift ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -55,6 +58,8 @@ done
 [ $((EVENTS % 10000)) = 0 ] && [ "$EVENTS" -gt 0 ] || fail "--events must be a positive multiple of 10,000"
 [ -x "$OBX_BIN" ] || fail "relay $OBX_BIN missing: build $OBX_BUILD (Release)"
 [ "$SOAK_MIN" = 0 ] || [ -x "$PRODUCER" ] || fail "$PRODUCER missing: build $OBX_BUILD with the tests"
+RETENTION=${FLAT_RETENTION:-mark}
+case $RETENTION in mark|delete) ;; *) fail "FLAT_RETENTION must be mark or delete" ;; esac
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 PGF_PORT=${FLAT_PG_PORT:-56634}
@@ -78,10 +83,21 @@ published() { { curl -sf "http://127.0.0.1:$MPORT/metrics" || true; } | awk '/^o
 relay_cpu() {  # user + system seconds of the relay so far
     awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$RELAY_PID/stat"
 }
+# stmt_snapshot TENTH: the relay's statements so far, summed by their first
+# words (the claim, the record, the cursor's read...), as "tenth|label|calls|ms|hit|read|rows"
+stmt_snapshot() {
+    q "SELECT $1 || '|' || l || '|' || sum(calls) || '|' || round(sum(total_exec_time)) || '|' ||
+              sum(shared_blks_hit) || '|' || sum(shared_blks_read) || '|' || sum(rows)
+       FROM (SELECT left(regexp_replace(query, '\s+', ' ', 'g'), 28) AS l, s.* FROM pg_stat_statements s
+             JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()
+             AND query !~* 'pg_stat|pg_current_wal|autovacuum_count') s
+       GROUP BY l HAVING sum(total_exec_time) > 100" >>"$WORK/stmts-$SRC"
+}
 table_mb() { q "SELECT round(pg_total_relation_size('outbox') / 1048576.0)"; }
 live_dead() { q "SELECT n_live_tup || '|' || n_dead_tup FROM pg_stat_user_tables WHERE relname = 'outbox'"; }
 
-private_pg_up
+# pg_stat_statements says which statement each tenth paid for
+PG_EXTRA_CONF="shared_preload_libraries = 'pg_stat_statements'" private_pg_up
 PG_VERSION=$(psql -qAt -c "SELECT current_setting('server_version')")
 PG_FSYNC=$(psql -qAt -c 'SHOW fsync')
 
@@ -154,11 +170,32 @@ recvlogical_tenths() {
         "$WORK/tenth-lsns" "$WORK/recv-samples" >"$WORK/recv-tenths"
 }
 
+# stmt_report FILE EVENTS_PER_TENTH: per statement and tenth, the database's
+# time and the shared buffers it touched per 1,000 events (pg_stat_statements)
+stmt_report() {
+    echo "The relay's statements per tenth (pg_stat_statements; ms of execution and shared buffers hit + read, per 1,000 events):"
+    echo
+    echo "| statement | per 1,000 events | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk -F'|' -v per="$2" '
+        { k = $1; l = $2; ms[l, k] = $4; bl[l, k] = $5 + $6; if (!(l in seen)) { seen[l] = 1; L[++nl] = l } }
+        END {
+            for (i = 1; i <= nl; i++) for (what = 1; what <= 2; what++) {
+                l = L[i]; line = sprintf("| `%s` | %s |", l, what == 1 ? "ms" : "buffers")
+                for (k = 1; k <= 10; k++) {
+                    d = what == 1 ? ms[l, k] - ms[l, k - 1] : bl[l, k] - bl[l, k - 1]
+                    line = line sprintf(" %.0f |", d * 1000 / per)
+                }
+                print line
+            }
+        }' "$1"
+}
+
 drain() {
     local t0 fill_s size0
     note "$SRC: fresh database, $EVENTS events pre-filled with the relay stopped"
     psql -qAt -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
-    cfg "$SRC" mark
+    cfg "$SRC" "$RETENTION"
     "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null  # in WAL mode the slot too, before the fill
     t0=$(now)
     # WAL mode's baseline reads the same WAL through a slot of its own
@@ -191,6 +228,9 @@ drain() {
     av0=$(q "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'outbox'")
     : >"$WORK/samples-$SRC"
     : >"$WORK/vacuum-$SRC"
+    : >"$WORK/stmts-$SRC"
+    q "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+    local snap=1
     t0=$(now)
     start_relay
     while [ "$n" -lt "$EVENTS" ]; do
@@ -201,6 +241,7 @@ drain() {
         ((++i % 10)) || echo "$n $(q "SELECT count(*) FROM pg_stat_progress_vacuum p JOIN pg_class c ON c.oid = p.relid
                                       WHERE p.datname = current_database() AND c.relname = 'outbox'")" >>"$WORK/vacuum-$SRC"
         [ "$n" = 0 ] || nap=0.05
+        [ "$n" -lt $((snap * EVENTS / 10)) ] || { stmt_snapshot $snap; snap=$((snap + 1)); }
         kill -0 "$RELAY_PID" 2>/dev/null || fail "$SRC: the relay exited ($(tail -3 "$WORK/relay-$SRC.log"))"
         awk -v a="$t0" -v b="$(now)" 'BEGIN { exit !(b - a > 7200) }' && fail "$SRC: not drained in 2 hours"
     done
@@ -233,6 +274,8 @@ drain() {
             echo
             echo "Autovacuums of the outbox during the drain: $(q "SELECT autovacuum_count - $av0 FROM pg_stat_user_tables WHERE relname = 'outbox'")."
         fi
+        echo
+        [ "$SRC" = wal ] || stmt_report "$WORK/stmts-$SRC" $((EVENTS / 10))
         echo
         awk -v f="$FIRST" -v l="$LAST" 'BEGIN { printf "Last tenth against the first: **%.2f** (bar 0.9: %s).\n",
             l / f, (l / f >= 0.9 ? "met" : "not met") }'
@@ -328,7 +371,7 @@ if [ -n "$OUT" ]; then
         echo
         echo "- Machine: $(nproc) cores, load average before the run $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
         echo "- PostgreSQL $PG_VERSION, private instance, fsync = $PG_FSYNC"
-        echo "- Relay: memory driver, 2 workers, batch 500, ordering aggregate; drain with retention mark"
+        echo "- Relay: memory driver, 2 workers, batch 500, ordering aggregate; drain with retention $RETENTION"
         [ "${FLAT_AUTOVACUUM:-on}" = on ] || echo "- The outbox's autovacuum off during the drain (FLAT_AUTOVACUUM=off)"
         echo
         cat "$WORK"/drain-*.md
