@@ -344,11 +344,7 @@ soak() {
     cat "$WORK/soak-$SRC.md"
 }
 pending() {
-    case $SRC in
-        poll) q "SELECT count(*) FROM outbox WHERE published_at IS NULL" ;;
-        cursor) q "SELECT count(*) FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)" ;;
-        wal) echo - ;;  # what the slot holds is not counted in rows
-    esac
+    if [ "$SRC" = wal ]; then echo -; else q "$(memory_relay_pending_sql "$SRC")"; fi
 }
 
 IFS=, read -r -a SRCS <<<"$SOURCES"

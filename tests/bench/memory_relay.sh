@@ -19,3 +19,21 @@ outputs = ( { name = "out"; driver = "memory"; options = { ${5:-} }; } );
 routes = ( { output = "out"; destination = "bench"; } );
 CFG
 }
+
+# memory_relay_pending_sql SOURCE: counts the events the relay of SOURCE (poll
+# or cursor) has still to publish; WAL mode's are in its slot, not in rows.
+memory_relay_pending_sql() {
+    case $1 in
+        poll) echo "SELECT count(*) FROM outbox WHERE published_at IS NULL" ;;
+        cursor) echo "SELECT count(*) FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)" ;;
+    esac
+}
+# memory_relay_done_sql SOURCE LSN: true once the relay of SOURCE has finished
+# everything committed (WAL mode: its slot confirmed past LSN, the WAL
+# position when the wait began).
+memory_relay_done_sql() {
+    case $1 in
+        wal) echo "SELECT confirmed_flush_lsn >= '$2' FROM pg_replication_slots WHERE slot_name = '${DB}_slot'" ;;
+        *) echo "SELECT ($(memory_relay_pending_sql "$1")) = 0" ;;
+    esac
+}

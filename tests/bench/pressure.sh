@@ -103,25 +103,15 @@ start_relay() {
     RELAY_PID=$!
     for _ in $(seq 100); do curl -sf "http://127.0.0.1:$MPORT/readyz" >/dev/null && break; sleep 0.1; done
 }
-# caught_up SOURCE LSN: nothing pending. Poll: no row left unpublished; WAL: the
-# slot has confirmed past LSN (the WAL position when the wait began).
-caught_up() {
-    if [ "$1" = poll ]; then
-        [ "$(q "SELECT count(*) FROM outbox WHERE published_at IS NULL")" = 0 ]
-    elif [ "$1" = cursor ]; then
-        [ "$(q "SELECT count(*) FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)")" = 0 ]
-    else
-        [ "$(q "SELECT confirmed_flush_lsn >= '$2' FROM pg_replication_slots WHERE slot_name = '${DB}_slot'")" = t ]
-    fi
-}
-# wait_caught_up SOURCE: waits (at most 15 minutes); prints the seconds waited
-# or "-" when the relay never caught up
+# wait_caught_up SOURCE: waits (at most 15 minutes) until nothing committed
+# before the wait is pending; prints the seconds waited or "-" when the relay
+# never caught up
 wait_caught_up() {
-    local t0 lsn
+    local t0 done_sql
     t0=$(now)
-    lsn=$(q "SELECT pg_current_wal_lsn()")
+    done_sql=$(memory_relay_done_sql "$1" "$(q "SELECT pg_current_wal_lsn()")")
     for _ in $(seq 18000); do
-        caught_up "$1" "$lsn" && { secs "$t0" "$(now)"; return; }
+        [ "$(q "$done_sql")" = t ] && { secs "$t0" "$(now)"; return; }
         sleep 0.05
     done
     echo -

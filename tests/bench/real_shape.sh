@@ -125,11 +125,9 @@ phase() {
     caught=-
     local done_sql=  # true once the relay (or baseline) has everything the producers committed
     case $src in
-        poll | simplest) done_sql="SELECT count(*) = 0 FROM outbox WHERE published_at IS NULL" ;;
-        cursor) done_sql="SELECT count(*) = 0 FROM outbox o, outbox_cursor c WHERE (o.cursor_xid, o.id) > (c.xid, c.id)" ;;
-        wal)
-            lsn=$(q "SELECT pg_current_wal_lsn()")
-            done_sql="SELECT confirmed_flush_lsn >= '$lsn' FROM pg_replication_slots WHERE slot_name = '${DB}_slot'" ;;
+        poll | simplest) done_sql=$(memory_relay_done_sql poll) ;;
+        cursor) done_sql=$(memory_relay_done_sql cursor) ;;
+        wal) done_sql=$(memory_relay_done_sql wal "$(q "SELECT pg_current_wal_lsn()")") ;;
         recvlogical)  # its walsender has sent all (it confirms once a second)
             lsn=$(q "SELECT pg_current_wal_lsn()")
             done_sql="SELECT coalesce(bool_and(sent_lsn >= '$lsn'), false) FROM pg_stat_replication
