@@ -37,9 +37,10 @@ typedef struct cfg_output {
     size_t option_count;
     cfg_pair *properties; /* native client properties, passed through */
     size_t property_count;
-    int routed;      /* a route (not a drop route) names it: the workers need an instance */
-    int tombstones;  /* a NULL payload goes out as the protocol's null value (a tombstone) */
-    int dead_letter; /* a dead_letter group (the global one, a route's) names it */
+    int routed;            /* a route (not a drop route) names it: the workers need an instance */
+    int tombstones;        /* a NULL payload goes out as the protocol's null value (a tombstone) */
+    int one_per_aggregate; /* poll mode sends it no run of an aggregate, only heads */
+    int dead_letter;       /* a dead_letter group (the global one, a route's) names it */
 } cfg_output;
 
 /* A route's condition on one header of the row: present, value matching glob. */

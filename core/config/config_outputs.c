@@ -70,8 +70,8 @@ static void load_properties(cfg_reader *st, const config_setting_t *list, cfg_ou
 
 void config_load_outputs(cfg_reader *st, const config_setting_t *list)
 {
-    static const char *const keys[] = {"name",       "driver",     "options",
-                                       "properties", "tombstones", NULL};
+    static const char *const keys[] = {
+        "name", "driver", "options", "properties", "tombstones", "one_per_aggregate", NULL};
     relay_config *cfg = st->cfg;
     if (!list || !config_setting_is_list(list) || config_setting_length(list) == 0) {
         cfg_fail(st, list,
@@ -91,7 +91,8 @@ void config_load_outputs(cfg_reader *st, const config_setting_t *list)
         if (cfg_check_keys(st, o, "output", keys) < 0 ||
             cfg_get_string(st, o, "name", &out->name, 0) < 0 ||
             cfg_get_string(st, o, "driver", &out->driver, 0) < 0 ||
-            cfg_get_bool(st, o, "tombstones", &out->tombstones) < 0)
+            cfg_get_bool(st, o, "tombstones", &out->tombstones) < 0 ||
+            cfg_get_bool(st, o, "one_per_aggregate", &out->one_per_aggregate) < 0)
             return;
         if (!out->name || !out->driver) {
             cfg_fail(st, o, "output needs both name and driver");

@@ -8,7 +8,9 @@
 
 /* Runs of one aggregate are claimed only with ordering on and one output
  * the routes name, which keeps order: across outputs, a batch's order is
- * not kept. An output only dead_letter names is not the workers'. */
+ * not kept; nor where the output says one_per_aggregate (a destination that
+ * may refuse an event and take the next, already sent). An output only
+ * dead_letter names is not the workers'. */
 static int run_length_of(const config_gen *g)
 {
     const relay_config *cfg = g->cfg;
@@ -19,7 +21,8 @@ static int run_length_of(const config_gen *g)
             only = i;
         }
     if (cfg->ordering != ORDERING_AGGREGATE || routed != 1 ||
-        !(g->drivers[only]->def.flags & OBX_DRIVER_IN_ORDER))
+        !(g->drivers[only]->def.flags & OBX_DRIVER_IN_ORDER) ||
+        cfg->outputs[only].one_per_aggregate)
         return 1;
     return cfg->batch_size;
 }

@@ -89,9 +89,10 @@ struct obx_instance {
     rmq_entry *ring;
     size_t cap, head;
     uint64_t base_tag, next_tag;
-    uint64_t answered_tag; /* highest tag the broker acked, nacked or returned */
-    size_t pending;        /* entries not done */
-    size_t waiting;        /* of those, acked behind an open earlier one of their aggregate */
+    uint64_t answered_tag;  /* highest tag the broker acked, nacked or returned */
+    size_t pending;         /* entries not done */
+    size_t waiting;         /* of those, acked behind an open earlier one of their aggregate */
+    int warned_refused_run; /* rmq_confirm.c: said once */
 
     uint64_t suspects[RMQ_SUSPECTS_MAX]; /* event id hashes */
     size_t suspect_count, suspect_next;

@@ -111,6 +111,28 @@ static int rmq_release_later(obx_instance *inst, uint64_t tag, uint64_t aggregat
     return done;
 }
 
+/* A nack with later messages of its aggregate in flight: should the queue
+ * take one of them once a consumer makes room, it arrives ahead of the
+ * refused one. No later answer tells (the later ones fail with it, and a
+ * message taken is in the queue all the same), so the advice is given once. */
+static void rmq_warn_refused_run(obx_instance *inst, uint64_t tag, uint64_t aggregate)
+{
+    if (inst->warned_refused_run)
+        return;
+    for (uint64_t t = tag + 1; t < inst->next_tag; t++) {
+        rmq_entry *later = rmq_entry_at(inst, t);
+        if (!later->done && later->aggregate == aggregate) {
+            inst->warned_refused_run = 1;
+            inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                            "a queue refused a message (nack) with later ones of its aggregate "
+                            "in flight: it may take one of those ahead of it once a consumer "
+                            "makes room; for a queue that refuses (x-overflow = reject-publish) "
+                            "give the output one_per_aggregate = true");
+            return;
+        }
+    }
+}
+
 int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
 {
     int done = 0;
@@ -128,6 +150,7 @@ int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
         if (!ack) {
             /* pushback (a full queue with reject-publish, a queue process
              * down): the output's state, not the event's */
+            rmq_warn_refused_run(inst, t, e->aggregate);
             rmq_fail(inst, t, rmq_unavailable(inst), 0,
                      "nacked by the broker (a queue refused it: full, or unavailable)");
         } else if (e->return_code) {

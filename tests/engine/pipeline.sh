@@ -18,6 +18,9 @@
 #    publishes RETRIABLE. More than a batch is seen held at once (two lanes in
 #    flight), and no attempt of an aggregate's event N+1 is made before event
 #    N's first "ok".
+# 3. An output with one_per_aggregate = true is sent heads only, never a run:
+#    5 aggregates x 20 events, batch 50, the driver completing after 5 s:
+#    the relay has the 5 heads in flight; without the setting, runs (more than 5).
 ENG_TEST=pipeline
 . "$(dirname "$0")/elib.sh"
 
@@ -75,7 +78,46 @@ expect_eq "rows still held" "$(sql "$HELD_SQL")" 0
 RETRIES=$(sql "SELECT count(*) FROM r WHERE status = 'retriable'")
 [ "$RETRIES" -ge 10 ] || fail "only $RETRIES retriable failures: the test did not exercise retries"
 check_order
+
+# --- 3
+fresh_db eng_pipeline_heads
+rm -f "$REC"
+write_cfg "$WORK/runs.cfg" "workers = 1; batch_size = 50; lease_seconds = 60; shutdown_timeout_ms = 1000;
+    max_transaction_ms = 60000;" "delay_ms = 5000;"
+sed 's/driver = "memory";/driver = "memory"; one_per_aggregate = true;/' "$WORK/runs.cfg" >"$WORK/heads.cfg"
+grep -q one_per_aggregate "$WORK/heads.cfg" || fail "heads.cfg lacks one_per_aggregate"
+init_db "$WORK/heads.cfg"
+sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 5), 'order.created', jsonb_build_object('n', g)))
+     FROM generate_series(1, 100) g" >/dev/null
+sql "ANALYZE outbox"
+# in_flight CFG LOG: messages the relay had sent and not seen answered when
+# stopped (the driver records each, aborted), once its locked heads are steady
+in_flight() {
+    rm -f "$REC"
+    start_relay "$1" "$2"
+    wait_sql "SELECT ($HELD_SQL) > 0" t 60
+    local held now
+    held=$(sql "$HELD_SQL")
+    for _ in $(seq 40); do sleep 0.25; now=$(sql "$HELD_SQL"); [ "$now" = "$held" ] && break; held=$now; done
+    kill -TERM "$RELAY_PID"
+    wait_exit "$RELAY_PID" 60
+    expect_eq "exit code after SIGTERM" "$EXIT_RC" 0
+    expect_eq "published before the stop" "$(grep -c '"status":"ok"' "$REC" || true)" 0
+    SENT=$(wc -l <"$REC")
+}
+in_flight "$WORK/heads.cfg" "$WORK/heads.log"
+expect_eq "messages in flight with one_per_aggregate (the heads)" "$SENT" 5
+HEADS=$SENT
+in_flight "$WORK/runs.cfg" "$WORK/runs.log"
+[ "$SENT" -gt 5 ] || fail "messages in flight without one_per_aggregate: $SENT, want runs (more than 5)"
+RUNS=$SENT
+rm -f "$REC" # the stopped relays' aborted attempts are not the drain's order
+drain "$WORK/fast.cfg" "$WORK/fast.log" 120
+load_record
+check_all_published
+check_order
 check_logs_clean
+echo "one_per_aggregate: $HEADS messages in flight, $RUNS without it"
 echo "pipeline: $HELD rows held by one worker's two lanes; 1200 events over 60 aggregates in order" \
      "beside $REFUSED refused ones, $RETRIES retriable failures, duplicates $(dup_count)"
 echo "PASS pipeline"

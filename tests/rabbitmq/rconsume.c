@@ -9,7 +9,7 @@
  *   rconsume URL dump QUEUE EXPECTED IDLE_MS   each message as a JSON line (rdump.c)
  *   rconsume URL delete QUEUE [EXCHANGE]
  *   rconsume URL read QUEUE EXPECTED IDLE_MS [--header-n KEY PREFIX] [--content-type CT]
- *                     [--ids FILE [--id-header KEY]]
+ *                     [--ids FILE [--id-header KEY]] [--pace-us US]
  *
  * read consumes until EXPECTED distinct event ids arrived (then lingers a
  * little to count late duplicates) or nothing came for IDLE_MS. It checks on
@@ -20,6 +20,8 @@
  * increasing n (the payload's "n"). --ids writes every delivery's event id,
  * one a line in arrival order, so a test can compare the set with its table;
  * with --id-header, each followed by a tab and the value of header KEY.
+ * --pace-us makes a slow consumer: 10 messages prefetched, each acked, then a
+ * pause of US microseconds (a bounded queue fills while it reads).
  * Prints one summary line; exits 0 only when unique == EXPECTED and no check
  * failed.
  */
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "delivery.h"
 #include "rdump.h"
@@ -112,9 +115,10 @@ static long payload_n(amqp_bytes_t body)
 
 static int do_read(amqp_connection_state_t conn, const char *queue, long expected, int idle_ms,
                    const char *hkey, const char *hprefix, const char *ctype, FILE *ids,
-                   const char *id_header)
+                   const char *id_header, long pace_us)
 {
-    amqp_basic_qos(conn, 1, 0, 2000, 0);
+    long ack_every = pace_us ? 1 : 500;
+    amqp_basic_qos(conn, 1, 0, pace_us ? 10 : 2000, 0);
     die_reply(amqp_get_rpc_reply(conn), "basic.qos");
     amqp_basic_consume(conn, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
                        amqp_empty_table);
@@ -137,10 +141,12 @@ static int do_read(amqp_connection_state_t conn, const char *queue, long expecte
         die_reply(r, "consume");
         received++;
         last_tag = env.delivery_tag;
-        if (++unacked >= 500) {
+        if (++unacked >= ack_every) {
             amqp_basic_ack(conn, 1, last_tag, 1);
             unacked = 0;
         }
+        if (pace_us)
+            usleep((useconds_t)pace_us);
         amqp_basic_properties_t *p = &env.message.properties;
         long n = payload_n(env.message.body);
         const amqp_field_value_t *eid = NULL, *etype = NULL, *agg = NULL;
@@ -248,6 +254,7 @@ int main(int argc, char **argv)
     } else if (strcmp(cmd, "read") == 0 && argc >= 6) {
         const char *hkey = NULL, *hprefix = NULL, *ctype = NULL, *id_header = NULL;
         FILE *ids = NULL;
+        long pace_us = 0;
         for (int i = 6; i < argc; i++) {
             if (strcmp(argv[i], "--header-n") == 0 && i + 2 < argc) {
                 hkey = argv[++i];
@@ -256,6 +263,8 @@ int main(int argc, char **argv)
                 ctype = argv[++i];
             } else if (strcmp(argv[i], "--id-header") == 0 && i + 1 < argc) {
                 id_header = argv[++i];
+            } else if (strcmp(argv[i], "--pace-us") == 0 && i + 1 < argc) {
+                pace_us = atol(argv[++i]);
             } else if (strcmp(argv[i], "--ids") == 0 && i + 1 < argc) {
                 if (!(ids = fopen(argv[++i], "w"))) {
                     perror(argv[i]);
@@ -267,7 +276,7 @@ int main(int argc, char **argv)
             }
         }
         rc = do_read(conn, queue, atol(argv[4]), atoi(argv[5]), hkey, hprefix, ctype, ids,
-                     id_header);
+                     id_header, pace_us);
         if (ids && fclose(ids) != 0)
             rc = 2;
     } else {

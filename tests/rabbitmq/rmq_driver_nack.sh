@@ -5,6 +5,8 @@
 # nacked again and again for 5 s, each nack UNAVAILABLE (no attempt counted:
 # the previous driver said RETRIABLE, an attempt each time). Then, with the
 # driver idle, a consumer starts, and every event is delivered, in order.
+# The batch holds runs of 7 aggregates: the driver warns, once, that a queue
+# refusing one of a run may take a later one ahead of it.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rmq_common.sh"
 Q=$(rmq_queue nack)
@@ -26,6 +28,8 @@ sum=$(tail -1 "$WORK/out")
 expect_eq ok "$(field ok "$sum")" 300
 expect_eq "attempts charged (RETRIABLE completions)" "$(field retriable "$sum")" 0
 [ "$(field unavailable "$sum")" -ge 200 ] || fail "fewer than 200 nacks: the queue was not full"
+expect_eq "warnings that a refused run may be overtaken" \
+    "$(grep -c 'refused a message (nack) with later ones of its aggregate' "$WORK/err" || true)" 1
 wait $consumer || { cat "$WORK/consumer"; fail "consumer check failed"; }
 cat "$WORK/consumer"
 echo "PASS nack is pushback ($(field unavailable "$sum") UNAVAILABLE, 0 charged)"

@@ -174,8 +174,10 @@ static void test_output_options_and_properties(void **state)
                                 "    big = 10000000000L;\n"
                                 "  };\n"
                                 "  properties = ( [\"linger.ms\", \"5\"], [\"acks\", \"all\"] );\n"
+                                "  one_per_aggregate = true;\n"
                                 "} );\n");
     const cfg_output *o = &cfg->outputs[0];
+    assert_int_equal(o->one_per_aggregate, 1);
     assert_int_equal(o->option_count, 5);
     const cfg_value *v = config_output_option(o, "brokers");
     assert_non_null(v);
