@@ -30,7 +30,9 @@
 # in /tmp/obx-flat-PORT, made and removed here), fsync off as the test
 # instances; FLAT_KEEP=1 keeps the work directory; FLAT_AUTOVACUUM=off turns
 # the outbox's autovacuum off for the drain (to see what the vacuums cost it);
-# FLAT_RETENTION=delete drains with retention "delete" (default "mark").
+# FLAT_RETENTION=delete drains with retention "delete" (default "mark");
+# FLAT_TABLE_SET="storage_parameter = value, ..." sets the outbox's own
+# parameters for the drain (e.g. autovacuum_vacuum_cost_delay = 0).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OBX_SRC=${OBX_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -218,6 +220,7 @@ drain() {
     done
     q "VACUUM ANALYZE outbox"
     [ "${FLAT_AUTOVACUUM:-on}" = on ] || q "ALTER TABLE outbox SET (autovacuum_enabled = off)"
+    [ -z "${FLAT_TABLE_SET:-}" ] || q "ALTER TABLE outbox SET ($FLAT_TABLE_SET)"
     q "CHECKPOINT"
     fill_s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
     size0=$(table_mb)
@@ -369,6 +372,7 @@ if [ -n "$OUT" ]; then
         echo "- PostgreSQL $PG_VERSION, private instance, fsync = $PG_FSYNC"
         echo "- Relay: memory driver, 2 workers, batch 500, ordering aggregate; drain with retention $RETENTION"
         [ "${FLAT_AUTOVACUUM:-on}" = on ] || echo "- The outbox's autovacuum off during the drain (FLAT_AUTOVACUUM=off)"
+        [ -z "${FLAT_TABLE_SET:-}" ] || echo "- The outbox's parameters for the drain: $FLAT_TABLE_SET (FLAT_TABLE_SET)"
         echo
         cat "$WORK"/drain-*.md
         cat "$WORK"/soak-*.md 2>/dev/null || true # no soak asked
