@@ -50,21 +50,26 @@ static void rmq_finish(obx_instance *inst, rmq_entry *e, obx_status status, int 
     inst->host->complete(inst->host->host_ctx, e->token, status, code, detail);
 }
 
-/* Fails the message with tag `tag` and every later in-flight one of its aggregate. */
-void rmq_fail(obx_instance *inst, uint64_t tag, obx_status status, int code, const char *detail)
+/* Fails the message with tag `tag` and every later in-flight one of its
+ * aggregate; returns how many later ones. */
+size_t rmq_fail(obx_instance *inst, uint64_t tag, obx_status status, int code, const char *detail)
 {
     rmq_entry *e = rmq_entry_at(inst, tag);
     if (!e || e->done)
-        return;
+        return 0;
     uint64_t aggregate = e->aggregate;
     rmq_finish(inst, e, status, code, detail);
     /* behind the output's state, the later ones are the output's state too */
     obx_status behind = status == rmq_unavailable(inst) ? status : OBX_RETRIABLE;
+    size_t later_count = 0;
     for (uint64_t t = tag + 1; t < inst->next_tag; t++) {
         rmq_entry *later = rmq_entry_at(inst, t);
-        if (!later->done && later->aggregate == aggregate)
+        if (!later->done && later->aggregate == aggregate) {
             rmq_finish(inst, later, behind, 0, RMQ_HELD_DETAIL);
+            later_count++;
+        }
     }
+    return later_count;
 }
 
 /* Drops completed entries from the front of the ring. */
@@ -115,22 +120,16 @@ static int rmq_release_later(obx_instance *inst, uint64_t tag, uint64_t aggregat
  * take one of them once a consumer makes room, it arrives ahead of the
  * refused one. No later answer tells (the later ones fail with it, and a
  * message taken is in the queue all the same), so the advice is given once. */
-static void rmq_warn_refused_run(obx_instance *inst, uint64_t tag, uint64_t aggregate)
+static void rmq_warn_refused_run(obx_instance *inst)
 {
     if (inst->warned_refused_run)
         return;
-    for (uint64_t t = tag + 1; t < inst->next_tag; t++) {
-        rmq_entry *later = rmq_entry_at(inst, t);
-        if (!later->done && later->aggregate == aggregate) {
-            inst->warned_refused_run = 1;
-            inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
-                            "a queue refused a message (nack) with later ones of its aggregate "
-                            "in flight: it may take one of those ahead of it once a consumer "
-                            "makes room; for a queue that refuses (x-overflow = reject-publish) "
-                            "give the output one_per_aggregate = true");
-            return;
-        }
-    }
+    inst->warned_refused_run = 1;
+    inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
+                    "a queue refused a message (nack) with later ones of its aggregate "
+                    "in flight: it may take one of those ahead of it once a consumer "
+                    "makes room; for a queue that refuses (x-overflow = reject-publish) "
+                    "give the output one_per_aggregate = true");
 }
 
 int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
@@ -150,9 +149,9 @@ int rmq_confirm(obx_instance *inst, uint64_t tag, int multiple, int ack)
         if (!ack) {
             /* pushback (a full queue with reject-publish, a queue process
              * down): the output's state, not the event's */
-            rmq_warn_refused_run(inst, t, e->aggregate);
-            rmq_fail(inst, t, rmq_unavailable(inst), 0,
-                     "nacked by the broker (a queue refused it: full, or unavailable)");
+            if (rmq_fail(inst, t, rmq_unavailable(inst), 0,
+                         "nacked by the broker (a queue refused it: full, or unavailable)") > 0)
+                rmq_warn_refused_run(inst);
         } else if (e->return_code) {
             rmq_fail(inst, t, inst->unroutable, e->return_code, e->return_text);
         } else if (!in_turn && rmq_earlier_open(inst, t, e->aggregate)) {
