@@ -8,14 +8,17 @@
  *
  *   bench_broker kafka    -u BOOTSTRAP -t TOPIC      [-n N] [-w W] [-b B]
  *   bench_broker rabbitmq -u AMQP_URL  -t EXCHANGE -q QUEUE [-n N] [-w W] [-b B]
- *   bench_broker mqtt     -u MQTT_URL  -t TOPIC      [-n N] [-w W] [-b B] [-i I]
+ *   bench_broker mqtt     -u MQTT_URL  -t TOPIC      [-n N] [-w W] [-b B] [-i I] [-a A] [-p]
  *   bench_broker rabbitmq-purge -u AMQP_URL -q QUEUE   (empties the bench queue)
  *
  * kafka: idempotent producer (acks=all), success = delivery report without
  * error. rabbitmq: confirm mode, persistent, mandatory, success = basic.ack
  * (a basic.return or nack is a failure). mqtt: MQTT 5, QoS 1, at most I
  * (default 64, the driver's max_in_flight) of a window unacknowledged, the next
- * sent from the acknowledgement callback as the driver does; success = onSuccess5. Prints "events
+ * sent from the acknowledgement callback as the driver does; success = onSuccess5; -p
+ * sends each aggregate to its own topic (TOPIC/Order/<aggregate id>, the relay's
+ * per-aggregate route) and the relay's aggregate_seq property too. Messages go to
+ * A aggregates (default 1,000) in turn. Prints "events
  * seconds events_per_second"; any failed message makes the exit status 1.
  *
  * With -r RATE -s SECONDS (one client): the broker's own latency at a steady
@@ -38,11 +41,11 @@
 
 static const char *url, *topic, *queue = "obx.bench";
 static long count = 50000;
-static int workers = 1, window_size = 500;
+static int workers = 1, window_size = 500, aggregates = 1000, per_aggregate;
 static atomic_long failures;
 
 typedef struct {
-    char event_id[40], aggregate_id[24], created_at[40], payload[256];
+    char event_id[40], aggregate_id[24], aggregate_seq[24], created_at[40], payload[256];
     int payload_len;
 } message;
 
@@ -58,7 +61,8 @@ static void make_message(message *m, int thread, long seq)
 {
     snprintf(m->event_id, sizeof m->event_id, "00000000-0000-4000-8000-%04x%08lx", thread & 0xffff,
              (unsigned long)seq & 0xffffffffUL);
-    snprintf(m->aggregate_id, sizeof m->aggregate_id, "agg-%ld", seq % 1000);
+    snprintf(m->aggregate_id, sizeof m->aggregate_id, "agg-%ld", seq % aggregates);
+    snprintf(m->aggregate_seq, sizeof m->aggregate_seq, "%ld", seq / aggregates + 1);
     snprintf(m->created_at, sizeof m->created_at, "2024-01-01T00:00:00.000000Z");
     m->payload_len =
         snprintf(m->payload, sizeof m->payload, "{\"n\": %ld, \"pad\": \"%.*s\"}", seq, 180,
@@ -380,10 +384,14 @@ static void mqtt_send_more(mqtt_state *st)
         message m;
         make_message(&m, st->index, seq);
         MQTTProperties props = MQTTProperties_initializer;
-        const char *hk[] = {"event_id", "event_type", "aggregate_type", "aggregate_id",
-                            "created_at"};
-        const char *hv[] = {m.event_id, "order.created", "Order", m.aggregate_id, m.created_at};
-        for (int i = 0; i < 5; i++) {
+        const char *hk[] = {"event_id",     "event_type", "aggregate_type",
+                            "aggregate_id", "created_at", "aggregate_seq"};
+        const char *hv[] = {m.event_id,     "order.created", "Order",
+                            m.aggregate_id, m.created_at,    m.aggregate_seq};
+        char dest[160];
+        if (per_aggregate)
+            snprintf(dest, sizeof dest, "%s/Order/%s", topic, m.aggregate_id);
+        for (int i = 0; i < (per_aggregate ? 6 : 5); i++) {
             MQTTProperty p = {.identifier = MQTTPROPERTY_CODE_USER_PROPERTY};
             p.value.data.data = (char *)hk[i];
             p.value.data.len = (int)strlen(hk[i]);
@@ -404,7 +412,7 @@ static void mqtt_send_more(mqtt_state *st)
         ro.onSuccess5 = mqtt_ok;
         ro.onFailure5 = mqtt_fail;
         ro.context = st;
-        int rc = MQTTAsync_sendMessage(st->client, st->dest, &msg, &ro);
+        int rc = MQTTAsync_sendMessage(st->client, per_aggregate ? dest : st->dest, &msg, &ro);
         MQTTProperties_free(&props);
         if (rc != MQTTASYNC_SUCCESS) { /* this one and the rest of the window fail */
             pthread_mutex_lock(&st->lock);
@@ -536,16 +544,16 @@ static void *mqtt_worker(void *arg)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: bench_broker kafka|rabbitmq|mqtt|rabbitmq-purge -u URL [-t TOPIC] "
-                "[-q QUEUE] [-n N] [-w W] [-b B] [-i MQTT_IN_FLIGHT] [-r RATE -s SECONDS]\n");
+        fprintf(stderr, "usage: bench_broker kafka|rabbitmq|mqtt|rabbitmq-purge -u URL [-t TOPIC] "
+                        "[-q QUEUE] [-n N] [-w W] [-b B] [-i MQTT_IN_FLIGHT] [-a AGGREGATES] [-p] "
+                        "[-r RATE -s SECONDS]\n");
         return 2;
     }
     const char *mode = argv[1];
     int opt;
     double seconds = 0;
     optind = 2;
-    while ((opt = getopt(argc, argv, "u:t:q:n:w:b:i:r:s:")) != -1) {
+    while ((opt = getopt(argc, argv, "u:t:q:n:w:b:i:a:pr:s:")) != -1) {
         switch (opt) {
         case 'u': url = optarg; break;
         case 't': topic = optarg; break;
@@ -554,13 +562,15 @@ int main(int argc, char **argv)
         case 'w': workers = atoi(optarg); break;
         case 'b': window_size = atoi(optarg); break;
         case 'i': mqtt_inflight = atoi(optarg); break;
+        case 'a': aggregates = atoi(optarg); break;
+        case 'p': per_aggregate = 1; break;
         case 'r': rate = atof(optarg); break;
         case 's': seconds = atof(optarg); break;
         default: return 2;
         }
     }
-    if (!url || workers < 1 || window_size < 1 || mqtt_inflight < 1) {
-        fprintf(stderr, "bench_broker: -u is required; -w, -b and -i must be positive\n");
+    if (!url || workers < 1 || window_size < 1 || mqtt_inflight < 1 || aggregates < 1) {
+        fprintf(stderr, "bench_broker: -u is required; -w, -b, -i and -a must be positive\n");
         return 2;
     }
     if (strcmp(mode, "rabbitmq-purge") == 0)
