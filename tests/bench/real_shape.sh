@@ -16,9 +16,10 @@
 # claim+mark statement (batch 500, 2 pgbench clients, 10 ms pause when it
 # finds nothing), poll mode's database cost; and "recvlogical", PostgreSQL's
 # pg_recvlogical reading the relay's slot and publication into /dev/null,
-# WAL mode's.
+# WAL mode's. "cursor-schema" is the producers alone on the cursor source's
+# objects (its column, index and trigger), no relay: what its schema costs.
 #
-#   tests/bench/real_shape.sh [--phase SECONDS] [--rounds N] [--sources poll,wal,cursor,simplest,recvlogical] [--out FILE]
+#   tests/bench/real_shape.sh [--phase SECONDS] [--rounds N] [--sources poll,wal,cursor,simplest,recvlogical,cursor-schema] [--out FILE]
 #
 # Needs the shared services (PostgreSQL with wal_level=logical) and a Release
 # build (OBX_BUILD, default build-bench: targets outbox-relay, obx_driver_memory).
@@ -113,8 +114,8 @@ proc_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 # phase SOURCE: one phase (alone when SOURCE is "alone"); prints a result line
 phase() {
     local src=$1 wal0 commits0 t_stop caught events rate wal_b commits dead p50=- p99=- lsn busy0 relay_t=0
-    case $src in alone | simplest) fresh poll ;; recvlogical) fresh wal ;; *) fresh "$src" ;; esac
-    [ "$src" = alone ] || start_beside "$src"
+    case $src in alone | simplest) fresh poll ;; recvlogical) fresh wal ;; cursor-schema) fresh cursor ;; *) fresh "$src" ;; esac
+    case $src in alone | cursor-schema) ;; *) start_beside "$src" ;; esac
     wal0=$(q "SELECT pg_current_wal_lsn()")
     commits0=$(q "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
     busy0=$(busy_ticks)
@@ -136,11 +137,11 @@ phase() {
     if [ -n "$done_sql" ]; then
         for _ in $(seq 600); do [ "$(q "$done_sql")" = t ] && break; sleep 0.05; done
     fi
-    [ "$src" = alone ] || caught=$(awk -v a="$t_stop" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    [ -z "$done_sql" ] || caught=$(awk -v a="$t_stop" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
     if [ -n "$BASE_PID" ]; then
         relay_t=$(proc_ticks "$BASE_PID")  # the client's own CPU (pgbench or pg_recvlogical)
         kill -TERM "$BASE_PID"; wait "$BASE_PID" || true; BASE_PID=
-    elif [ "$src" != alone ]; then
+    elif [ -n "$RELAY_PID" ]; then
         curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/metrics.txt"
         p50=$(quantile 0.5 "$WORK/metrics.txt") p99=$(quantile 0.99 "$WORK/metrics.txt")
         relay_t=$(proc_ticks "$RELAY_PID")
