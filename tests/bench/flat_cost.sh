@@ -12,6 +12,9 @@
 #          WAL mode: then pg_recvlogical reads the same WAL on a slot of its
 #          own, made before the fill; the rate of each tenth from when its
 #          walsender's sent position crossed the WAL position the fill reached.
+#          Source "simplest" is poll mode's baseline instead of the relay: the
+#          simplest claim+mark statement (2 pgbench clients, batch 500, no
+#          ordering) on the poll schema, counted by the outbox's updates.
 #   soak   (--soak-minutes M, after the drain, on the same relay and table)
 #          bench_producer commits --soak-rate events/s (default half the
 #          drain rate) for M minutes with retention "delete"; every
@@ -21,7 +24,7 @@
 #          (bench_producer's commit times against the memory driver's record).
 # It prints figures; it asserts no timing.
 #
-#   tests/bench/flat_cost.sh [--events N] [--sources cursor,poll,wal]
+#   tests/bench/flat_cost.sh [--events N] [--sources cursor,poll,wal,simplest]
 #                            [--soak-minutes M] [--soak-rate R] [--out FILE.md]
 #
 # Defaults: --events 10000000, --sources cursor,poll,wal, no soak, no report.
@@ -52,7 +55,7 @@ while [ $# -gt 0 ]; do
         --soak-minutes) SOAK_MIN=$2; shift ;;
         --soak-rate) SOAK_RATE=$2; shift ;;
         --out) OUT=$2; shift ;;
-        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
     esac
     shift
@@ -81,7 +84,13 @@ cleanup() {
 trap cleanup EXIT
 q() { psql -qAt -v ON_ERROR_STOP=1 -d "$DB" -c "$1"; }
 now() { date +%s.%N; }
-published() { { curl -sf "http://127.0.0.1:$MPORT/metrics" || true; } | awk '/^outbox_relay_published_total/ { n += $2 } END { printf "%d", n }'; }
+published() {
+    if [ "$SRC" = simplest ]; then  # its marks, as the statistics have them (flushed every second)
+        q "SELECT n_tup_upd - $UPD0 FROM pg_stat_user_tables WHERE relname = 'outbox'"
+    else
+        { curl -sf "http://127.0.0.1:$MPORT/metrics" || true; } | awk '/^outbox_relay_published_total/ { n += $2 } END { printf "%d", n }'
+    fi
+}
 relay_cpu() {  # user + system seconds of the relay so far
     awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$RELAY_PID/stat"
 }
@@ -107,12 +116,17 @@ PG_FSYNC=$(psql -qAt -c 'SHOW fsync')
 cfg() {  # SOURCE RETENTION [record]: the soak's latency needs the driver's record (the drain
     local rec=""  # goes without: writing it costs the relay more CPU than the rest of its work)
     [ -z "${3:-}" ] || rec="record_file = \"$WORK/record.jsonl\";"
-    memory_relay_cfg "$WORK/relay.cfg" "$1" "$2" "$MPORT" "$rec"
+    memory_relay_cfg "$WORK/relay.cfg" "${1/simplest/poll}" "$2" "$MPORT" "$rec"
 }
 # no wait for readiness: the drain samples from the start, and the soak's
 # first reading of the counter is 0 either way
 start_relay() {
-    "$OBX_BIN" run -c "$WORK/relay.cfg" 2>>"$WORK/relay-$SRC.log" &
+    if [ "$SRC" = simplest ]; then
+        simplest_claim_sql "$WORK/simplest.sql"
+        pgbench -n -f "$WORK/simplest.sql" -c 2 -j 2 -T 7200 "$DB" >>"$WORK/relay-$SRC.log" 2>&1 &
+    else
+        "$OBX_BIN" run -c "$WORK/relay.cfg" 2>>"$WORK/relay-$SRC.log" &
+    fi
     RELAY_PID=$!
 }
 
@@ -233,6 +247,7 @@ drain() {
     : >"$WORK/vacuum-$SRC"
     : >"$WORK/stmts-$SRC"
     q "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+    UPD0=$(q "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'outbox'")
     local snap=1
     t0=$(now)
     start_relay
@@ -259,7 +274,7 @@ drain() {
         echo "### $SRC: $EVENTS events drained"
         echo
         echo "Filled in $fill_s s; table with indexes $size0 MB before the drain, $(table_mb) MB after;"
-        echo "drained in $DRAIN_S s (mean $MEAN events/s, relay CPU $DRAIN_CPU s)."
+        echo "drained in $DRAIN_S s (mean $MEAN events/s, $([ "$SRC" = simplest ] && echo pgbench || echo relay) CPU $DRAIN_CPU s)."
         echo
         if [ "$SRC" = wal ]; then
             echo "| tenth | seconds | events/s | \`pg_recvlogical\` events/s | relay / \`pg_recvlogical\` |"
@@ -353,7 +368,7 @@ pending() {
 IFS=, read -r -a SRCS <<<"$SOURCES"
 note "flat cost: $EVENTS events, sources $SOURCES, PostgreSQL $PG_VERSION (private, fsync=$PG_FSYNC)"
 for SRC in "${SRCS[@]}"; do
-    case $SRC in poll|wal|cursor) ;; *) fail "unknown source $SRC" ;; esac
+    case $SRC in poll|wal|cursor) ;; simplest) [ "$SOAK_MIN" = 0 ] || fail "no soak for simplest" ;; *) fail "unknown source $SRC" ;; esac
     drain
     [ "$SOAK_MIN" = 0 ] || soak
     [ -z "$RELAY_PID" ] || { kill -TERM "$RELAY_PID"; wait "$RELAY_PID" || true; RELAY_PID=; }

@@ -37,3 +37,19 @@ memory_relay_done_sql() {
         *) echo "SELECT ($(memory_relay_pending_sql "$1")) = 0" ;;
     esac
 }
+
+# simplest_claim_sql FILE: poll mode's baseline, the simplest claim+mark of
+# the pending rows (the pending index's predicate, batch 500, no ordering) as
+# a pgbench script that pauses 10 ms when it finds nothing
+simplest_claim_sql() {
+    cat >"$1" <<'SQL'
+WITH c AS (SELECT id FROM outbox WHERE published_at IS NULL AND dead_at IS NULL AND available_at < 'infinity'
+           ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 500),
+     u AS (UPDATE outbox o SET published_at = now(), attempts = o.attempts + 1 FROM c WHERE o.id = c.id
+           RETURNING o.id, o.event_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, o.headers)
+SELECT count(*) AS n FROM u \gset
+\if :n = 0
+\sleep 10 ms
+\endif
+SQL
+}

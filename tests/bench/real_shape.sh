@@ -64,17 +64,7 @@ cat >"$WORK/produce.sql" <<'SQL'
 SELECT count(outbox_enqueue('Order', 'agg-' || ((:a + g) % 1000), 'order.created',
        jsonb_build_object('n', g, 'pad', repeat('x', 180)))) FROM generate_series(1, :n) g;
 SQL
-# the simplest claim+mark of the pending rows (the pending index's predicate), pausing when empty
-cat >"$WORK/simplest.sql" <<'SQL'
-WITH c AS (SELECT id FROM outbox WHERE published_at IS NULL AND dead_at IS NULL AND available_at < 'infinity'
-           ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 500),
-     u AS (UPDATE outbox o SET published_at = now(), attempts = o.attempts + 1 FROM c WHERE o.id = c.id
-           RETURNING o.id, o.event_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload, o.headers)
-SELECT count(*) AS n FROM u \gset
-\if :n = 0
-\sleep 10 ms
-\endif
-SQL
+simplest_claim_sql "$WORK/simplest.sql"
 # start_beside SOURCE: the relay, or a baseline, beside the producers
 start_beside() {
     case $1 in
