@@ -10,6 +10,13 @@ chmod 755 "$WORK"
 
 # A queue name unique to this run, so runs never see each other's messages.
 rmq_queue() { echo "obx_$1_$$"; }
+# rmq_delete_at_exit QUEUE: at exit, the test's queue leaves the shared broker
+# (one left bound to an exchange takes a copy of every later run's events),
+# and the work directory goes.
+rmq_delete_at_exit() {
+    RMQ_EXIT_QUEUE=$1
+    trap '"$RCONSUME" "$AMQP_URL" delete "$RMQ_EXIT_QUEUE" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+}
 
 # harness OPTIONS... -- ARGS...: run the driver through the fake host.
 harness() {

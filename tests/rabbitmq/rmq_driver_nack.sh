@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rmq_common.sh"
 Q=$(rmq_queue nack)
-trap '"$RCONSUME" "$AMQP_URL" delete "$Q" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+rmq_delete_at_exit "$Q"
 "$RCONSUME" "$AMQP_URL" declare-bounded "$Q" 100
 
 harness url="$AMQP_URL" -- publish 300 7 "$Q" --pause-after 5 "$WORK/p" --deadline 60 \

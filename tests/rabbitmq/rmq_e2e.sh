@@ -5,11 +5,9 @@
 # back with its properties and headers, each aggregate in id order.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rmq_common.sh"
-# the queue goes with the test: one left bound to the exchange would take a
-# copy of every later run's events
-trap '"$RCONSUME" "$AMQP_URL" delete "$Q" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 N=${E2E_EVENTS:-100000}
 Q=$(rmq_queue e2e)
+rmq_delete_at_exit "$Q"
 X=obx_e2e_x
 fresh_db rmq_e2e
 write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.\${event_type}" \

@@ -18,7 +18,7 @@
 FULL_S=30
 N=1000
 Q=$(rmq_queue e2e_nack)
-trap '"$RCONSUME" "$AMQP_URL" delete "$Q" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+rmq_delete_at_exit "$Q"
 "$RCONSUME" "$AMQP_URL" declare-bounded "$Q" 100
 fresh_db rmq_e2e_nack
 write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$Q" "" 2

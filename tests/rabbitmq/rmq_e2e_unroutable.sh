@@ -5,10 +5,8 @@
 # around them, including later events of the same aggregates, is delivered.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/rmq_common.sh"
-# the queue goes with the test: one left bound to the exchange would take a
-# copy of every later run's events
-trap '"$RCONSUME" "$AMQP_URL" delete "$Q" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 Q=$(rmq_queue e2e_unroutable)
+rmq_delete_at_exit "$Q"
 X=obx_unroutable_x
 fresh_db rmq_e2e_unroutable
 write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.\${event_type}" \

@@ -6,11 +6,9 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../rabbitmq/rmq_common.sh"
 . "$(dirname "$0")/walmode.sh"
-# the queue goes with the test: one left bound to the exchange would take a
-# copy of every later run's events
-trap '"$RCONSUME" "$AMQP_URL" delete "$Q" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 N=${E2E_EVENTS:-20000}
 Q=$(rmq_queue wal_e2e)
+rmq_delete_at_exit "$Q"
 X=obx_wal_e2e_x
 fresh_wal_db rmq_wal
 write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.\${event_type}" \
