@@ -21,6 +21,9 @@ configure_file(${OBX_CONF_DIR}/systemd/outbox-relay@.service.in
 install(FILES ${CMAKE_BINARY_DIR}/outbox-relay@.service DESTINATION lib/systemd/system)
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
+# Debian's place for the licence: share/doc/<package>/copyright (machine-readable format)
+install(FILES ${OBX_CONF_DIR}/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
 file(GLOB obx_example_configs ${OBX_CONF_DIR}/*.conf)
 install(FILES ${obx_example_configs} ${OBX_CONF_DIR}/systemd/example.env
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
@@ -36,6 +39,7 @@ endforeach()
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME outbox-relay)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_CONTACT "outbox-relay maintainers <outbox-relay@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "transactional-outbox relay from PostgreSQL to Kafka, RabbitMQ and MQTT")

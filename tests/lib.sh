@@ -4,9 +4,14 @@
 set -euo pipefail
 
 SVC_DIR=${SVC_DIR:-/tmp/ci-services}
-[ -s "$SVC_DIR/env.sh" ] || { echo "FAIL: services not running ($SVC_DIR/env.sh missing): run tests/services/services.sh start" >&2; exit 1; }
+# Without the services (a local-tier test: no server at all) the helpers
+# load; fresh_db then fails, saying so.
 # shellcheck disable=SC1091
-. "$SVC_DIR/env.sh"
+if [ -s "$SVC_DIR/env.sh" ]; then . "$SVC_DIR/env.sh"; fi
+# psql itself, not Debian's wrapper (a Perl script that picks the version):
+# a third of the CPU per call, and the tests call it thousands of times
+for _pgbin in /usr/lib/postgresql/*/bin; do [ -x "$_pgbin/psql" ] && PATH=$_pgbin:$PATH; done
+unset _pgbin
 OBX_BIN=${OBX_BIN:?OBX_BIN must name the outbox-relay executable}
 OBX_SRC=${OBX_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 SERVICES=$OBX_SRC/tests/services/services.sh
@@ -19,10 +24,43 @@ note() { echo "--- $*" >&2; }
 # private broker's directory is theirs). Call it in the test's own shell.
 lib_tmp() { [ -n "${LIB_TMP:-}" ] || LIB_TMP=${WORK:-$(mktemp -d /tmp/obx-lib.XXXXXX)}; }
 
+# free_ports N: the first of N consecutive free loopback ports, for a private
+# server of this test (a broker, a PostgreSQL, a receiver). One helper for
+# every test: ports come from 58000-59999 (tests/run.sh reserves 50000-59999
+# from the kernel's ephemeral range, so no outgoing connection takes one),
+# none listening, and claimed for this test's shell ($$) under a lock, so
+# that tests run in parallel, and two runs of one test, never get the same
+# ones. A claim lapses when its shell is gone.
+free_ports() {
+    local n=${1:-1} dir=/tmp/obx-ports base p ok owner try
+    mkdir -p "$dir" && chmod 1777 "$dir" 2>/dev/null || true
+    (
+        flock 9
+        for ((try = 0, base = 58000 + (RANDOM % 100) * 20; try < 200; try++, base += 20)); do
+            [ $((base + n)) -le 60000 ] || base=58000
+            ok=1
+            for ((p = base; p < base + n; p++)); do
+                if [ -e "$dir/$p" ]; then
+                    owner=$(cat "$dir/$p" 2>/dev/null || true)
+                    if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then ok=0; break; fi
+                fi
+                if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then ok=0; break; fi
+            done
+            if [ $ok = 1 ]; then
+                for ((p = base; p < base + n; p++)); do echo "$$" >"$dir/$p"; done
+                echo "$base"
+                exit 0
+            fi
+        done
+        exit 1
+    ) 9>"$dir/.lock" || fail "free_ports: no $n free ports in 58000-59999"
+}
+
 # fresh_db NAME: drop and create database NAME (TEST_DB_PREFIX before it,
 # when set: runs sharing a server keep to their own names); sets TEST_DB and
 # TEST_DSN.
 fresh_db() {
+    [ -s "$SVC_DIR/env.sh" ] || fail "services not running ($SVC_DIR/env.sh missing): run tests/services/services.sh start"
     TEST_DB=${TEST_DB_PREFIX:-}$1
     psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $TEST_DB WITH (FORCE)" >/dev/null
     psql -qAt -d postgres -c "CREATE DATABASE $TEST_DB" >/dev/null

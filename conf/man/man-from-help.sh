@@ -1,6 +1,6 @@
 #!/bin/sh
 # man-from-help.sh BINARY [OUT]   (OUT defaults to stdout)
-# Writes the man page (roff) from the relay's own --help and --version, so the
+# Writes the man page (roff) from the relay's own --help --all and --version, so the
 # page never drifts from the program. Layout of --help it relies on: a
 # "usage:" line, a description paragraph, "Heading:" lines, and entries
 # indented by two spaces whose description starts in a later column.
@@ -8,7 +8,7 @@ set -eu
 bin=$1
 [ $# -lt 2 ] || exec >"$2"
 version=$("$bin" --version | awk 'NR == 1 { print $2 }')
-"$bin" --help | awk -v version="$version" '
+"$bin" --help --all | awk -v version="$version" '
 function esc(s) {                     # roff: backslash, hyphen, leading dot
     gsub(/\\/, "\\e", s); gsub(/-/, "\\-", s)
     if (s ~ /^[.\047]/) s = "\\&" s
@@ -23,6 +23,9 @@ BEGIN {
 }
 /^usage: / { sub(/^usage: /, ""); print ".SH SYNOPSIS"; print esc($0); print ".SH DESCRIPTION"; next }
 /^$/ { flush_term(); if (section == "text") print ".PP"; next }
+/^Options of [a-z-]+:$/ {             # the options of one command: a subsection
+    flush_term(); sub(/:$/, ""); print ".SS " $0; section = "entries"; next
+}
 /^[A-Z][A-Za-z ]*:$/ {                # a heading of entries
     flush_term(); sub(/:$/, ""); print ".SH " toupper($0); section = "entries"; next
 }

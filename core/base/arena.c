@@ -1,5 +1,5 @@
 /* Per-batch scratch memory: blocks reused batch after batch. */
-#include "arena.h"
+#include "base/arena.h"
 
 #include <stddef.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "conninfo.h"
+#include "base/conninfo.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "text.h"
+#include "base/text.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,16 +1,16 @@
-#include "commands.h"
+#include "cli/commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
-#include "db.h"
-#include "inbox.h"
-#include "log.h"
-#include "schema.h"
-#include "source.h"
-#include "sql.h"
+#include "base/log.h"
+#include "db/db.h"
+#include "db/inbox.h"
+#include "db/schema.h"
+#include "db/sql.h"
+#include "ops/control.h"
+#include "run/sources.h"
 
 /* Says -c is missing when path is NULL. */
 static int have_path(const char *path, const char *command)
@@ -69,7 +69,7 @@ PGconn *command_connect(const relay_config *cfg)
 
 int command_init_db(const relay_config *cfg, int reset_slot, int inbox)
 {
-    const source_ops *src = source_for(cfg);
+    const source_kind *src = source_for(cfg);
     if (reset_slot && !src->has_slot) {
         fprintf(stderr, "outbox-relay init-db: --reset-slot is for relay.source = \"wal\"\n");
         return 2;

@@ -6,7 +6,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Loads the config at path (NULL: says -c is missing), of its source named
  * outbox (NULL: its only one), and sets the log up from it; NULL after saying

@@ -1,89 +1,31 @@
 /* outbox-relay: the command line. */
-#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "config.h"
-#include "conformance.h"
-#include "engine.h"
-#include "host.h"
-#include "loader.h"
-#include "log.h"
-#include "options.h"
-#include "purge_cmd.h"
-#include "reload.h"
-#include "replay_cmd.h"
-#include "status_cmd.h"
-
-static const char usage_text[] =
-    "usage: outbox-relay COMMAND [options]\n"
-    "\n"
-    "Publishes transactional-outbox rows from PostgreSQL to brokers, at least once.\n"
-    "\n"
-    "Commands:\n"
-    "  run -c FILE [--drain]        relay until SIGTERM/SIGINT; --drain exits 0 once\n"
-    "                               nothing is pending or in flight\n"
-    "  reload -c FILE               check FILE, then make the relays running it re-read\n"
-    "                               it (SIGHUP; found by their -c in /proc)\n"
-    "  init-db -c FILE              create or upgrade the outbox schema (idempotent)\n"
-    "          [--reset-slot]       WAL mode: drop and re-create the replication slot\n"
-    "          [--inbox]            also the consumer inbox: outbox_inbox_accept(consumer,\n"
-    "                               event_id) is true once per event (README: Consumer inbox)\n"
-    "  check-config -c FILE         load the config and its drivers, validate options,\n"
-    "               [--print]       create each output's driver instance once; --print\n"
-    "                               shows every core setting's value, marking defaults\n"
-    "  status -c FILE [--json] [--watch [SECONDS]]\n"
-    "                               pending, in flight, dead, oldest pending age,\n"
-    "                               aggregates held back; --watch refreshes (2 s)\n"
-    "  requeue -c FILE --all | EVENT_ID...\n"
-    "                               put dead events back to pending\n"
-    "  pause -c FILE --output NAME | --source [--reason TEXT]\n"
-    "                               stop sending to an output (its events wait, no\n"
-    "                               attempt counted) or sending at all, in every relay\n"
-    "                               on the table, until resume; seen within a second\n"
-    "  resume -c FILE --output NAME | --source\n"
-    "                               undo pause\n"
-    "  replay -c FILE --since TIME [--until TIME] [--aggregate TYPE/ID ...]\n"
-    "         [--route N ...] [--to OUTPUT] [--rate N] [--name NAME]\n"
-    "                               publish again the published events created in\n"
-    "                               [since, until) (PostgreSQL timestamptz; until: now),\n"
-    "                               as run would (or all to OUTPUT), in id order per\n"
-    "                               aggregate, at most N a second (1000), rows untouched;\n"
-    "                               stopped (SIGINT/SIGTERM, a crash), the same command\n"
-    "                               (or --name) sends the rest. Exit 0 once all is sent\n"
-    "  purge -c FILE (--id EVENT_ID... | --older-than INTERVAL | --route N\n"
-    "        | --all) [--dry-run]\n"
-    "                               remove dead events (poll: rows with dead_at set;\n"
-    "                               wal, cursor: the dead-letter table) by event id, age\n"
-    "                               (dead longer than INTERVAL, e.g. '7 days') or route\n"
-    "                               (the events route N, from 1, would take), in one\n"
-    "                               transaction; --dry-run lists them, removes nothing\n"
-    "  drivers [-c FILE] [--drivers-dir DIR] [-v]\n"
-    "                               list the drivers found, their version, ABI, options\n"
-    "  check-driver DRIVER [-c FILE] [-o OUTPUT] [--drivers-dir DIR]\n"
-    "               [--destination D] [--bad-output NAME] [--timeout SEC]\n"
-    "                               run the driver conformance checks\n"
-    "\n"
-    "Options:\n"
-    "  --outbox NAME                with a config that lists sources: only that one\n"
-    "                               (run, status, init-db, check-config, pause and\n"
-    "                               resume take every source without it; requeue,\n"
-    "                               purge and replay need it)\n"
-    "  -h, --help                   this text\n"
-    "  -V, --version                version and driver ABI\n"
-    "\n"
-    "Exit codes: 0 success; 1 runtime failure (database unreachable, a failed check);\n"
-    "2 usage or configuration error; 130 a second signal forced the exit.\n";
+#include "base/log.h"
+#include "cli/cli_table.h"
+#include "cli/commands.h"
+#include "cli/connect_cmd.h"
+#include "cli/drivers_cmd.h"
+#include "cli/purge_cmd.h"
+#include "cli/status_cmd.h"
+#include "config/config.h"
+#include "conformance/conformance.h"
+#include "ops/reload.h"
+#include "replay/replay_cmd.h"
+#include "run/engine.h"
+#include "run/sources.h"
 
 /* Options shared by the commands. */
 typedef struct cli {
     const char *config;
     const char *drivers_dir;
-    int drain, json, all, verbose, reset_slot, print, inbox;
+    int drain, json, all, verbose, reset_slot, print, inbox, connect;
     int watch;                   /* status --watch: seconds between reports, 0: once */
+    int dead;             /* status --dead N: dead events listed (-1: not given, -2: bad) */
+    const char *dead_arg; /* its argument */
     const char *output, *reason; /* pause, resume: --output NAME, --reason TEXT */
     const char *outbox;          /* --outbox NAME: one source of the config's sources */
     int source;                  /* pause, resume: --source */
@@ -106,11 +48,12 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"source", no_argument, NULL, 'S'},
                                              {"reason", required_argument, NULL, 'r'},
                                              {"outbox", required_argument, NULL, 'b'},
-                                             {"help", no_argument, NULL, 'h'},
+                                             {"connect", no_argument, NULL, 'C'},
+                                             {"dead", required_argument, NULL, 'X'},
                                              {NULL, 0, NULL, 0}};
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:v", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': c->config = optarg; break;
         case 'd': c->drain = 1; break;
@@ -126,7 +69,14 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'S': c->source = 1; break;
         case 'r': c->reason = optarg; break;
         case 'b': c->outbox = optarg; break;
-        case 'h': fputs(usage_text, stdout); exit(0);
+        case 'C': c->connect = 1; break;
+        case 'X': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            c->dead = *end || end == optarg || n < 0 || n > 100000 ? -2 : (int)n;
+            c->dead_arg = optarg;
+            break;
+        }
         default: return -1;
         }
     }
@@ -139,94 +89,6 @@ static relay_config *load_config(const cli *c, const char *command)
     return command_load_config(c->config, c->outbox, command);
 }
 
-static void ignore_completion(void *arg, uint64_t token, obx_status status, int code,
-                              const char *detail)
-{
-    (void)arg, (void)token, (void)status, (void)code, (void)detail;
-}
-
-/* Lets the driver judge its options and native properties: create, destroy. */
-static int try_create(const cfg_output *out, const loaded_driver *drv)
-{
-    host_ctx host;
-    char err[1024] = "";
-    host_init(&host, drv, out, ignore_completion, NULL);
-    obx_instance *inst = drv->def.create(&host.host, err, sizeof err);
-    if (!inst) {
-        fprintf(stderr, "outbox-relay: output %s: driver %s refused its configuration: %s\n",
-                out->name, drv->def.name, err[0] ? err : "no reason given");
-        return -1;
-    }
-    drv->def.destroy(inst);
-    return 0;
-}
-
-/* check-config: everything run checks before it touches the database;
- * print: then every core setting's effective value. */
-static int check_config(const relay_config *cfg, int print)
-{
-    for (size_t i = 0; i < cfg->output_count; i++) {
-        char err[1024];
-        loaded_driver *drv = host_load_output(cfg, &cfg->outputs[i], err, sizeof err);
-        if (!drv) {
-            fprintf(stderr, "outbox-relay: config error: %s\n", err);
-            return 2;
-        }
-        int rc = try_create(&cfg->outputs[i], drv);
-        loader_close(drv);
-        if (rc < 0)
-            return 2;
-    }
-    printf("%s: ok (%zu outputs, %zu routes, table %s.%s)\n", cfg->path, cfg->output_count,
-           cfg->route_count, cfg->schema, cfg->table);
-    if (print)
-        config_print_settings(stdout, cfg);
-    return 0;
-}
-
-static void print_driver(const loaded_driver *drv, int verbose)
-{
-    const obx_driver_def *d = &drv->def;
-    printf("%-10s %-8s ABI %u.%u  %s\n    %s\n", d->name, d->version ? d->version : "-",
-           d->abi_major, d->abi_minor, d->description ? d->description : "", drv->path);
-    char bug[512];
-    if (options_check_specs(d, bug, sizeof bug) < 0)
-        printf("    refused by the host: its option specs are wrong: %s\n", bug);
-    if (verbose)
-        options_print_table(stdout, d);
-}
-
-static int list_drivers(const char *dir, int verbose)
-{
-    if (!dir)
-        dir = loader_default_dir();
-    DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "outbox-relay: cannot open drivers directory %s\n", dir);
-        return 1;
-    }
-    printf("drivers in %s (relay ABI %d.%d):\n", dir, OBX_ABI_MAJOR, OBX_ABI_MINOR);
-    int found = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0)
-            continue;
-        char name[256], err[1024];
-        snprintf(name, sizeof name, "%.*s", (int)(len - 3), e->d_name);
-        loaded_driver *drv = loader_open(dir, name, err, sizeof err);
-        if (drv) {
-            print_driver(drv, verbose);
-            loader_close(drv);
-            found++;
-        } else {
-            printf("%-10s refused: %s\n", name, err);
-        }
-    }
-    closedir(d);
-    return found ? 0 : 1;
-}
-
 /* init-db, check-config, pause and resume: on each source in turn, each
  * under its name when there are several; the worst exit code. */
 static int each_source(const cli *c, const char *command, relay_config **cfgs, size_t count)
@@ -234,13 +96,14 @@ static int each_source(const cli *c, const char *command, relay_config **cfgs, s
     int rc = 0;
     for (size_t i = 0; i < count; i++) {
         const relay_config *cfg = cfgs[i];
-        if (cfg->source_name && count > 1)
+        int quiet = c->json && !strcmp(command, "check-config");
+        if (cfg->source_name && count > 1 && !quiet)
             printf("source %s: ", cfg->source_name);
         int one;
         if (!strcmp(command, "init-db"))
             one = command_init_db(cfg, c->reset_slot, c->inbox);
         else if (!strcmp(command, "check-config"))
-            one = check_config(cfg, c->print);
+            one = command_check_config(cfg, c->print, quiet);
         else
             one = command_pause(cfg, !strcmp(command, "pause"), c->output, c->source, c->reason);
         fflush(stdout);
@@ -249,53 +112,24 @@ static int each_source(const cli *c, const char *command, relay_config **cfgs, s
     return rc;
 }
 
-int main(int argc, char **argv)
+static int replay_cmd(int argc, char **argv)
 {
-    if (argc < 2) {
-        fputs(usage_text, stderr);
-        return 2;
-    }
-    const char *command = argv[1];
-    if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    if (!strcmp(command, "-V") || !strcmp(command, "--version")) {
-        printf("outbox-relay %s (driver ABI %d.%d)\n", OBX_VERSION, OBX_ABI_MAJOR, OBX_ABI_MINOR);
-        return 0;
-    }
-    if (!strcmp(command, "check-driver"))
-        return conformance_main(argc - 1, argv + 1);
-    if (!strcmp(command, "purge"))
-        return purge_main(argc - 1, argv + 1);
-    if (!strcmp(command, "replay"))
-        return replay_main(argc - 1, argv + 1);
+    return replay_main(argc, argv, source_for);
+}
 
-    cli c = {0};
-    if (parse_options(argc - 1, argv + 1, &c) < 0) {
-        fprintf(stderr, "outbox-relay %s: bad option; see outbox-relay --help\n", command);
+/* The commands that share one set of options (cli): each refuses the
+ * options that are not its own. */
+static int shared_main(int argc, char **argv)
+{
+    const char *command = argv[0];
+    cli c = {.dead = -1};
+    if (parse_options(argc, argv, &c) < 0) {
+        fprintf(stderr, "outbox-relay %s: bad option; see outbox-relay %s --help\n", command,
+                command);
         return 2;
     }
-    int positional = argc - 1 - c.first_arg;
-    char **args = argv + 1 + c.first_arg;
-    if (!strcmp(command, "drivers")) {
-        const char *dir = c.drivers_dir;
-        size_t count = 0;
-        relay_config **cfgs = NULL; /* every source loads from one drivers_dir */
-        if (!dir && c.config && !(cfgs = command_load_all(c.config, NULL, command, &count)))
-            return 2;
-        int rc = list_drivers(dir ? dir : cfgs ? cfgs[0]->drivers_dir : NULL, c.verbose);
-        config_free_all(cfgs, count);
-        return rc;
-    }
-    int known = !strcmp(command, "run") || !strcmp(command, "init-db") ||
-                !strcmp(command, "check-config") || !strcmp(command, "status") ||
-                !strcmp(command, "requeue") || !strcmp(command, "reload") ||
-                !strcmp(command, "pause") || !strcmp(command, "resume");
-    if (!known) {
-        fprintf(stderr, "outbox-relay: unknown command \"%s\"; see outbox-relay --help\n", command);
-        return 2;
-    }
+    int positional = argc - c.first_arg;
+    char **args = argv + c.first_arg;
     /* status --watch SECONDS: the seconds come as the positional argument */
     if (!strcmp(command, "status") && c.watch == -1 && positional == 1 && atoi(args[0]) > 0) {
         c.watch = atoi(args[0]);
@@ -323,6 +157,24 @@ int main(int argc, char **argv)
         fprintf(stderr, "outbox-relay resume: --reason goes with pause\n");
         return 2;
     }
+    if (c.dead == -2) {
+        fprintf(stderr, "outbox-relay %s: --dead takes a count from 0 to 100000, not \"%s\"\n",
+                command, c.dead_arg);
+        return 2;
+    }
+    if (c.dead >= 0 && strcmp(command, "status") != 0) {
+        fprintf(stderr, "outbox-relay %s: --dead is an option of status\n", command);
+        return 2;
+    }
+    int checking = !strcmp(command, "check-config");
+    if (c.connect && !checking) {
+        fprintf(stderr, "outbox-relay %s: --connect is an option of check-config\n", command);
+        return 2;
+    }
+    if (checking && c.json && (!c.connect || c.print)) {
+        fprintf(stderr, "outbox-relay check-config: --json goes with --connect, not --print\n");
+        return 2;
+    }
     if (positional > 0 && strcmp(command, "requeue") != 0) {
         fprintf(stderr, "outbox-relay %s: unexpected argument \"%s\"\n", command, args[0]);
         return 2;
@@ -345,9 +197,135 @@ int main(int argc, char **argv)
     if (!strcmp(command, "reload"))
         rc = reload_signal_relays(cfgs[0]->path);
     else if (!strcmp(command, "status"))
-        rc = command_status(cfgs, count, c.json, c.watch);
+        rc = command_status(cfgs, count, c.json, c.watch, c.dead < 0 ? STATUS_DEAD_LISTED : c.dead);
     else
         rc = each_source(&c, command, cfgs, count);
+    if (rc == 0 && c.connect) /* the config is sound: then the servers */
+        rc = command_check_connect(cfgs, count, c.json);
     config_free_all(cfgs, count);
     return rc;
+}
+
+/* Option lines every command that reads a config takes. */
+#define OPT_CONFIG "  -c, --config FILE            the config file\n"
+#define OPT_OUTBOX                                                                                 \
+    "  --outbox NAME                with a config that lists sources: only that one\n"
+
+/* clang-format off */
+static const cli_command cli_commands[] = {
+    {"run", "-c FILE [--drain]",
+     "relay until SIGTERM/SIGINT; --drain exits 0 once\nnothing is pending or in flight",
+     OPT_CONFIG OPT_OUTBOX
+     "  --drain                      exit 0 once nothing is pending or in flight\n",
+     shared_main},
+    {"reload", "-c FILE",
+     "check FILE, then make the relays running it re-read\nit (SIGHUP; found by their -c in /proc)",
+     OPT_CONFIG, shared_main},
+    {"init-db", "-c FILE [--reset-slot] [--inbox]",
+     "create or upgrade the outbox schema (idempotent)",
+     OPT_CONFIG OPT_OUTBOX
+     "  --reset-slot                 WAL mode: drop and re-create the replication slot\n"
+     "  --inbox                      also the consumer inbox: outbox_inbox_accept(consumer,\n"
+     "                               event_id) is true once per event (docs/consumers.md)\n",
+     shared_main},
+    {"check-config", "-c FILE [--print | --connect [--json]]",
+     "load the config and its drivers, validate options,\ncreate each output's driver instance once;\n--connect: then reach the database (schema\nversion, the role's privileges) and each output's\nbroker. Exit 2: a config error, 1: a check failed",
+     OPT_CONFIG OPT_OUTBOX
+     "  --print                      show every core setting's value, marking defaults\n"
+     "  --connect                    also connect: database, schema, privileges, brokers\n"
+     "  --json                       with --connect: the report as one JSON object\n",
+     shared_main},
+    {"status", "-c FILE [--json] [--watch [SECONDS]] [--dead N]",
+     "pending, in flight, dead, oldest pending age,\naggregates held back, the first dead events",
+     OPT_CONFIG OPT_OUTBOX
+     "  --json                       one JSON object\n"
+     "  --dead N                     list the first N dead events (10; 0: none)\n"
+     "  --watch [SECONDS]            refresh every SECONDS (2)\n",
+     shared_main},
+    {"requeue", "-c FILE --all | EVENT_ID...",
+     "put dead events back to pending",
+     OPT_CONFIG OPT_OUTBOX
+     "  --all                        every dead event\n",
+     shared_main},
+    {"pause", "-c FILE --output NAME | --source [--reason TEXT]",
+     "stop sending to an output (its events wait, no\nattempt counted) or sending at all, in every relay\non the table, until resume; seen within a second",
+     OPT_CONFIG OPT_OUTBOX
+     "  --output NAME                the output to pause\n"
+     "  --source                     the whole source\n"
+     "  --reason TEXT                shown by status\n",
+     shared_main},
+    {"resume", "-c FILE --output NAME | --source",
+     "undo pause",
+     OPT_CONFIG OPT_OUTBOX
+     "  --output NAME                the output to resume\n"
+     "  --source                     the whole source\n",
+     shared_main},
+    {"replay", "-c FILE --since TIME [--until TIME] [--aggregate TYPE/ID ...]\n[--route N ...] [--to OUTPUT] [--rate N] [--name NAME]",
+     "publish again the published events created in\n[since, until) (PostgreSQL timestamptz; until: now),\nas run would (or all to OUTPUT), in id order per\naggregate, at most N a second (1000), rows untouched;\nstopped (SIGINT/SIGTERM, a crash), the same command\n(or --name) sends the rest. Exit 0 once all is sent",
+     OPT_CONFIG OPT_OUTBOX
+     "  --since TIME, --until TIME   the window of created_at (timestamptz; until: now)\n"
+     "  --aggregate TYPE/ID          only this aggregate's events (repeatable)\n"
+     "  --route N                    only the events route N (from 1) takes (repeatable)\n"
+     "  --to OUTPUT                  every event to OUTPUT instead of its routes\n"
+     "  --rate N                     at most N events a second (1000)\n"
+     "  --name NAME                  the name its progress is kept under\n",
+     replay_cmd},
+    {"purge", "-c FILE (--id EVENT_ID... | --older-than INTERVAL | --route N\n| --all) [--dry-run]",
+     "remove dead events (poll: rows with dead_at set;\nwal, cursor: the dead-letter table) by event id, age\n(dead longer than INTERVAL, e.g. '7 days') or route\n(the events route N, from 1, would take), in one\ntransaction; --dry-run lists them, removes nothing",
+     OPT_CONFIG OPT_OUTBOX
+     "  --id EVENT_ID...             these dead events\n"
+     "  --older-than INTERVAL        dead longer than INTERVAL\n"
+     "  --route N                    the events route N would take\n"
+     "  --all                        every dead event\n"
+     "  --dry-run                    list them, remove nothing\n",
+     purge_main},
+    {"drivers", "[-c FILE] [--drivers-dir DIR] [-v]",
+     "list the drivers found, their version, ABI, options",
+     OPT_CONFIG
+     "  --drivers-dir DIR            look in DIR (default: the config's, or the installed one)\n"
+     "  -v, --verbose                each driver's options\n",
+     drivers_main},
+    {"check-driver", "DRIVER.so|NAME [-c FILE] [-o OUTPUT] [--drivers-dir DIR]\n[--destination D] [--bad-output NAME] [--timeout SEC]",
+     "run the driver conformance checks",
+     OPT_CONFIG
+     "  -o OUTPUT                    which output (default: the first whose driver matches)\n"
+     "  --drivers-dir DIR            where to find DRIVER by name\n"
+     "  --destination D              the test messages' destination (conformance.test)\n"
+     "  --bad-output NAME            an output whose options create must refuse\n"
+     "  --timeout SEC                how long to wait for completions (30)\n",
+     conformance_main},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+/* clang-format on */
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        cli_print_usage(stderr, cli_commands, 0);
+        return 2;
+    }
+    const char *command = argv[1];
+    if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
+        if (argc > 2 && cli_find(cli_commands, argv[2])) { /* help COMMAND */
+            cli_print_command(stdout, cli_find(cli_commands, argv[2]));
+            return 0;
+        }
+        cli_print_usage(stdout, cli_commands, argc > 2 && !strcmp(argv[2], "--all"));
+        return 0;
+    }
+    if (!strcmp(command, "-V") || !strcmp(command, "--version")) {
+        printf("outbox-relay %s (commit %s, driver ABI %d.%d)\n", OBX_VERSION, OBX_COMMIT,
+               OBX_ABI_MAJOR, OBX_ABI_MINOR);
+        return 0;
+    }
+    const cli_command *c = cli_find(cli_commands, command);
+    if (!c) {
+        fprintf(stderr, "outbox-relay: unknown command \"%s\"; see outbox-relay --help\n", command);
+        return 2;
+    }
+    if (cli_wants_help(argc - 1, argv + 1)) {
+        cli_print_command(stdout, c);
+        return 0;
+    }
+    return c->main(argc - 1, argv + 1);
 }

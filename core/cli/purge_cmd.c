@@ -1,15 +1,15 @@
-#include "purge_cmd.h"
+#include "cli/purge_cmd.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "db.h"
-#include "pgarray.h"
-#include "route.h"
-#include "source.h"
+#include "cli/commands.h"
+#include "db/db.h"
+#include "db/pgarray.h"
+#include "event/route.h"
+#include "run/sources.h"
 
 /* How many of the events a dry run would remove it lists. */
 #define PURGE_LIST_MAX 20
@@ -122,7 +122,7 @@ static void print_listed(const PGresult *res, const int *rows, long count)
 /* Selects, filters by route, then lists (dry run) or deletes, in one transaction. */
 static int purge(PGconn *conn, const relay_config *cfg, const purge_args *a)
 {
-    const source_ops *src = source_for(cfg);
+    const source_kind *src = source_for(cfg);
     pgarray ids, keys;
     pgarray_init(&ids);
     pgarray_init(&keys);

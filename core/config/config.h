@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "log.h"
+#include "base/log.h"
 
 typedef enum { ORDERING_AGGREGATE, ORDERING_NONE } ordering_mode;
 typedef enum { DEAD_SKIP, DEAD_BLOCK } dead_policy;

@@ -1,4 +1,4 @@
-#include "config_fanout.h"
+#include "config/config_fanout.h"
 
 #include <stdio.h>
 #include <stdlib.h>

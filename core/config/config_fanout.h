@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 
 #define FANOUT_OUTPUT "_fanout"
 

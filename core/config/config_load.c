@@ -1,5 +1,5 @@
 /* config.h's entry points: read the file, load each part in order, free. */
-#include "config.h"
+#include "config/config.h"
 
 #include <libconfig.h>
 #include <stdio.h>
@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config_fanout.h"
-#include "config_outputs.h"
-#include "config_read.h"
-#include "settings.h"
+#include "config/config_fanout.h"
+#include "config/config_outputs.h"
+#include "config/config_read.h"
+#include "config/settings.h"
 
 /* Parses path into lc; -1 with err (FILE:LINE: what) when it cannot. */
 static int read_file(config_t *lc, const char *path, char *err, size_t err_size)

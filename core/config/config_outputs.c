@@ -1,6 +1,6 @@
 /* The config's outputs (driver, options, native properties) and routes
  * (globs, output, destination template). */
-#include "config_outputs.h"
+#include "config/config_outputs.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 #ifndef OBX_CONFIG_OUTPUTS_H
 #define OBX_CONFIG_OUTPUTS_H
 
-#include "config_read.h"
+#include "config/config_read.h"
 
 void config_load_outputs(cfg_reader *st, const config_setting_t *list);
 /* Needs the outputs loaded: a route names one (the first when absent). */

@@ -1,7 +1,7 @@
 /* The libconfig reading helpers of the config loader: the first error as
  * "FILE:LINE: what is wrong", ${VAR} expansion, typed values with ranges,
  * known keys only. */
-#include "config_read.h"
+#include "config/config_read.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "obx/cloudevents.h"
 
 int cfg_fail(cfg_reader *st, const config_setting_t *s, const char *fmt, ...)

@@ -7,7 +7,7 @@
 #include <libconfig.h>
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Loading state: the first error wins and stops the load. */
 typedef struct cfg_reader {

@@ -1,4 +1,4 @@
-#include "listen_addr.h"
+#include "config/listen_addr.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

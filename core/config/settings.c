@@ -1,14 +1,14 @@
 /* The table of the core's settings and the checks its rows name. A new
  * setting is a row here (and its field in relay_config). */
-#include "settings.h"
+#include "config/settings.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "conninfo.h"
-#include "listen_addr.h"
+#include "base/conninfo.h"
+#include "config/listen_addr.h"
 
 static int check_conninfo(cfg_reader *st, const config_setting_t *s, const setting_def *def,
                           void *slot)
@@ -170,7 +170,7 @@ static void check_partitions(cfg_reader *st, const config_setting_t *p)
 }
 
 /* A shard of the cursor source: a bit mask of an aggregate's hash picks it,
- * so the count is a power of two (README, Cursor mode, shards). */
+ * so the count is a power of two (docs/sources.md, Cursor mode). */
 static void check_cursor_shard(cfg_reader *st, const config_setting_t *c)
 {
     const relay_config *cfg = st->cfg;
@@ -266,11 +266,11 @@ static const setting_def table[] = {
     INT("relay.wal", "lag_warn_mb", wal_lag_warn_mb, 1, 1 << 30, 1024, FIXED),
     INT("relay.wal", "status_interval_ms", wal_status_interval_ms, 10, 60000, 1000, FIXED),
     /* pg_logical_emit_message with the relay's prefix as an event: any role that can connect
-     * may send one, so only where every such role may publish (README, Security) */
+     * may send one, so only where every such role may publish (docs/security.md) */
     BOOL("relay.wal", "accept_logical_messages", wal_accept_logical_messages, 0, FIXED),
     INT("relay.cursor", "shards", cursor_shards, 1, 1024, 1, FIXED),
     INT("relay.cursor", "shard", cursor_shard, 0, 1023, 0, FIXED),
-    /* a time-partitioned outbox, made by init-db and kept by the relay (README,
+    /* a time-partitioned outbox, made by init-db and kept by the relay (docs/operations.md,
      * Partitioned outbox) */
     STRING("relay.partitions", "interval", partition_interval, NULL, FIXED, .check = check_span,
            .required = "relay.partitions needs interval, such as \"1 day\" (hours, days or weeks)"),
@@ -287,7 +287,7 @@ static const setting_def table[] = {
     STRING("admin", "listen", admin_listen, NULL, FIXED, .check = check_admin_listen),
     STRING("admin", "token_env", admin_token_env, "OUTBOX_RELAY_ADMIN_TOKEN", FIXED,
            .check = check_identifier),
-    /* a span per publish of an event that carries a traceparent (README, Tracing) */
+    /* a span per publish of an event that carries a traceparent (docs/configuration.md, Tracing) */
     STRING("tracing", "otlp_endpoint", otlp_endpoint, NULL, FIXED, .check = check_http_url),
     STRING("tracing", "service_name", service_name, "outbox-relay", FIXED),
 };

@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "config.h"
-#include "config_read.h"
+#include "config/config.h"
+#include "config/config_read.h"
 
 typedef enum {
     SETTING_INT,

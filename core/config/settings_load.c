@@ -1,6 +1,6 @@
 /* What walks the settings table: the defaults, the loader, freeing, the
  * fixed settings of a reload and the column lookup. */
-#include "settings.h"
+#include "config/settings.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,10 @@
 /* check-config --print: every setting of the table with its effective value. */
-#include "settings.h"
+#include "config/settings.h"
 
 #include <libpq-fe.h>
 #include <string.h>
 
-#include "conninfo.h"
+#include "base/conninfo.h"
 
 /* A secret conninfo rebuilt from libpq's parse, each option libpq marks as
  * secret (dispchar '*': the password) shown as ***; the text as written

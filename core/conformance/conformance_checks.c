@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance_run.h"
-#include "options.h"
+#include "conformance/conformance_run.h"
+#include "host/options.h"
 
 void check_definition(cf_run *run)
 {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "conformance_run.h"
-#include "clock.h"
+#include "base/clock.h"
+#include "conformance/conformance_run.h"
 
 cf_run *cf_current;
 static uint32_t cf_next_tag = 0x0B0;

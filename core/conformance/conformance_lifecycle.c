@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "conformance_run.h"
+#include "conformance/conformance_run.h"
 
 /* close with messages in flight completes them all, and nothing after. */
 void check_close(cf_run *run, cf_instance *ci, const char *name, int use_destroy)

@@ -7,7 +7,7 @@
  * driver that keeps pointers into it reads garbage (and AddressSanitizer or
  * valgrind says where).
  */
-#include "conformance.h"
+#include "conformance/conformance.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conformance_run.h"
-#include "log.h"
+#include "base/log.h"
+#include "conformance/conformance_run.h"
 
 /* ---- command line ---- */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "conformance_run.h"
+#include "conformance/conformance_run.h"
 
 typedef struct cf_batch {
     size_t count;

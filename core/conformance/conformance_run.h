@@ -10,10 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "host.h"
-#include "loader.h"
-#include "ledger.h"
+#include "config/config.h"
+#include "conformance/ledger.h"
+#include "host/host.h"
+#include "host/loader.h"
 
 #define CF_CAPACITY 4096 /* tokens per ledger */
 #define CF_MAX_THREADS 32

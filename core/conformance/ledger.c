@@ -1,5 +1,5 @@
 /* The token ledger: see ledger.h. */
-#include "ledger.h"
+#include "conformance/ledger.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
-#include "cursor_partitions.h"
+#include "cursor/cursor_partitions.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "db.h"
-#include "log.h"
-#include "partitions.h"
-#include "sql.h"
+#include "base/log.h"
+#include "db/db.h"
+#include "db/partitions.h"
+#include "db/sql.h"
 
 /* Set on a partition once every row of it is finished: no row can be added
  * to it any more, so none can land after the check and be dropped unread. */

@@ -6,7 +6,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* One pass on conn (a session of its own: it sets lock_timeout): each
  * partition past keep whose rows are all finished is closed to new rows,

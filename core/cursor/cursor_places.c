@@ -1,4 +1,4 @@
-#include "cursor_places.h"
+#include "cursor/cursor_places.h"
 
 #include <stdlib.h>
 #include <string.h>

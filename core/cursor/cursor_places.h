@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "cursor_read.h"
+#include "cursor/cursor_read.h"
 
 typedef struct cursor_places {
     cursor_place *ring;

@@ -1,19 +1,19 @@
-#include "cursor_read.h"
+#include "cursor/cursor_read.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cursor_shard.h"
-#include "db.h"
-#include "sql.h"
+#include "cursor/cursor_shard.h"
+#include "db/db.h"
+#include "db/sql.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
 /* The rows past $1/$2 placed below the oldest running transaction's id:
  * nothing can be added there any more (core/DESIGN.md). Fields in
- * wal_row's order, times in ISO form and UTC (the session's, below). */
+ * event_row's order, times in ISO form and UTC (the session's, below). */
 static const char fetch_tmpl[] =
     "SELECT o.cursor_xid::text AS place_xid, o.{c.id}, o.{c.event_id}::text,"
     " o.{c.aggregate_type}::text, o.{c.aggregate_id}::text, o.{c.event_type}::text, o.{c.payload},"
@@ -31,7 +31,7 @@ static const char load_tmpl[] =
 /* clang-format on */
 
 #define FETCH_NAME "obx_cursor_fetch"
-/* Fields after the place's two columns, in wal_row's order. */
+/* Fields after the place's two columns, in event_row's order. */
 #define FIRST_FIELD 2
 
 void cursor_reader_init(cursor_reader *r, const relay_config *cfg)
@@ -127,7 +127,7 @@ reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *
     return ok ? READER_OPEN : (cursor_reader_close(r), READER_RETRY);
 }
 
-int cursor_reader_fetch(cursor_reader *r, const cursor_place *after, int limit, wal_row **rows,
+int cursor_reader_fetch(cursor_reader *r, const cursor_place *after, int limit, event_row **rows,
                         cursor_place *places, char *err, size_t err_size)
 {
     char xid[24], id[24], lim[16];
@@ -150,7 +150,7 @@ int cursor_reader_fetch(cursor_reader *r, const cursor_place *after, int limit, 
             values[f] = null ? NULL : PQgetvalue(res, i, FIRST_FIELD + f);
             lens[f] = null ? 0 : (size_t)PQgetlength(res, i, FIRST_FIELD + f);
         }
-        rows[i] = wal_row_new(values, lens);
+        rows[i] = event_row_new(values, lens);
         places[i].xid = strtoull(PQgetvalue(res, i, 0), NULL, 10);
         places[i].id = strtoll(PQgetvalue(res, i, 1), NULL, 10);
     }

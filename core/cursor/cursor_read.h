@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "cursor_place.h"
-#include "wal_decode.h"
+#include "config/config.h"
+#include "cursor/cursor_place.h"
+#include "event/event_row.h"
 
 typedef struct cursor_reader {
     const relay_config *cfg;
@@ -32,7 +32,7 @@ void cursor_reader_close(cursor_reader *r);
 
 /* Up to limit rows past *after, in order: rows[i] (owned by the caller) at
  * places[i]. Returns how many, or -1 with err (the session is lost). */
-int cursor_reader_fetch(cursor_reader *r, const cursor_place *after, int limit, wal_row **rows,
+int cursor_reader_fetch(cursor_reader *r, const cursor_place *after, int limit, event_row **rows,
                         cursor_place *places, char *err, size_t err_size);
 
 /* Saves the place every row up to which is finished. 0, or -1 with err. */

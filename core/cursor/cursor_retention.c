@@ -1,15 +1,15 @@
-#include "cursor_retention.h"
+#include "cursor/cursor_retention.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "clock.h"
-#include "cursor_partitions.h"
-#include "db.h"
-#include "log.h"
-#include "partitions.h"
-#include "sql.h"
-#include "wal_side.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "cursor/cursor_partitions.h"
+#include "db/db.h"
+#include "db/partitions.h"
+#include "db/sql.h"
+#include "window/window_side.h"
 
 /* a round deletes at most ROUNDS x CHUNK rows, CHUNK per statement */
 #define CHUNK_TEXT "5000"
@@ -32,12 +32,13 @@ static const char delete_tmpl[] =
     " WHERE f.created_at < now() - $1::interval)";
 /* clang-format on */
 
-void cursor_retention_upkeep(relay_state *st, PGconn **db)
+void cursor_retention_upkeep(void *arg, relay_state *st, PGconn **db)
 {
+    (void)arg;
     const relay_config *cfg = st->cfg;
     char err[512], keep[32];
     if (partitions_on(cfg)) { /* a whole partition at a time, never a row */
-        if (cfg->partition_keep && wal_side_session(db, cfg, err, sizeof err))
+        if (cfg->partition_keep && window_side_session(db, cfg, err, sizeof err))
             cursor_partitions_retire(*db, cfg);
         return;
     }
@@ -45,7 +46,7 @@ void cursor_retention_upkeep(relay_state *st, PGconn **db)
         return;
     snprintf(keep, sizeof keep, "%d hours",
              cfg->retention == RETAIN_DELETE ? 0 : cfg->retention_hours);
-    if (!wal_side_session(db, cfg, err, sizeof err)) {
+    if (!window_side_session(db, cfg, err, sizeof err)) {
         log_warn("cursor retention: %s", err);
         return;
     }

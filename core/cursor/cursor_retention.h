@@ -8,9 +8,9 @@
 
 #include <libpq-fe.h>
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
-/* wal_side's upkeep: one round of deletes when due. */
-void cursor_retention_upkeep(relay_state *st, PGconn **db);
+/* window_side's upkeep: one round of deletes when due. */
+void cursor_retention_upkeep(void *arg, relay_state *st, PGconn **db);
 
 #endif

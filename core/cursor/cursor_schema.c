@@ -1,17 +1,17 @@
 /* Cursor mode's objects. The reader's rule and why it holds are in
  * core/DESIGN.md ("The cursor source"). */
-#include "cursor_schema.h"
+#include "cursor/cursor_schema.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cursor_shard.h"
-#include "db.h"
-#include "dead_letter.h"
-#include "enqueue.h"
-#include "schema.h"
-#include "sql.h"
+#include "cursor/cursor_shard.h"
+#include "db/db.h"
+#include "db/dead_letter.h"
+#include "db/enqueue.h"
+#include "db/schema.h"
+#include "db/sql.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */

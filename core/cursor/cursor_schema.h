@@ -7,9 +7,9 @@
 #include <libpq-fe.h>
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 
-/* source_ops.install; reset_slot is not cursor mode's (refused before). */
+/* source_kind.install; reset_slot is not cursor mode's (refused before). */
 int cursor_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot, char *err,
                           size_t err_size);
 

@@ -1,13 +1,13 @@
-#include "cursor_shard.h"
+#include "cursor/cursor_shard.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "log.h"
-#include "sql.h"
+#include "base/log.h"
+#include "db/db.h"
+#include "db/sql.h"
 
 /* relay.cursor.shards' range: 2^0 .. 2^10 */
 #define LAYOUTS 11
@@ -136,7 +136,7 @@ int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, char *err, s
         else if (!PQgetisnull(res, 0, 0))
             snprintf(err, err_size,
                      "a relay reads %s with relay.cursor.shards = %s: stop every reader of "
-                     "the old layout first (README, Cursor mode: shards)",
+                     "the old layout first (docs/sources.md, Cursor mode)",
                      table, PQgetvalue(res, 0, 0));
         rc = PQresultStatus(res) != PGRES_TUPLES_OK ? -1 : PQgetisnull(res, 0, 0) ? 1 : 0;
     }

@@ -7,8 +7,8 @@
 #include <libpq-fe.h>
 #include <stddef.h>
 
-#include "config.h"
-#include "cursor_place.h"
+#include "config/config.h"
+#include "cursor/cursor_place.h"
 
 /* A saved row of the cursor table: shard `shard` of `shards`. */
 typedef struct cursor_saved {

@@ -1,18 +1,18 @@
-#include "cursor_source.h"
+#include "cursor/cursor_source.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "counters.h"
-#include "cursor_places.h"
-#include "cursor_read.h"
-#include "cursor_retention.h"
-#include "cursor_schema.h"
-#include "db.h"
-#include "log.h"
-#include "wal_publish.h"
-#include "wal_window.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "cursor/cursor_places.h"
+#include "cursor/cursor_read.h"
+#include "cursor/cursor_retention.h"
+#include "cursor/cursor_schema.h"
+#include "db/db.h"
+#include "telemetry/counters.h"
+#include "window/window.h"
+#include "window/window_publish.h"
 
 /* The cursor is saved at most this often while it moves: one write per
  * round of events, never one per event. */
@@ -33,8 +33,8 @@
 typedef struct cursor_source {
     relay_state *st;
     const relay_config *cfg;
-    wal_window w;
-    wal_publisher pub;
+    window w;
+    window_publisher pub;
     cursor_reader r;
     cursor_places places; /* the place of each unconfirmed transaction */
     cursor_place read_at; /* the last place read */
@@ -43,7 +43,7 @@ typedef struct cursor_source {
     long long saved_ms, asked_ms, fetch_at_ms, fetched_ms;
     int quick_ms;   /* the delay of the next look after the last read, 0: none pending */
     int last_empty; /* the last fetch found nothing */
-    wal_row **rows;
+    event_row **rows;
     cursor_place *row_places;
 } cursor_source;
 
@@ -52,9 +52,11 @@ static int stopping(const cursor_source *src)
     return atomic_load(&src->st->stop) != 0;
 }
 
-int cursor_preflight(const relay_config *cfg)
+int cursor_preflight(PGconn *conn, const relay_config *cfg, const char *payload_type, char *err,
+                   size_t err_size)
 {
-    return db_preflight(cfg, cursor_schema_check);
+    (void)payload_type;
+    return cursor_schema_check(conn, cfg, err, err_size);
 }
 
 static int same_place(const cursor_place *a, const cursor_place *b)
@@ -76,11 +78,11 @@ static int fetch(cursor_source *src, long limit)
     for (int i = 0; i < n; i++) {
         const cursor_place *at = &src->row_places[i];
         if (i == 0 || at->xid != src->row_places[i - 1].xid)
-            wal_window_begin(&src->w, src->rows[i]->created_at_us);
-        wal_window_add(&src->w, src->rows[i]);
+            window_begin(&src->w, src->rows[i]->created_at_us);
+        window_add(&src->w, src->rows[i]);
         atomic_fetch_add(&src->st->stats.claimed, 1);
         if (i + 1 == n || src->row_places[i + 1].xid != at->xid) {
-            wal_window_commit(&src->w, (uint64_t)at->id);
+            window_commit(&src->w, (uint64_t)at->id);
             cursor_places_push(&src->places, at);
         }
     }
@@ -94,10 +96,10 @@ static int fetch(cursor_source *src, long limit)
  * SAVE_GAP_MS unless forced). Returns -1 when the session is lost. */
 static int advance(cursor_source *src, long long now, int force)
 {
-    uint64_t end = wal_window_confirm(&src->w);
+    uint64_t end = window_confirm(&src->w);
     if (end)
         cursor_places_confirm(&src->places, end, &src->done);
-    if (wal_window_empty(&src->w))
+    if (window_empty(&src->w))
         src->done = src->read_at; /* nothing held: everything read is finished */
     if (same_place(&src->done, &src->saved) || (!force && now - src->saved_ms < SAVE_GAP_MS))
         return 0;
@@ -158,12 +160,12 @@ static int stream(cursor_source *src)
         counters_beat();
         if (stopping(src))
             return 0;
-        wal_publisher_tend(&src->pub);
-        wal_publisher_settle(&src->pub, now);
-        int sent = wal_publisher_reload(&src->pub) ? 0 : wal_publisher_send(&src->pub, now);
+        window_publisher_tend(&src->pub);
+        window_publisher_settle(&src->pub, now);
+        int sent = window_publisher_reload(&src->pub) ? 0 : window_publisher_send(&src->pub, now);
         if (advance(src, now, 0) < 0)
             return -1;
-        if (src->st->drain && src->last_empty && wal_window_empty(&src->w)) {
+        if (src->st->drain && src->last_empty && window_empty(&src->w)) {
             if (advance(src, now, 1) < 0)
                 return -1;
             log_info("drained: cursor at %llu/%lld", (unsigned long long)src->saved.xid,
@@ -171,7 +173,7 @@ static int stream(cursor_source *src)
             return 0;
         }
         long room =
-            wal_window_room(&src->w, src->cfg->wal_max_in_flight, src->cfg->wal_max_in_flight_mb);
+            window_room(&src->w, src->cfg->wal_max_in_flight, src->cfg->wal_max_in_flight_mb);
         if (room > 0 && now >= src->fetch_at_ms) {
             long limit = room < src->cfg->batch_size ? room : src->cfg->batch_size;
             int n = fetch(src, limit);
@@ -187,7 +189,7 @@ static int stream(cursor_source *src)
         }
         long long timeout = src->pub.in_flight > 0 || sent ? 2 : 50;
         long long wait =
-            src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs) : wal_window_wait_ms(&src->w, now);
+            src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs) : window_wait_ms(&src->w, now);
         if (wait >= 0 && wait < timeout)
             timeout = wait;
         if (room > 0 && src->fetch_at_ms - now < timeout)
@@ -204,7 +206,7 @@ static int stream(cursor_source *src)
  * shutdown_timeout_ms, for what is in flight, then save what finished. */
 static void settle_in_flight(cursor_source *src)
 {
-    wal_publisher_finish_in_flight(&src->pub, src->cfg->shutdown_timeout_ms);
+    window_publisher_finish_in_flight(&src->pub, src->cfg->shutdown_timeout_ms);
     if (src->r.conn)
         advance(src, now_ms(), 1);
 }
@@ -242,9 +244,9 @@ static void read_loop(cursor_source *src)
         if (rc == 0)
             break;
         /* lost: what was not saved is read again */
-        wal_window_clear(&src->w);
+        window_clear(&src->w);
         cursor_places_clear(&src->places);
-        wal_publisher_new_epoch(&src->pub);
+        window_publisher_new_epoch(&src->pub);
         counters_nap(&src->st->stop, 200);
     }
 }
@@ -258,15 +260,15 @@ void cursor_run(relay_state *st)
     size_t cap = (size_t)src->cfg->batch_size;
     src->rows = calloc(cap, sizeof *src->rows);
     src->row_places = calloc(cap, sizeof *src->row_places);
-    wal_window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
+    window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
     cursor_reader_init(&src->r, src->cfg);
-    if (wal_publisher_init(&src->pub, st, &src->w, cursor_retention_upkeep) < 0)
+    if (window_publisher_init(&src->pub, st, &src->w, cursor_retention_upkeep, NULL) < 0)
         atomic_store(&st->failed, 1);
     else
         read_loop(src);
     cursor_reader_free(&src->r);
-    wal_publisher_free(&src->pub);
-    wal_window_free(&src->w);
+    window_publisher_free(&src->pub);
+    window_free(&src->w);
     cursor_places_free(&src->places);
     free(src->rows);
     free(src->row_places);

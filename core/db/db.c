@@ -1,4 +1,4 @@
-#include "db.h"
+#include "db/db.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -8,9 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "conninfo.h"
-#include "log.h"
-#include "sql.h"
+#include "base/conninfo.h"
+#include "base/log.h"
+#include "db/sql.h"
 
 void db_error(PGconn *conn, const PGresult *res, char *err, size_t err_size)
 {
@@ -36,9 +36,14 @@ static void notice_to_log(void *arg, const char *message)
  * may change them; what keeps the relay's SQL safe comes last and always
  * wins: string literals read the same whatever the server's default. The
  * search_path is fixed too, not taken from role or database settings:
- * pg_catalog first, so no user object shadows a built-in of the same
- * signature, then public, where triggers a user adds to the outbox may
- * expect their tables (every name of the relay's own is qualified).
+ * pg_catalog and pg_temp only. A schema anyone may CREATE in (public
+ * before PostgreSQL 15) on the path lets its objects shadow built-ins the
+ * relay calls unqualified: public.format(text, text, text) is a better
+ * match than pg_catalog's format(text, VARIADIC "any"), and so ran as the
+ * relay's role (issue 54). Every name of the relay's own is qualified; a
+ * trigger a user adds to the outbox runs with this path when the relay
+ * updates or deletes rows, so it qualifies its names or sets its own path
+ * (docs/security.md).
  * Prepared statements run one generic plan, made with sequential scans
  * off: planning the ordered claim for every execution cost 1.5-2 ms of
  * CPU, most of a small claim's time, and every statement of the relay is
@@ -52,7 +57,7 @@ static void notice_to_log(void *arg, const char *message)
  */
 #define SESSION_DEFAULTS                                                                           \
     "-c client_min_messages=warning -c plan_cache_mode=force_generic_plan -c enable_seqscan=off"   \
-    " -c jit=off -c search_path=pg_catalog,public,pg_temp"
+    " -c jit=off -c search_path=pg_catalog,pg_temp"
 /* bytea_output=hex: the message builder decodes bytea payloads in hex form only */
 #define SESSION_PINNED "-c standard_conforming_strings=on -c bytea_output=hex"
 
@@ -150,19 +155,6 @@ int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size)
 int db_lost(PGconn *conn)
 {
     return PQstatus(conn) != CONNECTION_OK;
-}
-
-int db_preflight(const relay_config *cfg,
-                 int (*check)(PGconn *conn, const relay_config *cfg, char *err, size_t err_size))
-{
-    char err[1024];
-    PGconn *conn = db_connect(cfg, "outbox-relay", err, sizeof err);
-    int rc = conn ? check(conn, cfg, err, sizeof err) : -1;
-    if (conn)
-        PQfinish(conn);
-    if (rc < 0)
-        log_error("%s", err);
-    return rc;
 }
 
 int db_listen(PGconn *conn, const relay_config *cfg, int on, char *err, size_t err_size)

@@ -4,7 +4,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Connects with cfg->conninfo, with standard_conforming_strings on
  * whatever the server or conninfo say, and a fixed search_path
@@ -35,11 +35,6 @@ int db_listen(PGconn *conn, const relay_config *cfg, int on, char *err, size_t e
  * every one that came (a burst is one wake-up): 1 woken, 0 not, -1 the
  * session is lost. */
 int db_wait_notify(PGconn *conn, int timeout_ms);
-
-/* A source's check before `run` (its objects are there): connects, runs
- * check on the session, logs what it says. 0 or -1. */
-int db_preflight(const relay_config *cfg,
-                 int (*check)(PGconn *conn, const relay_config *cfg, char *err, size_t err_size));
 
 /* The replication connection's wal_sender_timeout: 3 x
  * relay.wal.status_interval_ms, at least DB_WAL_SENDER_TIMEOUT_MIN_MS. */

@@ -1,11 +1,11 @@
-#include "dead_letter.h"
+#include "db/dead_letter.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "db.h"
-#include "pgarray.h"
-#include "sql.h"
+#include "db/db.h"
+#include "db/pgarray.h"
+#include "db/sql.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */

@@ -7,7 +7,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* The table and its index, as init-db steps (idempotent). */
 extern const char *const dead_letter_steps[];

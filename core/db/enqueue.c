@@ -1,4 +1,4 @@
-#include "enqueue.h"
+#include "db/enqueue.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -39,7 +39,7 @@ const char *const enqueue_steps[] = {
     " event_id uuid NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
     "CREATE INDEX IF NOT EXISTS {n._idempotency_created} ON {schema}.{n._idempotency} (created_at)",
     "CREATE OR REPLACE FUNCTION {schema}.{n._idempotency_prune}(p_older_than interval)"
-    " RETURNS bigint LANGUAGE sql SECURITY INVOKER AS {$}"
+    " RETURNS bigint LANGUAGE sql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS {$}"
     " WITH d AS (DELETE FROM {schema}.{n._idempotency} WHERE created_at < now() - $1 RETURNING 1)"
     " SELECT count(*) FROM d {$}",
     /* the version 2 signature: one with more parameters beside it would make
@@ -60,7 +60,7 @@ const char *const enqueue_steps[] = {
     " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL,"
     " p_event_version text DEFAULT NULL, p_deliver_after interval DEFAULT NULL,"
     " p_idempotency_key text DEFAULT NULL)"
-    " RETURNS uuid LANGUAGE plpgsql SECURITY INVOKER AS {$}"
+    " RETURNS uuid LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS {$}"
     " DECLARE v uuid := gen_random_uuid(); w uuid; BEGIN"
     " IF p_idempotency_key IS NOT NULL THEN"
     "  INSERT INTO {schema}.{n._idempotency} (key, event_id) VALUES (p_idempotency_key, v)"

@@ -1,10 +1,10 @@
 /* init-db --inbox: the consumer inbox's table and functions (inbox.h). */
-#include "inbox.h"
+#include "db/inbox.h"
 
 #include <stdio.h>
 
-#include "db.h"
-#include "schema.h"
+#include "db/db.h"
+#include "db/schema.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -30,14 +30,14 @@ static const char *const inbox_steps[] = {
      * needs INSERT on outbox_inbox.
      */
     "CREATE OR REPLACE FUNCTION {schema}.outbox_inbox_accept(p_consumer text, p_event_id uuid)"
-    " RETURNS boolean LANGUAGE sql SECURITY INVOKER AS {$}"
+    " RETURNS boolean LANGUAGE sql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS {$}"
     " WITH i AS (INSERT INTO {schema}.outbox_inbox (consumer, event_id) VALUES ($1, $2)"
     " ON CONFLICT DO NOTHING RETURNING 1) SELECT EXISTS (SELECT 1 FROM i) {$}",
     /* Retention: deletes what was accepted longer ago than KEEP, which must
      * outlast any redelivery (a broker's retention, a replay); returns the
      * count. Run it from a scheduler (pg_cron, the consumer). */
     "CREATE OR REPLACE FUNCTION {schema}.outbox_inbox_prune(p_keep interval)"
-    " RETURNS bigint LANGUAGE sql SECURITY INVOKER AS {$}"
+    " RETURNS bigint LANGUAGE sql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS {$}"
     " WITH d AS (DELETE FROM {schema}.outbox_inbox WHERE accepted_at < now() - $1"
     " RETURNING 1) SELECT count(*) FROM d {$}",
 };

@@ -6,7 +6,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Creates or upgrades, in the config's schema, the table outbox_inbox and
  * the functions outbox_inbox_accept(consumer, event_id) and

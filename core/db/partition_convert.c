@@ -1,11 +1,11 @@
-#include "partition_convert.h"
+#include "db/partition_convert.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "sql.h"
+#include "db/db.h"
+#include "db/sql.h"
 
 /* The old table's relay indexes and key, renamed out of the way of the new
  * parent's: the parent's CREATE INDEX then finds each index by its

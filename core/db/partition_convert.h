@@ -6,7 +6,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Outside a transaction, while producers go on writing: a CHECK of the
  * partition's bound added NOT VALID and validated, the new key's index and

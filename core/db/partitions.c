@@ -1,12 +1,12 @@
-#include "partitions.h"
+#include "db/partitions.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "log.h"
-#include "sql.h"
+#include "base/log.h"
+#include "db/db.h"
+#include "db/sql.h"
 
 int partitions_on(const relay_config *cfg)
 {
@@ -48,7 +48,7 @@ const char *const partitions_function_steps[] = {
      * table's); a DEFAULT partition is left out */
     "CREATE OR REPLACE FUNCTION {schema}.{n._partition_bounds}(p_parent regclass)"
     " RETURNS TABLE (part regclass, lo timestamptz, hi timestamptz, detaching boolean)"
-    " LANGUAGE sql STABLE AS {$}"
+    " LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS {$}"
     " SELECT c.oid::regclass, m[1]::timestamptz, m[2]::timestamptz, h.inhdetachpending"
     " FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid,"
     " LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid),"
@@ -61,7 +61,8 @@ const char *const partitions_function_steps[] = {
      * EXCLUSIVE). One caller at a time per table; another returns nothing.
      */
     "CREATE OR REPLACE FUNCTION {schema}.{n._partition_ahead}(p_schema text, p_table text,"
-    " p_span interval, p_ahead int) RETURNS SETOF text LANGUAGE plpgsql AS {$}"
+    " p_span interval, p_ahead int) RETURNS SETOF text LANGUAGE plpgsql"
+    " SET search_path = pg_catalog, pg_temp AS {$}"
     " DECLARE parent regclass := format('%I.%I', p_schema, p_table)::regclass;"
     "  v_base text := CASE WHEN octet_length(p_table) <= 40 THEN p_table"
     "   ELSE left(md5(p_table), 12) END;"
@@ -101,7 +102,7 @@ const char *const partitions_function_steps[] = {
     "CREATE OR REPLACE FUNCTION {schema}.{n._partition_retire}(p_schema text, p_table text,"
     " p_keep interval, p_dead regclass)"
     " RETURNS TABLE (part text, lo text, hi text, outcome text, moved bigint)"
-    " LANGUAGE plpgsql AS {$}"
+    " LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS {$}"
     " #variable_conflict use_column\n"
     " DECLARE parent regclass := format('%I.%I', p_schema, p_table)::regclass;"
     "  r record; pending bigint; dead bigint;"
@@ -170,10 +171,10 @@ int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, siz
     if (partitioned && !partitions_on(cfg)) {
         snprintf(why, why_size,
                  "it is a partitioned table, which init-db does not install into unless the "
-                 "config has relay.partitions (then init-db makes the table itself: README, "
+                 "config has relay.partitions (then init-db makes the table itself: docs/operations.md, "
                  "Partitioned outbox); relay from a plain table, or create the relay's columns, "
                  "indexes and triggers on it yourself and register it in outbox_relay_schema "
-                 "(README, Configuration)");
+                 "(docs/configuration.md, Column mapping)");
         return -1;
     }
     if (partitioned && !by_created_at) {

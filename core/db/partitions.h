@@ -6,7 +6,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Is the outbox configured as partitioned? */
 int partitions_on(const relay_config *cfg);

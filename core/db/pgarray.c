@@ -1,4 +1,4 @@
-#include "pgarray.h"
+#include "db/pgarray.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,16 +1,17 @@
-#include "schema.h"
+#include "db/schema.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "dead_letter.h"
-#include "enqueue.h"
-#include "partition_convert.h"
-#include "partitions.h"
-#include "pgarray.h"
-#include "sql.h"
+#include "db/db.h"
+#include "db/dead_letter.h"
+#include "db/enqueue.h"
+#include "db/own_tables.h"
+#include "db/partition_convert.h"
+#include "db/partitions.h"
+#include "db/pgarray.h"
+#include "db/sql.h"
 
 /* The objects init-db makes beside the table, by name suffix ({n.SUFFIX}). */
 static const char *const index_suffixes[] = {
@@ -64,7 +65,7 @@ static const char *const table_steps[] = {
     " ADD COLUMN IF NOT EXISTS {c.dead_at} timestamptz,"
     " ADD COLUMN IF NOT EXISTS {c.last_error} text",
     /* dead events the dead_letter output acknowledged, or refused for good
-     * (refused: its reason; host/dead_forward.c):
+     * (refused: its reason; forward/dead_forward.c):
      * one row per time an event died, so a requeued event that dies again
      * goes out again */
     "CREATE TABLE IF NOT EXISTS {schema}.{n._dead_forwarded} ("
@@ -149,13 +150,17 @@ static const char *const object_steps[] = {
      * does not (escaped control characters, long numerics): the cast fails
      * then, and that must not fail the claim, so the size is given as 1 GB
      * (what the text passed), over any max_payload_bytes. One per schema, so a
-     * table registered by hand (a partitioned one) has it too. */
+     * table registered by hand (a partitioned one) has it too. Its calls are
+     * qualified instead of a SET search_path, which would cost a setting's
+     * save and restore per claimed row; every other function init-db
+     * installs carries SET search_path = pg_catalog, pg_temp (issue 54). */
     "CREATE OR REPLACE FUNCTION {schema}." SCHEMA_PAYLOAD_SIZE_FUNCTION "(p jsonb) RETURNS bigint"
-    " LANGUAGE plpgsql STABLE AS {$} BEGIN RETURN octet_length(p::text);"
+    " LANGUAGE plpgsql STABLE AS {$} BEGIN RETURN pg_catalog.octet_length(p::pg_catalog.text);"
     " EXCEPTION WHEN OTHERS THEN RETURN 1073741824; END {$}",
     /* one notification per inserting statement; PostgreSQL folds equal
      * notifications of one transaction into one. TG_ARGV[0]: the channel. */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._notify}() RETURNS trigger LANGUAGE plpgsql AS {$}"
+    "CREATE OR REPLACE FUNCTION {schema}.{n._notify}() RETURNS trigger LANGUAGE plpgsql"
+    " SET search_path = pg_catalog, pg_temp AS {$}"
     " BEGIN PERFORM pg_notify(TG_ARGV[0], ''); RETURN NULL; END {$}",
     "DROP TRIGGER IF EXISTS {n._notify} ON {table}",
     "CREATE TRIGGER {n._notify} AFTER INSERT ON {table}"
@@ -316,9 +321,15 @@ int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_
         goto fail;
     if (db_exec(conn, "BEGIN", why, sizeof why) < 0)
         goto fail;
+    /* the relay's own tables are checked before anything reads or writes
+     * them, and again once every one of them is made */
     if (install_table(conn, cfg, convert ? bound : NULL, why, sizeof why) < 0 ||
+        schema_run_steps(conn, cfg, own_tables_steps, own_tables_step_count, why, sizeof why) <
+            0 ||
+        own_tables_check_all(conn, cfg, why, sizeof why) < 0 ||
         drop_v1_objects(conn, cfg, why, sizeof why) < 0 ||
         schema_run_steps(conn, cfg, enqueue_steps, enqueue_step_count, why, sizeof why) < 0 ||
+        own_tables_check_all(conn, cfg, why, sizeof why) < 0 ||
         install_objects(conn, cfg, why, sizeof why) < 0 ||
         verify_objects(conn, cfg, why, sizeof why) < 0) {
         char ignored[256];
@@ -336,6 +347,8 @@ fail:
 
 int schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
 {
+    if (own_table_ready(conn, cfg, OWN_SCHEMA_TABLE, err, err_size) < 0)
+        return -1;
     /* the registry key is bound as a parameter, never spliced into the text */
     char *sql = sql_render(cfg, "SELECT version FROM {schema}.outbox_relay_schema"
                                 " WHERE table_name = $1");

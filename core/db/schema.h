@@ -4,7 +4,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* 2: object names that cannot collide, quoted names in the triggers; the
  * aggregate indexes of the fair ordered claim. 3: aggregate_seq and

@@ -1,4 +1,4 @@
-#include "sql.h"
+#include "db/sql.h"
 
 #include <stddef.h>
 #include <stdint.h>

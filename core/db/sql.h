@@ -2,7 +2,7 @@
 #ifndef OBX_SQL_H
 #define OBX_SQL_H
 
-#include "config.h"
+#include "config/config.h"
 
 /* PostgreSQL's limit for identifiers and NOTIFY channels (NAMEDATALEN - 1). */
 #define SQL_NAME_MAX 63

@@ -1,10 +1,10 @@
-#include "sql_run.h"
+#include "db/sql_run.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "sql.h"
+#include "db/db.h"
+#include "db/sql.h"
 
 PGresult *sql_run(PGconn *conn, const relay_config *cfg, const char *tmpl, int n,
                   const char *const *params, ExecStatusType want, int *bad_input, char *err,

@@ -5,7 +5,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Renders tmpl for cfg and runs it with params[0..n). Returns the result
  * when its status is want; else NULL with the error in err, and *bad_input

@@ -1,12 +1,12 @@
-#include "delivery.h"
+#include "deliver/delivery.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "counters.h"
-#include "text.h"
+#include "base/text.h"
+#include "telemetry/counters.h"
 
 static void use_config(delivery *d)
 {

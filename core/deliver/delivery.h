@@ -11,9 +11,9 @@
 
 #include <stdint.h>
 
-#include "outcome.h"
-#include "outputs.h"
-#include "tracing.h"
+#include "event/outcome.h"
+#include "host/outputs.h"
+#include "telemetry/tracing.h"
 
 #define DELIVERY_DETAIL_MAX (OUTCOME_ERROR_MAX / 2)
 

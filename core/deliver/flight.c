@@ -1,12 +1,12 @@
-#include "flight.h"
+#include "deliver/flight.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "log.h"
-#include "text.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/text.h"
 
 /* A token's key: bit 31 the lane, 30..0 the slot (a batch holds at most
  * 100,000 messages); its check: the batch number. */

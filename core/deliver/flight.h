@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#include "delivery.h"
+#include "deliver/delivery.h"
 
 /* Batches a worker may have in flight at once (each on its own session). */
 #define FLIGHT_LANES 2

@@ -1,9 +1,9 @@
-#include "generation.h"
+#include "host/generation.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
+#include "host/host.h"
 #include "obx/driver.h"
 
 /* Runs of one aggregate are claimed only with ordering on and one output

@@ -8,9 +8,9 @@
 
 #include <stdatomic.h>
 
-#include "config.h"
-#include "health.h"
-#include "loader.h"
+#include "config/config.h"
+#include "host/health.h"
+#include "host/loader.h"
 
 typedef struct config_gen {
     long number;             /* 0: the config the relay started with */

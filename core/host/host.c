@@ -1,10 +1,10 @@
-#include "host.h"
+#include "host/host.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "options.h"
+#include "host/options.h"
 
 static void host_log(void *arg, obx_log_level level, const char *fmt, ...)
 {

@@ -4,8 +4,8 @@
 
 #include <stdatomic.h>
 
-#include "config.h"
-#include "loader.h"
+#include "config/config.h"
+#include "host/loader.h"
 
 /* Receives completions; called from any thread. detail may be NULL. */
 typedef void (*host_complete_fn)(void *arg, uint64_t token, obx_status status, int native_code,

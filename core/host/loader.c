@@ -1,4 +1,4 @@
-#include "loader.h"
+#include "host/loader.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -1,11 +1,11 @@
-#include "options.h"
+#include "host/options.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "obx/cloudevents.h"
 
 static const char *const type_words[] = {"a string", "an integer", "a boolean", "a number"};

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "obx/driver.h"
 
 /* The declared option NAME, or NULL. */

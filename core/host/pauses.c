@@ -1,4 +1,4 @@
-#include "pauses.h"
+#include "host/pauses.h"
 
 #include <stdlib.h>
 #include <string.h>

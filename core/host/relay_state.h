@@ -8,11 +8,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "clock.h"
-#include "config.h"
-#include "generation.h"
-#include "message.h"
-#include "pauses.h"
+#include "base/clock.h"
+#include "config/config.h"
+#include "event/message.h"
+#include "host/generation.h"
+#include "host/pauses.h"
 
 /* Totals for the exit summary and the metrics endpoint. */
 typedef struct relay_stats {
@@ -34,16 +34,11 @@ typedef struct relay_state {
     atomic_llong stop_at_ms; /* when stop was requested (monotonic) */
     relay_stats stats;
     atomic_llong claim_place; /* claimer.c: the furthest row the workers' unordered claims took */
-    struct relay_metrics *metrics; /* stats.h: per output, latencies, heartbeats; may be NULL */
+    struct relay_metrics *metrics; /* telemetry/counters.h: per output, latencies, heartbeats; may be NULL */
     pauses pauses;                 /* what an operator paused, read by the backlog poller */
+    const struct source_kind *src;  /* the source's table, set once by run/ (source.h) */
 
-    /* WAL mode (relay.source = "wal"), for status and /metrics: how much
-     * WAL the slot holds past the confirmed position, how old the oldest
-     * unconfirmed commit is, the confirmed LSN, and whether this process
-     * streams (1) or waits as a standby (0). */
-    atomic_llong wal_lag_bytes, wal_lag_ms, wal_confirmed_lsn;
-    atomic_llong wal_window_bytes, wal_window_peak_bytes; /* rows held unfinished */
-    atomic_int wal_streaming;
+    void *gauges; /* the source's own series (source_kind.gauges_size; its metrics renders them) */
 } relay_state;
 
 /* Requests a graceful stop (async-signal-safe). */

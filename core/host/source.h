@@ -1,7 +1,7 @@
 /* A source: where events come from (poll: claims over the outbox table;
  * wal: the replication slot), as one table of callbacks. The engine, the
- * CLI and the metrics endpoint ask the source table (sources.c) instead of
- * branching on the configured source. Every source feeds the one delivery
+ * CLI and the metrics endpoint use the table the registry (run/sources.c)
+ * gave (relay_state.src) instead of branching on the configured source. Every source feeds the one delivery
  * core (core/deliver). */
 #ifndef OBX_SOURCE_H
 #define OBX_SOURCE_H
@@ -9,17 +9,18 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <stddef.h>
+#include <stdio.h>
 
-#include "config.h"
-#include "relay_state.h"
+#include "config/config.h"
+#include "host/relay_state.h"
 
-typedef struct source_ops {
+typedef struct source_kind {
     const char *name;
     int has_slot; /* it streams a replication slot: --reset-slot, the slot gauges */
     /* `replay`: an SQL condition (sql_render template) on the outbox row
      * `o` that holds when it was published: what replay may send again. */
     const char *replayable;
-    const char *thread; /* its threads' name in /healthz and /metrics ("worker" N) */
+    const char *thread; /* its threads' name in /healthz and /metrics ("worker"-N) */
     /* The dead_letter output's reader: an SQL template (sql_render) of the
      * dead events as rows of (dead_key (never NULL: one row's), event_id,
      * event_type, aggregate_type,
@@ -27,14 +28,26 @@ typedef struct source_ops {
      * column, so a bound on it can use an index), dead_at_us, attempts,
      * error, created_at_us), every column named so. */
     const char *dead_events;
+    /* `check-config --connect`: the table privileges the relay's role
+     * needs, as space-separated "SUFFIX:PRIV,PRIV" entries (SUFFIX empty:
+     * the outbox itself, else the table sql_derived_name names). */
+    const char *rights;
     /* The backlog poller's query (sql_render template): one row of (pending,
      * in flight, dead, oldest pending's age in seconds). NULL: the outbox
      * rows' relay columns, as poll mode keeps them. */
     const char *backlog;
 
-    /* What `run` needs beyond the outbox table (NULL: nothing). Returns 0 or
-     * -1 (logged). */
-    int (*preflight)(const relay_config *cfg);
+    /* The bytes of relay_state.gauges, the series the source keeps beside
+     * the shared ones (0: none), and their rendering for /metrics (NULL:
+     * none). */
+    size_t gauges_size;
+    void (*metrics)(FILE *f, const relay_state *st);
+
+    /* What `run` needs beyond the outbox table, checked on the run's first
+     * session once the schema is (NULL: nothing): its objects, its
+     * statements on the payload column's type. Returns 0 or -1 with err. */
+    int (*preflight)(PGconn *conn, const relay_config *cfg, const char *payload_type, char *err,
+                     size_t err_size);
     /* init-db's part beyond the outbox table (NULL: nothing). */
     int (*install)(PGconn *conn, const relay_config *cfg, int reset_slot, char *err,
                    size_t err_size);
@@ -67,9 +80,6 @@ typedef struct source_ops {
                               const char *older_than, int *bad_input, char *err, size_t err_size);
     long long (*purge_delete)(PGconn *conn, const relay_config *cfg, const char *keys_array,
                               char *err, size_t err_size);
-} source_ops;
-
-/* The configured source's table. */
-const source_ops *source_for(const relay_config *cfg);
+} source_kind;
 
 #endif

@@ -1,4 +1,4 @@
-#include "source_set.h"
+#include "host/source_set.h"
 
 #include <stdlib.h>
 

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
 typedef struct source_set {
     pthread_mutex_t lock;

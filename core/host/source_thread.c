@@ -1,10 +1,10 @@
-#include "source_thread.h"
+#include "host/source_thread.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 typedef struct source_thread {
     relay_state *st;

@@ -3,11 +3,11 @@
 #ifndef OBX_SOURCE_THREAD_H
 #define OBX_SOURCE_THREAD_H
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
 /* Runs run(st) on a new thread; the handle is the source's run. */
 void *source_thread_start(relay_state *st, void (*run)(relay_state *st));
-/* source_ops.join and .finish for it. */
+/* source_kind.join and .finish for it. */
 int source_thread_join(void *thread, int ms);
 void source_thread_finish(void *thread);
 

@@ -1,4 +1,4 @@
-#include "admin.h"
+#include "ops/admin.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
-#include "db.h"
-#include "listen_addr.h"
-#include "log.h"
+#include "base/log.h"
+#include "config/listen_addr.h"
+#include "db/db.h"
+#include "ops/control.h"
 
 struct admin_server {
     struct MHD_Daemon *daemon;

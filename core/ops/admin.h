@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* The shortest token accepted: guessing it must not be practical. */
 #define ADMIN_TOKEN_MIN 16

@@ -1,18 +1,19 @@
-#include "backlog.h"
+#include "ops/backlog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "db.h"
-#include "log.h"
-#include "partitions.h"
-#include "source.h"
-#include "sql.h"
-#include "control.h"
-#include "counters.h"
-#include "text.h"
+#include "base/log.h"
+#include "base/text.h"
+#include "db/db.h"
+#include "db/own_tables.h"
+#include "db/partitions.h"
+#include "db/sql.h"
+#include "host/source.h"
+#include "ops/control.h"
+#include "telemetry/counters.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -91,13 +92,18 @@ static void poll_once(relay_state *st, PGconn **conn, const char *sql, char *err
 }
 
 /* What an operator paused, each second: logged when it changes. A failed
- * read keeps the last set (the backlog poll reports the database). */
+ * read keeps the last set (the backlog poll reports the database); a
+ * refused control table (db/own_tables.c) is logged, once while it lasts. */
 static void read_pauses(relay_state *st, PGconn *conn)
 {
-    char err[512];
+    static _Thread_local char refused[512]; /* each outbox's poller thread its own */
+    char err[512] = "";
     int changed = 0;
-    if (!conn || control_read(conn, st->cfg, &st->pauses, &changed, err, sizeof err) < 0 ||
-        !changed)
+    int rc = conn ? control_read(conn, st->cfg, &st->pauses, &changed, err, sizeof err) : 0;
+    if (rc < 0 && strstr(err, OWN_CONTROL_TABLE) && strcmp(err, refused) != 0)
+        log_warn("operator control: %s", err);
+    text_copy(refused, sizeof refused, rc < 0 ? err : "");
+    if (rc < 0 || !changed)
         return;
     char names[512] = "";
     pthread_mutex_lock(&st->pauses.lock);
@@ -119,7 +125,7 @@ void *backlog_main(void *arg)
 {
     relay_state *st = arg;
     counters_thread_register(st->metrics, st->cfg->workers + BEAT_BACKLOG);
-    const char *own = source_for(st->cfg)->backlog;
+    const char *own = st->src->backlog;
     char *sql = sql_render(st->cfg, own                      ? own
                                     : partitions_on(st->cfg) ? backlog_partitioned_sql
                                                              : backlog_sql);

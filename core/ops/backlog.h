@@ -5,7 +5,7 @@
 #ifndef OBX_BACKLOG_H
 #define OBX_BACKLOG_H
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
 #define BACKLOG_POLL_MS 5000
 

@@ -1,21 +1,16 @@
-#include "control.h"
+#include "ops/control.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "sql.h"
+#include "db/db.h"
+#include "db/own_tables.h"
+#include "db/sql.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
-static const char create_sql[] =
-    "CREATE TABLE IF NOT EXISTS {schema}.outbox_relay_control ("
-    " table_name text NOT NULL, scope text NOT NULL CHECK (scope IN ('source', 'output')),"
-    " name text NOT NULL, paused_at timestamptz NOT NULL DEFAULT now(),"
-    " paused_by text NOT NULL DEFAULT current_user, reason text,"
-    " PRIMARY KEY (table_name, scope, name))";
 static const char pause_sql[] =
     "INSERT INTO {schema}.outbox_relay_control (table_name, scope, name, reason)"
     " VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
@@ -28,10 +23,22 @@ static const char read_sql[] =
 /* clang-format on */
 
 /* Runs one of the statements above with params; NULL with err on failure.
- * absent: set when the table does not exist (then no error). */
+ * absent: set when the table does not exist (then no error). The table is
+ * init-db's (db/own_tables.c): one another role made is refused unread. */
 static PGresult *run(PGconn *conn, const relay_config *cfg, const char *tmpl, int n,
                      const char *const *params, int *absent, char *err, size_t err_size)
 {
+    int ready = own_table_ready(conn, cfg, OWN_CONTROL_TABLE, err, err_size);
+    if (ready <= 0) {
+        if (ready == 0 && absent)
+            *absent = 1;
+        else if (ready == 0)
+            snprintf(err, err_size,
+                     "%s.%s is missing: run `outbox-relay init-db -c %s` (it makes the "
+                     "table; pause no longer does)",
+                     cfg->schema, OWN_CONTROL_TABLE, cfg->path);
+        return NULL;
+    }
     char *sql = sql_render(cfg, tmpl);
     PGresult *res = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
     free(sql);
@@ -39,7 +46,7 @@ static PGresult *run(PGconn *conn, const relay_config *cfg, const char *tmpl, in
     if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
         return res;
     const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    if (absent && state && strcmp(state, "42P01") == 0) /* undefined_table: nothing paused yet */
+    if (absent && state && strcmp(state, "42P01") == 0) /* dropped meanwhile: nothing paused */
         *absent = 1;
     else
         db_error(conn, res, err, err_size);
@@ -85,13 +92,6 @@ int control_read(PGconn *conn, const relay_config *cfg, pauses *p, int *changed,
 int control_set(PGconn *conn, const relay_config *cfg, const char *scope, const char *name,
                 int pause, const char *reason, char *err, size_t err_size)
 {
-    if (pause) {
-        char *sql = sql_render(cfg, create_sql);
-        int rc = db_exec(conn, sql, err, err_size);
-        free(sql);
-        if (rc < 0)
-            return -1;
-    }
     const char *params[] = {cfg->table, scope, name, reason};
     int absent = 0;
     PGresult *res = run(conn, cfg, pause ? pause_sql : resume_sql, pause ? 4 : 3, params,

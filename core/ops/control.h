@@ -9,8 +9,8 @@
 #include <libpq-fe.h>
 #include <stddef.h>
 
-#include "config.h"
-#include "pauses.h"
+#include "config/config.h"
+#include "host/pauses.h"
 
 /* The scope of the source's row (its name is ""). */
 #define CONTROL_SOURCE "source"

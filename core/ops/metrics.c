@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "ops/metrics.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "listen_addr.h"
-#include "log.h"
-#include "metrics_sources.h"
+#include "base/log.h"
+#include "config/listen_addr.h"
+#include "ops/metrics_sources.h"
 
 struct metrics_server {
     struct MHD_Daemon *daemon;

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "source_set.h"
+#include "host/source_set.h"
 
 typedef struct metrics_server metrics_server;
 

@@ -1,51 +1,27 @@
-#include "metrics_render.h"
+#include "ops/metrics_render.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "counters.h"
-#include "source.h"
-#include "wal_decode.h"
-
-/* A label value as the text format wants it: \\, \" and \n escaped. */
-static void label(FILE *f, const char *value)
-{
-    for (const char *p = value; *p; p++) {
-        if (*p == '\\' || *p == '"')
-            fputc('\\', f);
-        if (*p == '\n')
-            fputs("\\n", f);
-        else
-            fputc(*p, f);
-    }
-}
-
-static void family(FILE *f, const char *name, const char *type, const char *help)
-{
-    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-static void total(FILE *f, const char *name, const char *help, long long v)
-{
-    family(f, name, "counter", help);
-    fprintf(f, "%s %lld\n", name, v);
-}
+#include "host/source.h"
+#include "telemetry/counters.h"
+#include "telemetry/exposition.h"
 
 static void legacy_totals(FILE *f, relay_state *st)
 {
     relay_stats *e = &st->stats;
-    total(f, "outbox_relay_claimed_total", "Rows claimed.", atomic_load(&e->claimed));
-    total(f, "outbox_relay_published_total", "Rows marked published after a broker ack.",
+    expo_total(f, "outbox_relay_claimed_total", "Rows claimed.", atomic_load(&e->claimed));
+    expo_total(f, "outbox_relay_published_total", "Rows marked published after a broker ack.",
           atomic_load(&e->published));
-    total(f, "outbox_relay_retried_total", "Failed attempts scheduled for a retry.",
+    expo_total(f, "outbox_relay_retried_total", "Failed attempts scheduled for a retry.",
           atomic_load(&e->retried));
-    total(f, "outbox_relay_dead_total", "Rows dead-lettered.", atomic_load(&e->dead));
-    total(f, "outbox_relay_released_total", "Leases released unfinished at shutdown.",
+    expo_total(f, "outbox_relay_dead_total", "Rows dead-lettered.", atomic_load(&e->dead));
+    expo_total(f, "outbox_relay_released_total", "Leases released unfinished at shutdown.",
           atomic_load(&e->released));
-    total(f, "outbox_relay_deferred_total",
+    expo_total(f, "outbox_relay_deferred_total",
           "Rows put back, no attempt counted, while their output was unavailable.",
           atomic_load(&e->deferred));
-    total(f, "outbox_relay_dead_forwarded_total",
+    expo_total(f, "outbox_relay_dead_forwarded_total",
           "Dead events the dead_letter output acknowledged.", atomic_load(&e->dead_forwarded));
 }
 
@@ -53,39 +29,39 @@ static void outputs_up(FILE *f, relay_state *st, const config_gen *gen)
 {
     const relay_config *cfg = gen->cfg;
     long long outages[cfg->output_count + 1];
-    family(f, "outbox_relay_output_up", "gauge",
+    expo_family(f, "outbox_relay_output_up", "gauge",
            "1 while the output takes messages, 0 while it is paused as unavailable.");
     for (size_t i = 0; i < cfg->output_count; i++) {
         int up;
         health_read(&gen->health[i], &up, &outages[i]);
         fputs("outbox_relay_output_up{output=\"", f);
-        label(f, cfg->outputs[i].name);
+        expo_label(f, cfg->outputs[i].name);
         fprintf(f, "\"} %d\n", up);
     }
-    family(f, "outbox_relay_output_paused", "gauge",
+    expo_family(f, "outbox_relay_output_paused", "gauge",
            "1 while an operator has paused the output (or the whole source): outbox-relay pause.");
     for (size_t i = 0; i < cfg->output_count; i++) {
         fputs("outbox_relay_output_paused{output=\"", f);
-        label(f, cfg->outputs[i].name);
+        expo_label(f, cfg->outputs[i].name);
         fprintf(f, "\"} %d\n", pauses_output(&st->pauses, cfg->outputs[i].name));
     }
     if (!st->metrics)
         return;
-    family(f, "outbox_relay_output_outages_total", "counter",
+    expo_family(f, "outbox_relay_output_outages_total", "counter",
            "Times the output was paused as unavailable.");
     for (size_t i = 0; i < cfg->output_count; i++) {
         fputs("outbox_relay_output_outages_total{output=\"", f);
-        label(f, cfg->outputs[i].name);
+        expo_label(f, cfg->outputs[i].name);
         fprintf(f, "\"} %lld\n", outages[i]);
     }
 }
 
 /* One counter family over every output (route == 0) or route of cfg (the
- * running generation's: its entries by name and position, stats.h). */
+ * running generation's: its entries by name and position, telemetry/counters.h). */
 static void per_counter(FILE *f, relay_metrics *m, const relay_config *cfg, const char *name,
                         const char *help, size_t field, int routes)
 {
-    family(f, name, "counter", help);
+    expo_family(f, name, "counter", help);
     size_t n = routes ? cfg->route_count : cfg->output_count;
     for (size_t i = 0; i < n; i++) {
         outcome_counts *c = routes ? &counters_route(m, i + 1, cfg->routes[i].output)->n
@@ -95,7 +71,7 @@ static void per_counter(FILE *f, relay_metrics *m, const relay_config *cfg, cons
         if (routes)
             fprintf(f, "route=\"%zu\",", i + 1);
         fputs("output=\"", f);
-        label(f, output);
+        expo_label(f, output);
         fprintf(f, "\"} %lld\n", atomic_load((atomic_llong *)((char *)c + field)));
     }
 }
@@ -128,11 +104,11 @@ static void outcomes(FILE *f, relay_metrics *m, const relay_config *cfg)
     }
     PER(f, m, "outbox_relay_route_dropped_total",
         "Events a drop route matched: marked done, never published.", dropped, 1);
-    family(f, "outbox_relay_output_in_flight", "gauge",
+    expo_family(f, "outbox_relay_output_in_flight", "gauge",
            "Messages of the batches being published to the output, outcome not decided yet.");
     for (size_t i = 0; i < cfg->output_count; i++) {
         fputs("outbox_relay_output_in_flight{output=\"", f);
-        label(f, cfg->outputs[i].name);
+        expo_label(f, cfg->outputs[i].name);
         fprintf(f, "\"} %lld\n", atomic_load(&counters_output(m, cfg->outputs[i].name)->in_flight));
     }
 }
@@ -145,7 +121,7 @@ static void histogram_series(FILE *f, const char *name, const char *lname, const
     for (int b = 0; b <= STATS_BUCKETS; b++) {
         cumulative += atomic_load(&h->bucket[b]);
         fprintf(f, "%s_bucket{%s=\"", name, lname);
-        label(f, lvalue);
+        expo_label(f, lvalue);
         if (b < STATS_BUCKETS)
             fprintf(f, "\",le=\"%g\"} %lld\n", counters_bucket_us[b] / 1e6, cumulative);
         else
@@ -153,38 +129,32 @@ static void histogram_series(FILE *f, const char *name, const char *lname, const
     }
     /* _count is the +Inf bucket as read, so the two always agree */
     fprintf(f, "%s_sum{%s=\"", name, lname);
-    label(f, lvalue);
+    expo_label(f, lvalue);
     fprintf(f, "\"} %.6f\n%s_count{%s=\"", atomic_load(&h->sum_us) / 1e6, name, lname);
-    label(f, lvalue);
+    expo_label(f, lvalue);
     fprintf(f, "\"} %lld\n", cumulative);
 }
 
 static void histograms(FILE *f, relay_metrics *m, const relay_config *cfg)
 {
-    family(f, "outbox_relay_publish_duration_seconds", "histogram",
+    expo_family(f, "outbox_relay_publish_duration_seconds", "histogram",
            "Per published message: from its batch being handed to the driver to the worker "
            "having the batch's acknowledgements.");
     for (size_t i = 0; i < cfg->output_count; i++)
         histogram_series(f, "outbox_relay_publish_duration_seconds", "output", cfg->outputs[i].name,
                          &counters_output(m, cfg->outputs[i].name)->publish);
-    family(f, "outbox_relay_commit_to_ack_seconds", "histogram",
+    expo_family(f, "outbox_relay_commit_to_ack_seconds", "histogram",
            "Per published message: from the row's created_at to its acknowledgement seen by "
            "the worker (wall clocks of the database and the relay host).");
     for (size_t i = 0; i < cfg->output_count; i++)
         histogram_series(f, "outbox_relay_commit_to_ack_seconds", "output", cfg->outputs[i].name,
                          &counters_output(m, cfg->outputs[i].name)->commit_to_ack);
-    family(f, "outbox_relay_statement_duration_seconds", "histogram",
+    expo_family(f, "outbox_relay_statement_duration_seconds", "histogram",
            "The engine's statements: claim, record (with failures), mark (all published), "
            "renew (keeps a batch's transaction from idling), pending (idle check).");
     for (int s = 0; s < STMT_COUNT; s++)
         histogram_series(f, "outbox_relay_statement_duration_seconds", "statement",
                          counters_statement_names[s], &m->statements[s]);
-}
-
-static void gauge(FILE *f, const char *name, const char *help, double v)
-{
-    family(f, name, "gauge", help);
-    fprintf(f, "%s %.15g\n", name, v);
 }
 
 static void backlog(FILE *f, relay_metrics *m)
@@ -193,27 +163,27 @@ static void backlog(FILE *f, relay_metrics *m)
     backlog_snapshot b = m->backlog;
     pthread_mutex_unlock(&m->lock);
     if (b.polled) {
-        gauge(f, "outbox_relay_pending_rows",
+        expo_gauge(f, "outbox_relay_pending_rows",
               "Rows neither published nor dead, in flight included (last poll).",
               (double)b.pending);
-        gauge(f, "outbox_relay_leased_rows",
+        expo_gauge(f, "outbox_relay_leased_rows",
               "Pending rows held in flight by a claim transaction (last poll).", (double)b.leased);
-        gauge(f, "outbox_relay_dead_rows", "Dead-lettered rows not requeued (last poll).",
+        expo_gauge(f, "outbox_relay_dead_rows", "Dead-lettered rows not requeued (last poll).",
               (double)b.dead);
-        gauge(f, "outbox_relay_oldest_pending_age_seconds",
+        expo_gauge(f, "outbox_relay_oldest_pending_age_seconds",
               "Age of the oldest pending row: how far behind the relay is (last poll).",
               b.oldest_pending_s);
-        gauge(f, "outbox_relay_backlog_poll_age_seconds",
+        expo_gauge(f, "outbox_relay_backlog_poll_age_seconds",
               "Seconds since the backlog gauges were last polled successfully.",
               (now_ms() - b.polled_at_ms) / 1000.0);
     }
-    total(f, "outbox_relay_backlog_polls_total", "Successful backlog polls.", b.polls);
-    total(f, "outbox_relay_backlog_poll_failures_total", "Failed backlog polls.", b.failures);
+    expo_total(f, "outbox_relay_backlog_polls_total", "Successful backlog polls.", b.polls);
+    expo_total(f, "outbox_relay_backlog_poll_failures_total", "Failed backlog polls.", b.failures);
 }
 
 static void heartbeats(FILE *f, relay_state *st, relay_metrics *m)
 {
-    family(f, "outbox_relay_thread_heartbeat_age_seconds", "gauge",
+    expo_family(f, "outbox_relay_thread_heartbeat_age_seconds", "gauge",
            "Seconds since each engine thread last made progress (/healthz fails past a bound).");
     long long now = now_ms();
     for (int i = 0; i < m->beat_count; i++) {
@@ -221,39 +191,14 @@ static void heartbeats(FILE *f, relay_state *st, relay_metrics *m)
         if (!beat)
             continue;
         char name[48];
-        counters_thread_name(st->cfg, source_for(st->cfg)->thread, i, name, sizeof name);
+        counters_thread_name(st->cfg, st->src->thread, i, name, sizeof name);
         fprintf(f, "outbox_relay_thread_heartbeat_age_seconds{thread=\"%s\"} %.3f\n", name,
                 (now - beat) / 1000.0);
     }
-    gauge(f, "outbox_relay_oldest_transaction_age_seconds",
+    expo_gauge(f, "outbox_relay_oldest_transaction_age_seconds",
           "Age of the oldest open claim transaction (it holds the database's xmin horizon; "
           "bounded by relay.max_transaction_ms while acknowledgements are awaited).",
           counters_oldest_transaction_ms(m, now) / 1000.0);
-}
-
-/* WAL mode: how much the slot holds back, and whether this process streams. */
-static void wal_slot(FILE *f, relay_state *st)
-{
-    if (!source_for(st->cfg)->has_slot)
-        return;
-    gauge(f, "outbox_relay_wal_slot_lag_bytes",
-          "WAL the replication slot holds past the position confirmed to PostgreSQL.",
-          (double)atomic_load(&st->wal_lag_bytes));
-    gauge(f, "outbox_relay_wal_slot_lag_seconds",
-          "Age of the oldest commit received and not yet confirmed.",
-          atomic_load(&st->wal_lag_ms) / 1000.0);
-    gauge(f, "outbox_relay_wal_window_bytes",
-          "Bytes of the events read and not yet finished (bounded by relay.wal.max_in_flight_mb).",
-          (double)atomic_load(&st->wal_window_bytes));
-    gauge(f, "outbox_relay_wal_window_peak_bytes", "The most wal_window_bytes has been.",
-          (double)atomic_load(&st->wal_window_peak_bytes));
-    gauge(f, "outbox_relay_wal_streaming",
-          "1 while this process streams the slot, 0 while it waits as a standby.",
-          (double)atomic_load(&st->wal_streaming));
-    family(f, "outbox_relay_wal_ignored_messages_total", "counter",
-           "Logical messages with the relay's prefix ignored (relay.wal.accept_logical_messages "
-           "is off).");
-    fprintf(f, "outbox_relay_wal_ignored_messages_total %lld\n", wal_ignored_messages());
 }
 
 char *metrics_render(relay_state *st, size_t *len)
@@ -273,7 +218,8 @@ char *metrics_render(relay_state *st, size_t *len)
         backlog(f, m);
         heartbeats(f, st, m);
     }
-    wal_slot(f, st);
+    if (st->src->metrics)
+        st->src->metrics(f, st);
     gen_release(gen);
     if (fclose(f) != 0) {
         free(body);

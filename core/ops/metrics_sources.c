@@ -1,12 +1,13 @@
-#include "metrics_sources.h"
+#include "ops/metrics_sources.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics_render.h"
-#include "probes.h"
+#include "ops/metrics_render.h"
+#include "ops/probes.h"
+#include "telemetry/process_metrics.h"
 
 typedef struct family {
     char name[128];
@@ -122,7 +123,20 @@ char *metrics_render_set(source_set *set, size_t *len)
         free(names);
     }
     pthread_mutex_unlock(&set->lock);
-    return body;
+    if (!body)
+        return NULL;
+    /* the process' own series, once, unlabelled */
+    char *all = NULL;
+    FILE *f = open_memstream(&all, len);
+    if (!f) {
+        free(body);
+        return NULL;
+    }
+    fputs(body, f);
+    process_metrics_render(f);
+    fclose(f);
+    free(body);
+    return all;
 }
 
 int probe_set(source_set *set, int ready, const char *only, char **body)

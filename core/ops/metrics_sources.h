@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "source_set.h"
+#include "host/source_set.h"
 
 /* texts[i], rendered for the source names[i], merged family by family in
  * the order they first appear, each sample labelled source="names[i]"

@@ -1,13 +1,13 @@
-#include "probes.h"
+#include "ops/probes.h"
 
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backlog.h"
-#include "counters.h"
-#include "source.h"
+#include "host/source.h"
+#include "ops/backlog.h"
+#include "telemetry/counters.h"
 
 /* A backlog poll older than this means the poller itself is stuck. */
 #define POLL_STALE_MS (3 * BACKLOG_POLL_MS + 10000)
@@ -55,7 +55,7 @@ int probe_health(relay_state *st, char **body)
         long long beat = atomic_load(&m->beats[i]);
         if (beat && now - beat > stale_ms) {
             char name[48];
-            counters_thread_name(st->cfg, source_for(st->cfg)->thread, i, name, sizeof name);
+            counters_thread_name(st->cfg, st->src->thread, i, name, sizeof name);
             add_reason(reasons, "%s%s: no progress for %lld s", name,
                        i < st->cfg->workers ? "" : " thread", (now - beat) / 1000);
         }

@@ -1,12 +1,12 @@
-#include "reload.h"
+#include "ops/reload.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
-#include "log.h"
-#include "settings.h"
+#include "base/log.h"
+#include "config/settings.h"
+#include "host/host.h"
 
 static void say_kept(const char *path)
 {

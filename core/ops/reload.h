@@ -4,7 +4,7 @@
 #ifndef OBX_RELOAD_H
 #define OBX_RELOAD_H
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
 /* From the engine's thread (the only one that publishes generations), with
  * cfg, st's source as the file now has it (taken), or NULL and why it could

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reload.h"
+#include "ops/reload.h"
 
 /* argv of process pid (NUL-separated) into buf; returns the argument count. */
 static int read_args(long pid, char *buf, size_t cap, const char **argv, int max)

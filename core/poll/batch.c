@@ -1,9 +1,9 @@
-#include "batch.h"
+#include "poll/batch.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "queries.h"
+#include "poll/queries.h"
 
 void batch_init(batch *b, int size)
 {

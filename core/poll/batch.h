@@ -5,7 +5,7 @@
 
 #include <libpq-fe.h>
 
-#include "message.h"
+#include "event/message.h"
 
 typedef struct batch_row {
     int res_row; /* its row in the claim result (for batch_message) */

@@ -1,4 +1,4 @@
-#include "beside.h"
+#include "poll/beside.h"
 
 int beside_worth(const beside_view *v)
 {

@@ -1,4 +1,4 @@
-#include "claimer.h"
+#include "poll/claimer.h"
 
 #include <stdio.h>
 #include <stdlib.h>

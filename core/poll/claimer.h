@@ -7,8 +7,8 @@
 #include <libpq-fe.h>
 #include <stdatomic.h>
 
-#include "config.h"
-#include "queries.h"
+#include "config/config.h"
+#include "poll/queries.h"
 
 typedef struct claimer {
     int ordered, batch_size, min_heads, heads;

@@ -1,15 +1,15 @@
-#include "cleanup.h"
+#include "poll/cleanup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "db.h"
-#include "log.h"
-#include "partition_upkeep.h"
-#include "partitions.h"
-#include "sql.h"
-#include "counters.h"
+#include "base/log.h"
+#include "db/db.h"
+#include "db/partitions.h"
+#include "db/sql.h"
+#include "poll/partition_upkeep.h"
+#include "telemetry/counters.h"
 
 /* A partitioned outbox is kept a whole partition at a time
  * (partition_upkeep.c): no row is deleted one by one. Otherwise: small

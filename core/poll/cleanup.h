@@ -2,7 +2,7 @@
 #ifndef OBX_CLEANUP_H
 #define OBX_CLEANUP_H
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
 /* Thread entry: arg is the relay_state; returns when a stop is requested. */
 void *cleanup_main(void *arg);

@@ -1,6 +1,6 @@
-#include "idle_wait.h"
+#include "poll/idle_wait.h"
 
-#include "db.h"
+#include "db/db.h"
 
 /* Up to timeout_ms for a NOTIFY: 1 woken, 0 timed out, -1 connection lost. */
 static int wait_notify(session *s, int timeout_ms)

@@ -4,8 +4,8 @@
 #ifndef OBX_IDLE_WAIT_H
 #define OBX_IDLE_WAIT_H
 
-#include "outputs.h"
-#include "session.h"
+#include "host/outputs.h"
+#include "poll/session.h"
 
 /* Returns on a NOTIFY, after poll_interval_ms, on a stop or a lost
  * connection; serves the drivers meanwhile. */

@@ -1,12 +1,12 @@
-#include "lane.h"
+#include "poll/lane.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "queries.h"
-#include "record.h"
+#include "base/log.h"
+#include "poll/queries.h"
+#include "poll/record.h"
 
 void lane_init(lane *l, lane_shared *sh, flight *f, const char *payload_type)
 {

@@ -5,14 +5,14 @@
 #ifndef OBX_LANE_H
 #define OBX_LANE_H
 
-#include "arena.h"
-#include "batch.h"
-#include "claimer.h"
-#include "flight.h"
-#include "message.h"
-#include "outcome.h"
-#include "session.h"
-#include "relay_state.h"
+#include "base/arena.h"
+#include "deliver/flight.h"
+#include "event/message.h"
+#include "event/outcome.h"
+#include "host/relay_state.h"
+#include "poll/batch.h"
+#include "poll/claimer.h"
+#include "poll/session.h"
 
 /* What a worker's lanes share: its config generation, driver instances,
  * where its ordered walk stands. Belongs to the worker's thread. */

@@ -1,13 +1,13 @@
-#include "partition_upkeep.h"
+#include "poll/partition_upkeep.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "log.h"
-#include "partitions.h"
-#include "sql.h"
+#include "base/log.h"
+#include "db/db.h"
+#include "db/partitions.h"
+#include "db/sql.h"
 
 static int command_ok(PGconn *conn, PGresult *res, const char *what, const char *part)
 {

@@ -5,7 +5,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* One pass on conn (a session of its own: it sets lock_timeout). Logs what
  * it made, dropped and kept. Returns -1 with err when the session failed. */

@@ -1,18 +1,18 @@
 /* `status` in poll mode: the outbox table's totals and the aggregates
  * held back. */
-#include "poll_admin.h"
+#include "poll/poll_admin.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "dead_letter.h"
-#include "partitions.h"
-#include "poll_outputs.h"
-#include "sql.h"
-#include "text.h"
+#include "base/text.h"
+#include "db/db.h"
+#include "db/dead_letter.h"
+#include "db/partitions.h"
+#include "db/sql.h"
+#include "poll/poll_outputs.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */

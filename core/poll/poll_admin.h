@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* How many held-back heads are listed (the count covers all). */
 #define STATUS_HELD_MAX_SQL "20"

@@ -1,13 +1,13 @@
-#include "poll_outputs.h"
+#include "poll/poll_outputs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "route.h"
-#include "sql.h"
-#include "text.h"
+#include "base/text.h"
+#include "db/db.h"
+#include "db/sql.h"
+#include "event/route.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */

@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* The per-output figures: printed (json NULL) or set as json's "outputs"
  * array. Returns 0, or -1 after printing the error. */

@@ -1,9 +1,9 @@
-#include "poll_purge.h"
+#include "poll/poll_purge.h"
 
 #include <stdlib.h>
 
-#include "partitions.h"
-#include "sql_run.h"
+#include "db/partitions.h"
+#include "db/sql_run.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */

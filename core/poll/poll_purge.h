@@ -6,7 +6,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* The source hooks (source.h). */
 PGresult *poll_purge_select(PGconn *conn, const relay_config *cfg, const char *ids_array,

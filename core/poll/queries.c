@@ -1,14 +1,14 @@
-#include "queries.h"
+#include "poll/queries.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "outcome.h"
-#include "schema.h"
-#include "sql.h"
-#include "text.h"
+#include "base/text.h"
+#include "db/db.h"
+#include "db/schema.h"
+#include "db/sql.h"
+#include "event/outcome.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */

@@ -5,7 +5,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* Columns of a claimed row, in the order the claim returns them. */
 enum {

@@ -1,13 +1,13 @@
-#include "record.h"
+#include "poll/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "pgarray.h"
-#include "queries.h"
+#include "base/log.h"
+#include "db/pgarray.h"
+#include "poll/queries.h"
 
 /* Are the rows a mark recorded (their ids) all of the batch? A run's rows
  * are found by ctid without a lock of their own (queries.c): a slot reused

@@ -4,9 +4,9 @@
 #ifndef OBX_RECORD_H
 #define OBX_RECORD_H
 
-#include "batch.h"
-#include "outcome.h"
-#include "session.h"
+#include "event/outcome.h"
+#include "poll/batch.h"
+#include "poll/session.h"
 
 /*
  * Writes decisions[i] for b->rows[i] and ends the claim's transaction. After

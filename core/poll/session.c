@@ -1,4 +1,4 @@
-#include "session.h"
+#include "poll/session.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -6,10 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "db.h"
-#include "log.h"
-#include "queries.h"
-#include "counters.h" /* metrics: call sites marked "stats:" */
+#include "base/log.h"
+#include "db/db.h"
+#include "poll/queries.h"
+#include "telemetry/counters.h" /* metrics: call sites marked "counters:" */
 
 #define STATEMENT_TIMEOUT_FLOOR_MS 10000
 
@@ -96,11 +96,11 @@ int session_connect(session *s, long long deadline, int honour_stop)
             return -1;
         if (now < s->retry_at) { /* backing off: sleep toward it, not past the deadline */
             long long until = s->retry_at < deadline ? s->retry_at : deadline;
-            counters_beat(); /* stats: liveness while the database is away */
+            counters_beat(); /* counters: liveness while the database is away */
             usleep(1000 * (until - now < 50 ? until - now : 50));
             continue;
         }
-        counters_beat(); /* stats: liveness while the database is away */
+        counters_beat(); /* counters: liveness while the database is away */
         s->conn = db_connect(s->st->cfg, "outbox-relay", err, sizeof err);
         if (s->conn &&
             setup(s, honour_stop ? SESSION_CLAIM : SESSION_OTHER, err, sizeof err) == 0) {
@@ -163,11 +163,11 @@ static PGresult *run(session *s, int kind, const char *stmt, int nparams, const 
     if (!s->conn)
         return NULL;
     set_running(s, kind);
-    long long started_us = counters_now_us(); /* stats: statement duration */
+    long long started_us = counters_now_us(); /* counters: statement duration */
     PGresult *res = waiting && s->while_waiting
                         ? exec_waiting(s, stmt, nparams, params)
                         : PQexecPrepared(s->conn, stmt, nparams, params, NULL, NULL, 0);
-    counters_observe_statement(s->st->metrics, stmt, counters_now_us() - started_us); /* stats */
+    counters_observe_statement(s->st->metrics, stmt, counters_now_us() - started_us); /* counters */
     set_running(s, SESSION_IDLE);
     if (PQresultStatus(res) == want)
         return res;

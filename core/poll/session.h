@@ -8,7 +8,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
 typedef struct session {
     relay_state *st;

@@ -1,4 +1,4 @@
-#include "worker.h"
+#include "poll/worker.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -6,15 +6,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "beside.h"
-#include "claimer.h"
-#include "flight.h"
-#include "lane.h"
-#include "log.h"
-#include "outputs.h"
-#include "session.h"
-#include "counters.h" /* metrics: call sites marked "stats:" */
-#include "idle_wait.h"
+#include "base/log.h"
+#include "deliver/flight.h"
+#include "host/outputs.h"
+#include "poll/beside.h"
+#include "poll/claimer.h"
+#include "poll/idle_wait.h"
+#include "poll/lane.h"
+#include "poll/session.h"
+#include "telemetry/counters.h" /* metrics: call sites marked "counters:" */
 
 /*
  * A worker pipelines its batches over two lanes (lane.h), each with its own
@@ -75,7 +75,7 @@ static lane *idle_lane(worker *w)
 static void keep_leases(void *arg)
 {
     worker *w = arg;
-    counters_beat(); /* stats: liveness */
+    counters_beat(); /* counters: liveness */
     for (int k = 0; k < FLIGHT_LANES; k++)
         lane_renew(&w->lanes[k]);
 }
@@ -203,7 +203,7 @@ static void await_lanes(worker *w)
 {
     const relay_config *cfg = w->sh.cfg;
     for (;;) {
-        counters_beat(); /* stats: liveness */
+        counters_beat(); /* counters: liveness */
         int left = 0, done = 0;
         for (int k = 0; k < FLIGHT_LANES; k++) {
             if (!w->lanes[k].busy)
@@ -307,17 +307,17 @@ static int one_step(worker *w)
 void *worker_main(void *arg)
 {
     worker *w = arg;
-    counters_thread_register(w->st->metrics, w->index); /* stats: liveness */
+    counters_thread_register(w->st->metrics, w->index); /* counters: liveness */
     if (outputs_ensure(&w->dl.outs, 1) < 0) {
         atomic_store(&w->st->failed, 1);
         state_request_stop(w->st, now_ms());
         return NULL;
     }
     while (!stopping(w) || busy_lane(w, 0)) {
-        counters_beat(); /* stats: liveness */
+        counters_beat(); /* counters: liveness */
         int rc = one_step(w);
         lane *oldest = busy_lane(w, 0);
-        counters_transaction_since(oldest ? oldest->claimed_at : 0); /* stats */
+        counters_transaction_since(oldest ? oldest->claimed_at : 0); /* counters */
         if (rc < 0) {
             nap(w, 100);
         } else if (rc == 1) {

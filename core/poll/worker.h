@@ -3,7 +3,7 @@
 #ifndef OBX_WORKER_H
 #define OBX_WORKER_H
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
 typedef struct worker worker;
 

@@ -1,4 +1,4 @@
-#include "replay_cmd.h"
+#include "replay/replay_cmd.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "db.h"
-#include "log.h"
-#include "pgarray.h"
-#include "replay_send.h"
-#include "source.h"
+#include "base/log.h"
+#include "db/db.h"
+#include "db/pgarray.h"
+#include "host/source.h"
+#include "replay/replay_send.h"
 
 #define REPLAY_RATE_DEFAULT 1000.0
 
@@ -168,7 +168,7 @@ static int replay(relay_state *st, PGconn *conn, const replay_args *a, const rep
                        a->aggregate_count ? pgarray_text(&types) : NULL,
                        a->aggregate_count ? pgarray_text(&ids) : NULL,
                        p.max_id,
-                       source_for(st->cfg)->replayable};
+                       st->src->replayable};
     replay_opts o = *base;
     o.total = replay_count(conn, st->cfg, &f, p.done_through, err, sizeof err);
     long long skipped = 0;
@@ -189,7 +189,7 @@ static int replay(relay_state *st, PGconn *conn, const replay_args *a, const rep
     return rc;
 }
 
-int replay_main(int argc, char **argv)
+int replay_main(int argc, char **argv, const source_kind *(*source_of)(const relay_config *cfg))
 {
     replay_args a = {0};
     int rc = parse(argc, argv, &a);
@@ -206,7 +206,7 @@ int replay_main(int argc, char **argv)
         rc = resolve(cfg, &a, routes, &o.to_output);
         o.routes = a.route_count ? routes : NULL;
     }
-    relay_state st = {.cfg = cfg};
+    relay_state st = {.cfg = cfg, .src = cfg ? source_of(cfg) : NULL};
     pthread_mutex_init(&st.gen_lock, NULL);
     if (rc == 0 && !(st.gen = gen_new(cfg, 0, 0, err, sizeof err))) {
         fprintf(stderr, "outbox-relay: config error: %s\n", err);

@@ -1,23 +1,16 @@
-#include "replay_progress.h"
+#include "replay/replay_progress.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "sql.h"
-#include "sql_run.h"
+#include "db/db.h"
+#include "db/own_tables.h"
+#include "db/sql.h"
+#include "db/sql_run.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
-static const char create_sql[] =
-    "CREATE TABLE IF NOT EXISTS {schema}.outbox_relay_replay (name text PRIMARY KEY,"
-    " args text NOT NULL, since timestamptz NOT NULL, until timestamptz NOT NULL,"
-    " max_id bigint NOT NULL, done_through bigint NOT NULL DEFAULT 0,"
-    " replayed bigint NOT NULL DEFAULT 0, failed bigint NOT NULL DEFAULT 0,"
-    " started_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(),"
-    " finished_at timestamptz)";
-
 /* The times are parsed even when the name exists: a typo is an error either way. */
 static const char begin_sql[] =
     "WITH a AS (SELECT coalesce($1, 'replay-' || left(md5($2), 12)) AS name,"
@@ -69,9 +62,14 @@ int replay_progress_begin(PGconn *conn, const relay_config *cfg, const char *nam
                           const char *since, const char *until, replay_progress *p, char *err,
                           size_t err_size)
 {
-    char *sql = sql_render(cfg, create_sql);
-    int rc = db_exec(conn, sql, err, err_size) < 0 ? 1 : 0;
-    free(sql);
+    /* init-db's table (db/own_tables.c): one another role made is refused unread */
+    int ready = own_table_ready(conn, cfg, OWN_REPLAY_TABLE, err, err_size);
+    if (ready == 0)
+        snprintf(err, err_size,
+                 "%s.%s is missing: run `outbox-relay init-db -c %s` (it makes the table; "
+                 "replay no longer does)",
+                 cfg->schema, OWN_REPLAY_TABLE, cfg->path);
+    int rc = ready > 0 ? 0 : 1;
     const char *params[] = {name, args, since, until};
     if (rc == 0 && (rc = begin_once(conn, cfg, params, p, err, err_size)) < 0)
         rc = begin_once(conn, cfg, params, p, err, err_size);

@@ -8,7 +8,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 typedef struct replay_progress {
     char name[128];

@@ -1,12 +1,12 @@
-#include "replay_read.h"
+#include "replay/replay_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "schema.h"
-#include "sql_run.h"
+#include "db/db.h"
+#include "db/schema.h"
+#include "db/sql_run.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */

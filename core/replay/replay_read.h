@@ -6,8 +6,8 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
-#include "message.h"
+#include "config/config.h"
+#include "event/message.h"
 
 typedef struct replay_filter {
     const char *since, *until; /* timestamptz texts, as PostgreSQL resolved them */

@@ -1,27 +1,19 @@
-#include "replay_send.h"
+#include "replay/replay_send.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "delivery.h"
-#include "log.h"
-#include "replay_window.h"
-#include "text.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/text.h"
+#include "deliver/delivery.h"
+#include "deliver/completions.h"
+#include "replay/replay_window.h"
 
 #define ROUND 500
 #define PAGE 1000
 #define SAVE_MS 100 /* the progress row, at most this often */
-
-typedef struct replay_done {
-    uint64_t seq;
-    uint32_t check;
-    obx_status status;
-    int native_code;
-    char detail[DELIVERY_DETAIL_MAX];
-} replay_done;
 
 typedef struct replayer {
     relay_state *st;
@@ -37,10 +29,7 @@ typedef struct replayer {
     long long refilled_ms;
     int *may_send; /* per output, once per round */
 
-    pthread_mutex_t lock; /* completions, from any thread */
-    pthread_cond_t arrived;
-    replay_done *inbox, *taken;
-    size_t inbox_len, inbox_cap, taken_cap;
+    completions done; /* completions, from any thread */
 
     obx_message msgs[ROUND], batch[ROUND];
     obx_message_ext exts[ROUND], batch_ext[ROUND]; /* host->message_ext, parallel to them */
@@ -49,22 +38,6 @@ typedef struct replayer {
     char refused[ROUND][DELIVERY_DETAIL_MAX];
     replay_row rows[PAGE]; /* a page read */
 } replayer;
-
-static void on_complete(void *arg, uint64_t key, uint32_t check, obx_status status, int native_code,
-                        const char *detail)
-{
-    replayer *r = arg;
-    pthread_mutex_lock(&r->lock);
-    if (r->inbox_len == r->inbox_cap) {
-        r->inbox_cap = r->inbox_cap ? r->inbox_cap * 2 : 1024;
-        r->inbox = realloc(r->inbox, r->inbox_cap * sizeof *r->inbox);
-    }
-    replay_done *d = &r->inbox[r->inbox_len++];
-    *d = (replay_done){key, check, status, native_code, ""};
-    text_copy(d->detail, sizeof d->detail, detail);
-    pthread_cond_signal(&r->arrived);
-    pthread_mutex_unlock(&r->lock);
-}
 
 /* The retry policy and the output's health decide, as for `run`; given up
  * means not replayed (logged), the rows untouched. */
@@ -105,18 +78,11 @@ static void decide(replayer *r, replay_event *ev, const verdict *v, long long no
 
 static void settle(replayer *r, long long now)
 {
-    pthread_mutex_lock(&r->lock);
-    replay_done *t = r->taken;
-    size_t cap = r->taken_cap, n = r->inbox_len;
-    r->taken = r->inbox;
-    r->taken_cap = r->inbox_cap;
-    r->inbox = t;
-    r->inbox_cap = cap;
-    r->inbox_len = 0;
-    pthread_mutex_unlock(&r->lock);
+    size_t n;
+    const completion *done = completions_take(&r->done, &n);
     for (size_t i = 0; i < n; i++) {
-        const replay_done *d = &r->taken[i];
-        replay_event *ev = replay_window_find(r->w, d->seq);
+        const completion *d = &done[i];
+        replay_event *ev = replay_window_find(r->w, d->key);
         if (!ev || ev->state != REV_FLIGHT || (ev->sends & DELIVERY_CHECK_MASK) != d->check)
             continue; /* answered already */
         r->in_flight--;
@@ -255,11 +221,7 @@ static void wait_some(replayer *r, int ms)
 {
     if (outputs_poll(&r->dl.outs, ms))
         return;
-    struct timespec until = clock_deadline(ms);
-    pthread_mutex_lock(&r->lock);
-    if (r->inbox_len == 0)
-        pthread_cond_timedwait(&r->arrived, &r->lock, &until);
-    pthread_mutex_unlock(&r->lock);
+    completions_wait(&r->done, ms);
 }
 
 /* The line on stderr every second: done of total, rate, ETA. */
@@ -354,9 +316,8 @@ int replay_send(relay_state *st, PGconn *conn, const replay_filter *f, replay_pr
     r->p = p;
     r->w = calloc(1, sizeof *r->w);
     r->source = (message_source){st->cfg, st->payload, &r->scratch};
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->arrived, NULL);
-    delivery_init(&r->dl, st, 0, on_complete, r);
+    completions_init(&r->done);
+    delivery_init(&r->dl, st, 0, completions_put, &r->done);
     snprintf(r->dl.outs.scope, sizeof r->dl.outs.scope, "replay");
     r->dl.outs.only = o->to_output; /* -1: the outputs of the routes */
     r->may_send = calloc(r->dl.outs.count, sizeof *r->may_send);
@@ -368,12 +329,9 @@ int replay_send(relay_state *st, PGconn *conn, const replay_filter *f, replay_pr
         if ((ev = replay_window_find(r->w, r->w->head + i)))
             replay_row_free(&ev->row);
     arena_free(&r->scratch);
-    free(r->inbox);
-    free(r->taken);
+    completions_free(&r->done);
     free(r->may_send);
     free(r->w);
-    pthread_mutex_destroy(&r->lock);
-    pthread_cond_destroy(&r->arrived);
     free(r);
     return rc;
 }

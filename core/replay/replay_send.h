@@ -9,9 +9,9 @@
 #include <libpq-fe.h>
 #include <signal.h>
 
-#include "relay_state.h"
-#include "replay_progress.h"
-#include "replay_read.h"
+#include "host/relay_state.h"
+#include "replay/replay_progress.h"
+#include "replay/replay_read.h"
 
 typedef struct replay_opts {
     long to_output;              /* every event to this output; -1: its route's */

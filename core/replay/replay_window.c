@@ -1,4 +1,4 @@
-#include "replay_window.h"
+#include "replay/replay_window.h"
 
 #include <string.h>
 

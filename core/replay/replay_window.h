@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-#include "config.h"
-#include "replay_read.h"
+#include "config/config.h"
+#include "replay/replay_read.h"
 
 #define REPLAY_WINDOW 4096
 

@@ -1,4 +1,4 @@
-#include "wal_decode.h"
+#include "wal/wal_decode.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
 #define PG_EPOCH_OFFSET_US 946684800000000LL
@@ -52,73 +52,11 @@ static const char *read_str(reader *r)
     return start;
 }
 
-/* Exactly n digits at *p, advancing it; -1 when they are not there. */
-static int digits(const char **p, int n)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++, (*p)++) {
-        if (**p < '0' || **p > '9')
-            return -1;
-        v = v * 10 + (**p - '0');
-    }
-    return v;
-}
-
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian; H. Hinnant's days_from_civil). */
-static long long days_from_civil(long long y, int m, int d)
-{
-    y -= m <= 2;
-    long long era = (y >= 0 ? y : y - 399) / 400;
-    long long yoe = y - era * 400;
-    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-/* Read by hand, once per event: sscanf and timegm cost more than the rest of
- * the decoding together. Past what microseconds in a long long hold (year
- * 294247 on), 0 like any unreadable text: checked, never overflowed. */
-long long wal_parse_timestamp(const char *text)
-{
-    const char *p = text;
-    if (!p)
-        return 0;
-    long long year = digits(&p, 4);
-    while (year >= 0 && year < 100000000 && *p >= '0' && *p <= '9') /* past 9999 */
-        year = year * 10 + (*p++ - '0');
-    int mon = *p == '-' ? (p++, digits(&p, 2)) : -1;
-    int day = *p == '-' ? (p++, digits(&p, 2)) : -1;
-    int hour = *p == ' ' ? (p++, digits(&p, 2)) : -1;
-    int min = *p == ':' ? (p++, digits(&p, 2)) : -1;
-    int sec = *p == ':' ? (p++, digits(&p, 2)) : -1;
-    if (year < 0 || mon < 1 || mon > 12 || day < 1 || day > 31 || hour < 0 || min < 0 || sec < 0)
-        return 0;
-    long long us, secs = ((days_from_civil(year, mon, day) * 24 + hour) * 60 + min) * 60 + sec;
-    if (__builtin_mul_overflow(secs, 1000000LL, &us))
-        return 0;
-    if (*p == '.') {
-        long long frac = 0, scale = 100000;
-        for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
-            frac += (*p - '0') * scale;
-        if (__builtin_add_overflow(us, frac, &us))
-            return 0;
-    }
-    if (*p == '+' || *p == '-') { /* +HH, +HH:MM or +HH:MM:SS */
-        int sign = *p++ == '-' ? -1 : 1, part[3] = {0, 0, 0};
-        for (int i = 0; i < 3 && (i == 0 || (*p == ':' && p++)); i++)
-            if ((part[i] = digits(&p, 2)) < 0)
-                return 0;
-        long long offset = sign * ((long long)part[0] * 3600 + part[1] * 60 + part[2]) * 1000000;
-        if (__builtin_sub_overflow(us, offset, &us))
-            return 0;
-    }
-    return us;
-}
-
-void wal_decoder_init(wal_decoder *d, const relay_config *cfg)
+void wal_decoder_init(wal_decoder *d, const relay_config *cfg, atomic_llong *ignored)
 {
     memset(d, 0, sizeof *d);
     d->cfg = cfg;
+    d->ignored = ignored;
     snprintf(d->prefix, sizeof d->prefix, "outbox-relay:%s.%s", cfg->schema, cfg->table);
 }
 
@@ -166,31 +104,7 @@ static void decode_relation(wal_decoder *d, reader *r)
     }
 }
 
-wal_row *wal_row_new(const char *const *values, const size_t *lens)
-{
-    size_t size = sizeof(wal_row);
-    for (int f = 0; f < WF_COUNT; f++)
-        size += values[f] ? lens[f] + 1 : 0;
-    wal_row *row = malloc(size);
-    memset(row, 0, sizeof *row); /* the values are copied over the rest */
-    row->size = size;
-    char *at = (char *)(row + 1);
-    for (int f = 0; f < WF_COUNT; f++) {
-        if (!values[f])
-            continue;
-        memcpy(at, values[f], lens[f]);
-        at[lens[f]] = '\0';
-        row->v[f] = at;
-        row->len[f] = lens[f];
-        at += lens[f] + 1;
-    }
-    row->created_at_us = wal_parse_timestamp(row->v[WF_CREATED_AT]);
-    if (row->v[WF_AVAILABLE_AT])
-        row->available_at_us = wal_parse_timestamp(row->v[WF_AVAILABLE_AT]);
-    return row;
-}
-
-static wal_row *decode_insert(wal_decoder *d, reader *r, char *err, size_t err_size)
+static event_row *decode_insert(wal_decoder *d, reader *r, char *err, size_t err_size)
 {
     uint32_t relid = (uint32_t)read_int(r, 4);
     if (!d->have_relation || relid != d->relid)
@@ -219,22 +133,15 @@ static wal_row *decode_insert(wal_decoder *d, reader *r, char *err, size_t err_s
             if (d->column[f] == i)
                 values[f] = value, lens[f] = n;
     }
-    return r->ok ? wal_row_new(values, lens) : NULL;
-}
-
-static atomic_llong ignored_messages;
-
-long long wal_ignored_messages(void)
-{
-    return atomic_load(&ignored_messages);
+    return r->ok ? event_row_new(values, lens) : NULL;
 }
 
 /* A message with the relay's prefix while they are not accepted: anyone who
  * can connect can send one, so it is never an event. Logged at the 1st,
  * 2nd, 4th, 8th... so that a flood cannot flood the log; all are counted. */
-static void ignore_message(uint64_t lsn, size_t n)
+static void ignore_message(wal_decoder *d, uint64_t lsn, size_t n)
 {
-    long long k = atomic_fetch_add(&ignored_messages, 1) + 1;
+    long long k = atomic_fetch_add(d->ignored, 1) + 1;
     if ((k & (k - 1)) == 0)
         log_warn("WAL: ignored a logical message with the relay's prefix at %X/%X (%zu bytes; "
                  "%lld so far): pg_logical_emit_message is open to every role, so such messages "
@@ -245,7 +152,7 @@ static void ignore_message(uint64_t lsn, size_t n)
 /* An accepted message that is not a JSON object (not JSON, not UTF-8 in a
  * SQL_ASCII database...): an event that cannot be one, its content kept as
  * bytea's hex text in the payload, so the dead letter holds every byte. */
-static wal_row *unreadable_message(const char *content, size_t n)
+static event_row *unreadable_message(const char *content, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     char *text = malloc(2 * n + 3);
@@ -257,7 +164,7 @@ static wal_row *unreadable_message(const char *content, size_t n)
     text[2 + 2 * n] = '\0';
     const char *values[WF_COUNT] = {[WF_PAYLOAD] = text};
     size_t lens[WF_COUNT] = {[WF_PAYLOAD] = 2 * n + 2};
-    wal_row *row = wal_row_new(values, lens);
+    event_row *row = event_row_new(values, lens);
     free(text);
     row->invalid = "the logical message is not a JSON object (its bytes are the payload, as hex)";
     return row;
@@ -265,7 +172,7 @@ static wal_row *unreadable_message(const char *content, size_t n)
 
 /* A logical message's JSON object (what outbox_emit sent before it inserted)
  * as a row (created_at rendered from its microseconds). */
-static wal_row *decode_message(wal_decoder *d, reader *r)
+static event_row *decode_message(wal_decoder *d, reader *r)
 {
     uint64_t lsn = read_int(r, 8);
     const char *prefix = read_str(r);
@@ -274,7 +181,7 @@ static wal_row *decode_message(wal_decoder *d, reader *r)
     if (!r->ok || strcmp(prefix, d->prefix) != 0)
         return NULL;
     if (!d->cfg->wal_accept_logical_messages) {
-        ignore_message(lsn, n);
+        ignore_message(d, lsn, n);
         return NULL;
     }
     json_t *o = json_loadb(content, n, 0, NULL);
@@ -307,7 +214,7 @@ static wal_row *decode_message(wal_decoder *d, reader *r)
     snprintf(stamp + at, sizeof stamp - at, ".%06lld+00", us % 1000000);
     values[WF_CREATED_AT] = stamp;
     lens[WF_CREATED_AT] = strlen(stamp);
-    wal_row *row = wal_row_new(values, lens);
+    event_row *row = event_row_new(values, lens);
     json_decref(o);
     return row;
 }

@@ -1,15 +1,15 @@
 /* WAL mode's part of init-db: what the server must allow, the publication,
  * the dead-letter table, outbox_emit() and the logical replication slot. */
-#include "wal_schema.h"
+#include "wal/wal_schema.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db.h"
-#include "dead_letter.h"
-#include "schema.h"
-#include "sql.h"
+#include "db/db.h"
+#include "db/dead_letter.h"
+#include "db/schema.h"
+#include "db/sql.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -43,7 +43,8 @@ static const char *const wal_steps[] = {
      * numeric of 131,072 digits is stored in about 16 bytes); compressed
      * values (copied from another table) are always measured.
      */
-    "CREATE OR REPLACE FUNCTION {schema}.{n._wal_guard}() RETURNS trigger LANGUAGE plpgsql AS {$}"
+    "CREATE OR REPLACE FUNCTION {schema}.{n._wal_guard}() RETURNS trigger LANGUAGE plpgsql"
+    " SET search_path = pg_catalog, pg_temp AS {$}"
     " DECLARE n bigint; BEGIN"
     " BEGIN n := octet_length(row_to_json(NEW)::text); EXCEPTION WHEN OTHERS THEN n := NULL; END;"
     " IF n IS NULL OR n > 536870912 THEN RAISE EXCEPTION"
@@ -67,7 +68,7 @@ static const char *const wal_steps[] = {
     " p_headers {table}.{c.headers}%TYPE DEFAULT NULL, p_destination text DEFAULT NULL,"
     " p_event_version text DEFAULT NULL, p_deliver_after interval DEFAULT NULL,"
     " p_idempotency_key text DEFAULT NULL)"
-    " RETURNS uuid LANGUAGE plpgsql SECURITY INVOKER AS {$}"
+    " RETURNS uuid LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS {$}"
     " DECLARE v_id uuid := gen_random_uuid(); w uuid; BEGIN"
     " IF p_idempotency_key IS NOT NULL THEN"
     "  INSERT INTO {schema}.{n._idempotency} (key, event_id) VALUES (p_idempotency_key, v_id)"
@@ -235,7 +236,7 @@ static int install_slot(PGconn *conn, const relay_config *cfg, int reset, char *
         if (strcmp(status, "lost") == 0) {
             snprintf(why, why_size,
                      "replication slot \"%s\" was invalidated (its WAL was removed): run "
-                     "`outbox-relay init-db --reset-slot -c %s` (see README, WAL mode)",
+                     "`outbox-relay init-db --reset-slot -c %s` (see docs/sources.md, Slot safety)",
                      cfg->wal_slot, cfg->path);
             return -1;
         }
@@ -350,7 +351,7 @@ int wal_schema_check(PGconn *conn, const relay_config *cfg, char *err, size_t er
         snprintf(err, err_size,
                  "replication slot \"%s\" was invalidated (the server removed WAL it still "
                  "needed: max_slot_wal_keep_size); events since then cannot be read from it. "
-                 "Run `outbox-relay init-db --reset-slot -c %s` (see README, WAL mode)",
+                 "Run `outbox-relay init-db --reset-slot -c %s` (see docs/sources.md, Slot safety)",
                  cfg->wal_slot, cfg->path);
         return -1;
     }

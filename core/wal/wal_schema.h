@@ -5,7 +5,7 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /* wal_level, the REPLICATION attribute, slots allowed. Returns 0, or -1
  * with what is missing and how to fix it in err. */

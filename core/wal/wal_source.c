@@ -1,4 +1,4 @@
-#include "wal_source.h"
+#include "wal/wal_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,15 +6,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "counters.h"
-#include "db.h"
-#include "log.h"
-#include "wal_dead.h"
-#include "wal_decode.h"
-#include "wal_publish.h"
-#include "wal_schema.h"
-#include "wal_stream.h"
-#include "wal_window.h"
+#include "base/log.h"
+#include "db/db.h"
+#include "telemetry/counters.h"
+#include "wal/wal_decode.h"
+#include "wal/wal_metrics.h"
+#include "wal/wal_schema.h"
+#include "wal/wal_slot.h"
+#include "wal/wal_stream.h"
+#include "window/dead_table.h"
+#include "window/window.h"
+#include "window/window_publish.h"
 
 #define SCOPE "wal"
 #define LAG_CHECK_MS 2000
@@ -31,13 +33,15 @@
 typedef struct wal_source {
     relay_state *st;
     const relay_config *cfg;
-    wal_window w;
-    wal_publisher pub;
+    window w;
+    window_publisher pub;
     wal_decoder dec;
     wal_stream s;
     uint64_t confirmed;    /* every event of every commit up to here is finished */
     uint64_t drain_target; /* --drain: the WAL position at start */
     long long lag_checked_ms;
+    wal_slot_watch slot; /* the side thread's slot check */
+    wal_gauges *gauges;  /* relay_state.gauges */
 } wal_source;
 
 static int stopping(const wal_source *src)
@@ -45,34 +49,36 @@ static int stopping(const wal_source *src)
     return atomic_load(&src->st->stop) != 0;
 }
 
-int wal_preflight(const relay_config *cfg)
+int wal_preflight(PGconn *conn, const relay_config *cfg, const char *payload_type, char *err,
+                   size_t err_size)
 {
-    return db_preflight(cfg, wal_schema_check);
+    (void)payload_type;
+    return wal_schema_check(conn, cfg, err, err_size);
 }
 
 /* The age of the oldest commit not yet confirmed into relay_state; the
- * slot's lag in bytes comes from the side thread (wal_side.c). Returns -1
+ * slot's lag in bytes comes from the side thread (window_side.c). Returns -1
  * when the side thread found the slot invalidated (the relay cannot go on). */
 static int check_slot(wal_source *src, long long now)
 {
     if (now - src->lag_checked_ms < LAG_CHECK_MS)
         return 0;
     src->lag_checked_ms = now;
-    long long oldest = wal_window_oldest_us(&src->w), lag_ms = 0;
+    long long oldest = window_oldest_us(&src->w), lag_ms = 0;
     if (oldest > 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         lag_ms = ((long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - oldest) / 1000;
     }
-    atomic_store(&src->st->wal_lag_ms, lag_ms > 0 ? lag_ms : 0);
-    return wal_side_slot_lost(&src->pub.side) ? -1 : 0;
+    atomic_store(&src->gauges->lag_ms, lag_ms > 0 ? lag_ms : 0);
+    return atomic_load(&src->slot.lost) ? -1 : 0;
 }
 
 /* The window holds max_in_flight events, or their rows max_in_flight_mb:
  * reading waits for events to finish. */
 static int window_full(const wal_source *src)
 {
-    return wal_window_room(&src->w, src->cfg->wal_max_in_flight, src->cfg->wal_max_in_flight_mb) ==
+    return window_room(&src->w, src->cfg->wal_max_in_flight, src->cfg->wal_max_in_flight_mb) ==
            0;
 }
 
@@ -108,15 +114,15 @@ static int read_frames(wal_source *src, int timeout_ms)
             return -1;
         }
         if (c.kind == WAL_BEGIN) {
-            wal_window_begin(&src->w, c.commit_us);
+            window_begin(&src->w, c.commit_us);
         } else if (c.kind == WAL_COMMIT) {
-            wal_window_commit(&src->w, c.lsn);
+            window_commit(&src->w, c.lsn);
         } else if (c.kind == WAL_EVENT) {
-            if (!wal_window_in_txn(&src->w)) { /* only inside a transaction: never expected */
+            if (!window_in_txn(&src->w)) { /* only inside a transaction: never expected */
                 free(c.row);
                 continue;
             }
-            wal_window_add(&src->w, c.row);
+            window_add(&src->w, c.row);
             atomic_fetch_add(&src->st->stats.claimed, 1);
         }
     }
@@ -127,16 +133,16 @@ static int read_frames(wal_source *src, int timeout_ms)
  * asked, and at least every status_interval_ms. */
 static int report(wal_source *src, long long now)
 {
-    uint64_t lsn = wal_window_confirm(&src->w);
+    uint64_t lsn = window_confirm(&src->w);
     if (lsn > src->confirmed)
         src->confirmed = lsn;
     /* nothing held: every commit the server has sent is finished */
-    if (wal_window_empty(&src->w) && src->s.server_end > src->confirmed)
+    if (window_empty(&src->w) && src->s.server_end > src->confirmed)
         src->confirmed = src->s.server_end;
-    atomic_store(&src->st->wal_confirmed_lsn, (long long)src->confirmed);
-    atomic_store(&src->st->wal_window_bytes, (long long)src->w.bytes);
-    atomic_store(&src->st->wal_window_peak_bytes, (long long)src->w.peak_bytes);
-    int draining = src->st->drain && wal_window_empty(&src->w);
+    atomic_store(&src->gauges->confirmed_lsn, (long long)src->confirmed);
+    atomic_store(&src->gauges->window_bytes, (long long)src->w.bytes);
+    atomic_store(&src->gauges->window_peak_bytes, (long long)src->w.peak_bytes);
+    int draining = src->st->drain && window_empty(&src->w);
     long long since = now - src->s.sent_at_ms;
     int due = src->s.reply_requested || since >= src->cfg->wal_status_interval_ms ||
               (src->confirmed != src->s.sent_flush && since >= STATUS_MIN_GAP_MS) ||
@@ -154,25 +160,25 @@ static int stream(wal_source *src)
         counters_beat(); /* the stream's heartbeat: /healthz and the watchdog */
         if (stopping(src))
             return 0;
-        wal_publisher_tend(&src->pub);
-        wal_publisher_settle(&src->pub, now);
-        int sent = wal_publisher_reload(&src->pub) ? 0 : wal_publisher_send(&src->pub, now);
+        window_publisher_tend(&src->pub);
+        window_publisher_settle(&src->pub, now);
+        int sent = window_publisher_reload(&src->pub) ? 0 : window_publisher_send(&src->pub, now);
         if (report(src, now) < 0)
             return -1;
         if (check_slot(src, now) < 0)
             return -2;
-        if (src->st->drain && wal_window_empty(&src->w) && src->confirmed >= src->drain_target) {
+        if (src->st->drain && window_empty(&src->w) && src->confirmed >= src->drain_target) {
             log_info("drained: confirmed %X/%X", (unsigned)(src->confirmed >> 32),
                      (unsigned)src->confirmed);
             return 0;
         }
         if (window_full(src)) {
-            wal_publisher_wait(&src->pub, 10);
+            window_publisher_wait(&src->pub, 10);
             continue;
         }
         int timeout = src->pub.in_flight > 0 || sent ? 2 : 50;
         long long wait =
-            src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs) : wal_window_wait_ms(&src->w, now);
+            src->pub.paused ? outputs_wait_ms(&src->pub.dl.outs) : window_wait_ms(&src->w, now);
         if (src->pub.paused && wait <= 0)
             wait = timeout; /* events due wait for the output, not for a clock */
         if (wait >= 0 && wait < timeout)
@@ -186,8 +192,8 @@ static int stream(wal_source *src)
  * shutdown_timeout_ms, for what is in flight, then confirm what finished. */
 static void settle_in_flight(wal_source *src)
 {
-    wal_publisher_finish_in_flight(&src->pub, src->cfg->shutdown_timeout_ms);
-    uint64_t lsn = wal_window_confirm(&src->w);
+    window_publisher_finish_in_flight(&src->pub, src->cfg->shutdown_timeout_ms);
+    uint64_t lsn = window_confirm(&src->w);
     if (lsn > src->confirmed)
         src->confirmed = lsn;
     if (src->s.conn)
@@ -213,9 +219,10 @@ void wal_run(relay_state *st)
     wal_source *src = calloc(1, sizeof *src);
     src->st = st;
     src->cfg = st->cfg;
-    wal_window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
-    wal_decoder_init(&src->dec, src->cfg);
-    if (wal_publisher_init(&src->pub, st, &src->w, NULL) < 0) {
+    src->gauges = st->gauges;
+    window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
+    wal_decoder_init(&src->dec, src->cfg, &src->gauges->ignored);
+    if (window_publisher_init(&src->pub, st, &src->w, wal_slot_upkeep, &src->slot) < 0) {
         atomic_store(&st->failed, 1);
         goto out;
     }
@@ -235,7 +242,7 @@ void wal_run(relay_state *st)
         }
         if (r == WAL_OPEN_LOST) {
             log_error("%s; the relay cannot continue (`outbox-relay init-db -c %s`, or "
-                      "--reset-slot for an invalidated slot: see README, WAL mode)",
+                      "--reset-slot for an invalidated slot: see docs/sources.md, Slot safety)",
                       err, src->cfg->path);
             atomic_store(&st->failed, 1);
             break;
@@ -250,9 +257,9 @@ void wal_run(relay_state *st)
         log_info("streaming from replication slot %s%s", src->cfg->wal_slot,
                  standby_said ? " (took over as the active relay)" : "");
         standby_said = 0;
-        atomic_store(&st->wal_streaming, 1);
+        atomic_store(&src->gauges->streaming, 1);
         int rc = stream(src);
-        atomic_store(&st->wal_streaming, 0);
+        atomic_store(&src->gauges->streaming, 0);
         settle_in_flight(src);
         wal_stream_close(&src->s);
         if (rc == 0)
@@ -262,14 +269,14 @@ void wal_run(relay_state *st)
             break;
         }
         /* lost: what was not confirmed comes again from the slot */
-        wal_window_clear(&src->w);
-        wal_publisher_new_epoch(&src->pub);
-        wal_decoder_init(&src->dec, src->cfg);
+        window_clear(&src->w);
+        window_publisher_new_epoch(&src->pub);
+        wal_decoder_init(&src->dec, src->cfg, &src->gauges->ignored);
         counters_nap(&src->st->stop, 200);
     }
     wal_stream_close(&src->s);
 out:
-    wal_publisher_free(&src->pub);
-    wal_window_free(&src->w);
+    window_publisher_free(&src->pub);
+    window_free(&src->w);
     free(src);
 }

@@ -5,10 +5,13 @@
 #ifndef OBX_WAL_SOURCE_H
 #define OBX_WAL_SOURCE_H
 
-#include "relay_state.h"
+#include <libpq-fe.h>
+
+#include "host/relay_state.h"
 
 /* Before `run`: the server allows WAL mode and the slot is usable. */
-int wal_preflight(const relay_config *cfg);
+int wal_preflight(PGconn *conn, const relay_config *cfg, const char *payload_type, char *err,
+                   size_t err_size);
 
 /* Runs until stopped or drained; sets st->failed on a fatal error (a lost
  * slot, drivers that cannot be created). */

@@ -1,4 +1,4 @@
-#include "wal_stream.h"
+#include "wal/wal_stream.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -7,8 +7,8 @@
 #include <sys/select.h>
 #include <time.h>
 
-#include "clock.h"
-#include "db.h"
+#include "base/clock.h"
+#include "db/db.h"
 
 /* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
 #define PG_EPOCH_OFFSET_US 946684800000000LL

@@ -90,8 +90,11 @@ static PGconn *session(obx_instance *inst)
         inst->conn = NULL;
         return NULL;
     }
-    /* a copy never waits long for a lock: the source's batch waits on it */
-    PQclear(PQexec(inst->conn, "SET statement_timeout = '30s'"));
+    /* a copy never waits long for a lock: the source's batch waits on it;
+     * no schema another role may CREATE in on the path (the relay's own
+     * sessions' rule, core/db/db.c) */
+    PQclear(PQexec(inst->conn,
+                   "SET statement_timeout = '30s'; SET search_path = pg_catalog, pg_temp"));
     return inst->conn;
 }
 

@@ -26,12 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "claimer.h"
-#include "config.h"
-#include "db.h"
-#include "pgarray.h"
-#include "queries.h"
-#include "schema.h"
+#include "config/config.h"
+#include "db/db.h"
+#include "db/pgarray.h"
+#include "db/schema.h"
+#include "poll/claimer.h"
+#include "poll/queries.h"
 
 static relay_config *cfg;
 static int run_length, explain;

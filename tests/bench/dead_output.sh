@@ -13,7 +13,7 @@
 # outbox-relay, the memory, rabbitmq and webhook drivers, bench_broker).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/benchlib.sh"
+. "$HERE/bench_lib.sh"
 EVENTS=50000 ROUNDS=3
 while [ $# -gt 0 ]; do
     case $1 in

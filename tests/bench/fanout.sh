@@ -31,7 +31,7 @@
 # build-bench; OBX_BIN, OBX_DRIVERS override), /usr/bin/time.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/benchlib.sh"
+. "$HERE/bench_lib.sh"
 
 EVENTS=50000 ROUNDS=2 SOURCES=poll KEEP='' LIMIT=120
 while [ $# -gt 0 ]; do

@@ -33,7 +33,7 @@
 # node and npm (npm ci fills tests/bench/mqtt_js/node_modules when missing).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/benchlib.sh"
+. "$HERE/bench_lib.sh"
 
 EVENTS=20000 ROUNDS=3 BROKER=tuned SETUPS="none 1000;aggregate 100" PAHO_LIB=
 OUT=${OUT:-$HERE/results}

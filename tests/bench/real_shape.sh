@@ -25,7 +25,7 @@
 # build (OBX_BUILD, default build-bench: targets outbox-relay, obx_driver_memory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/benchlib.sh"
+. "$HERE/bench_lib.sh"
 PHASE=20 ROUNDS=2 SOURCES=poll,wal,cursor OUT=$HERE/results/real_shape.tsv
 while [ $# -gt 0 ]; do
     case $1 in

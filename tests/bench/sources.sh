@@ -48,7 +48,7 @@
 # (OBX_BUILD, default build-bench; OBX_BIN, OBX_DRIVERS override), /usr/bin/time.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/benchlib.sh"
+. "$HERE/bench_lib.sh"
 
 N_SRC=10 EVENTS=20000 ROUNDS=2 WAL='' KEEP='' PAYLOAD=jsonb LIMIT=180
 LOAD=60 DOWN=3 RATE=200

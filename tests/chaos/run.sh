@@ -3,7 +3,7 @@
 # from the outside.
 #
 #   tests/chaos/run.sh [--broker all|kafka|rabbitmq|mqtt] [--faults N] [--quick] [--parallel]
-#                      [--source poll|cursor] [--shards] [--keep DIR]
+#                      [--source poll|cursor] [--shards] [--keep DIR] [--private]
 #
 # Per broker (one after the other, N/brokers faults each): a fresh database,
 # chaos_load writing transactions from 4 connections, two relay processes
@@ -14,7 +14,9 @@
 # restarted, killed, hung or its connections dropped. Then the load stops,
 # the relays drain, and check.py compares what was committed and rolled back
 # with what the consumer received: one summary line per broker. It restarts
-# the services of $SVC_DIR (start them with tests/services/services.sh).
+# the services of $SVC_DIR (start them with tests/services/services.sh), or
+# with --private (ctest's chaos_quick) a set of its own, started here on
+# ports from free_ports and stopped at exit, so that other tests run beside it.
 # --quick: 12 faults per broker (a few minutes in all). Default: 30 faults.
 # --parallel: the brokers at the same time, each with its own database,
 # relays and faults; only the first broker's run injects PostgreSQL faults,
@@ -24,7 +26,7 @@
 # each relay reads a shard of two (relay.cursor), with no standby.
 . "$(dirname "$0")/../lib.sh"
 
-BROKERS=all FAULTS=30 QUICK= KEEP= PARALLEL= SOURCE=poll SHARDS=
+BROKERS=all FAULTS=30 QUICK= KEEP= PARALLEL= SOURCE=poll SHARDS= PRIVATE=
 while [ $# -gt 0 ]; do
     case $1 in
     --broker) BROKERS=$2; shift ;;
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
     --parallel) PARALLEL=1 ;;
     --source) SOURCE=$2; shift ;;
     --shards) SHARDS=1 ;;
+    --private) PRIVATE=1 ;;
     *) sed -n '2,25p' "$0" >&2; exit 2 ;;
     esac
     shift
@@ -48,8 +51,23 @@ NBROKERS=$#
 PER_BROKER=$(((FAULTS + NBROKERS - 1) / NBROKERS))
 CHAOS_BIN=${CHAOS_BIN:?CHAOS_BIN must name the directory with chaos_load and the consumers}
 HERE=$(cd "$(dirname "$0")" && pwd)
+if [ -n "$PRIVATE" ]; then
+    # PostgreSQL, AMQP, distribution, 8 for rabbitmqctl, epmd, MQTT; the
+    # Kafka mock takes ports of the kernel's choice
+    PRIV_BASE=$(free_ports 13)
+    SVC_DIR=$(mktemp -d /tmp/obx-chaos-svc.XXXXXX)
+    chmod 755 "$SVC_DIR"
+    PG_PORT=$PRIV_BASE AMQP_PORT=$((PRIV_BASE + 1)) RMQ_DIST_PORT=$((PRIV_BASE + 2))
+    RMQ_CTL_PORT_MIN=$((PRIV_BASE + 3)) RMQ_EPMD_PORT=$((PRIV_BASE + 11)) MQTT_PORT=$((PRIV_BASE + 12))
+    export SVC_DIR PG_PORT AMQP_PORT RMQ_DIST_PORT RMQ_CTL_PORT_MIN RMQ_EPMD_PORT MQTT_PORT
+    trap '"$SERVICES" stop >/dev/null 2>&1 || true; rm -rf "$SVC_DIR"' EXIT
+    "$SERVICES" start >"$SVC_DIR/start.log" 2>&1 || { cat "$SVC_DIR/start.log" >&2; fail "the private services did not start"; }
+    # shellcheck disable=SC1091
+    . "$SVC_DIR/env.sh"
+fi
 # the fault helpers need the ports of these services (env.sh does not export all)
 export SVC_DIR AMQP_PORT MQTT_PORT RMQ_DIST_PORT RMQ_CTL_PORT_MIN RMQ_EPMD_PORT
+[ -z "$PRIVATE" ] || export PG_PORT
 RELAYS=2 LEASE_S=2
 . "$HERE/faults.sh"
 
@@ -63,6 +81,7 @@ cleanup() {
     for p in "$ROOT"/*/relay.*.pid; do [ -s "$p" ] && kill -CONT "$(cat "$p")" 2>/dev/null && kill -TERM "$(cat "$p")" 2>/dev/null; done
     kill -CONT "$KMOCK_PID" 2>/dev/null || true
     [ -n "$KEEP" ] || rm -rf "$ROOT"
+    if [ -n "$PRIVATE" ]; then "$SERVICES" stop >/dev/null 2>&1 || true; rm -rf "$SVC_DIR"; fi
 }
 trap cleanup EXIT
 

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "log.h"
-#include "options.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "host/options.h"
 
 int64_t fh_now_ms(void)
 {

@@ -16,8 +16,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "host.h"
-#include "ledger.h"
+#include "conformance/ledger.h"
+#include "host/host.h"
 
 typedef struct fh_token {
     int in_flight;        /* offered by fh_publish, not refused or completed yet */

@@ -14,7 +14,7 @@
 # partition and those ahead stay.
 WAL_AS=cursor
 ENG_TEST=cursorparts
-. "$(dirname "$0")/../wal/wlib.sh"
+. "$(dirname "$0")/../wal/wal_lib.sh"
 
 fresh_db cursor_parts
 PARTS='partitions = { interval = "1 hour"; ahead = 3; keep = "2 hours"; };'

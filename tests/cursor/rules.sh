@@ -16,7 +16,7 @@
 # 5. retention = "delete": the rows the cursor passed are deleted in ranges.
 WAL_AS=cursor
 ENG_TEST=cursorrules
-. "$(dirname "$0")/../wal/wlib.sh"
+. "$(dirname "$0")/../wal/wal_lib.sh"
 
 fresh_db cursor_rules
 write_cfg "$WORK/poll.cfg" "" "delay_ms = 1;"

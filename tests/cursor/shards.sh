@@ -14,7 +14,7 @@
 #    shard's, and everything committed since, in order.
 WAL_AS=cursor
 ENG_TEST=cursorshards
-. "$(dirname "$0")/../wal/wlib.sh"
+. "$(dirname "$0")/../wal/wal_lib.sh"
 
 fresh_db cursor_shards
 write_wal_cfg "$WORK/one.cfg" "" "delay_ms = 1;"

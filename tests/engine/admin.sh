@@ -7,12 +7,12 @@
 # same. A config binding it off loopback is refused (file:line), and run
 # without the token exits 2 naming the variable; the token is never logged.
 ENG_TEST=admin
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 APORT=$("$MC" freeport)
 ADMIN=http://127.0.0.1:$APORT
 TOKEN=admin-token-$RANDOM-$RANDOM-$RANDOM
-. "$(dirname "$0")/pauselib.sh"
+. "$(dirname "$0")/pause_lib.sh"
 
 fresh_db eng_admin
 config() { pause_cfg "" "admin = { listen = \"$1\"; };"; }

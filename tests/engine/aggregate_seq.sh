@@ -9,7 +9,7 @@
 # partition. In WAL mode every fifth event is an outbox_emit (no row left).
 MODE=${1:-poll}
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../kafka/klib.sh"
+. "$(dirname "$0")/../kafka/kafka_lib.sh"
 . "$(dirname "$0")/../wal/walmode.sh"
 
 WRITERS=8 TXNS=150 AGGS=12

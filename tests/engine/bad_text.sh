@@ -8,7 +8,7 @@
 # type; the other 9 are published exactly once, each claimed once (X's
 # second after the first is dead, on_dead = skip).
 ENG_TEST=bad_text
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_bad_text
 write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 10;" "" \

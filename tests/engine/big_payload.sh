@@ -8,7 +8,7 @@
 # must also cost less than 16 MB over that baseline (a fetched payload would
 # cost at least its 50 MB).
 ENG_TEST=big_payload
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 MAX_KB=$((64 * 1024))
 MAX_OVER_KB=$((16 * 1024))

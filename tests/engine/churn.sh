@@ -9,8 +9,8 @@
 # nothing unknown, each aggregate's events first delivered in order, no
 # message with missing properties; duplicates counted and printed.
 ENG_TEST=churn
-. "$(dirname "$0")/elib.sh"
-. "$(dirname "$0")/churnlib.sh"
+. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/churn_lib.sh"
 eng_extra_cleanup() { churn_queue_cleanup; }
 
 SECS=${CHURN_SECONDS:-120}

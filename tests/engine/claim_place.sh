@@ -10,7 +10,7 @@
 # 2. A row whose transaction commits after rows with higher ids were
 #    published (its id was drawn first) is published too.
 ENG_TEST=claim_place
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_claim_place
 write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 50; ordering = \"none\"; poll_interval_ms = 100;" \

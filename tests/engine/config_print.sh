@@ -3,7 +3,7 @@
 # with its effective value, the defaults marked, the password never shown;
 # without --print the output is the one summary line. No database is needed.
 ENG_TEST=config_print
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 CFG="$WORK/print.cfg"
 cat >"$CFG" <<'CONF'

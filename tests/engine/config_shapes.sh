@@ -5,7 +5,7 @@
 # Also ${A:-${B}} nesting and a clear message for an unknown template field.
 # No database is needed: the config is refused before any connection.
 ENG_TEST=config_shapes
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 unset OBX_UNSET_A OBX_UNSET_C
 export OBX_SET_B=nested_tbl

@@ -6,7 +6,7 @@
 # connect fails with exit 1. No output, in text or JSON logs, holds any part
 # of the password.
 ENG_TEST=conninfo_secret
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 PW_A=Hx7q PW_B=Zs9kWv # the password is "${PW_A}Secret${PW_B}" (or with a bad escape inside)
 BAD=(

@@ -9,7 +9,7 @@
 # a consumer with the inbox (init-db --inbox), fed every delivery in order,
 # accepts each event once and turns every duplicate away.
 ENG_TEST=crash
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_crash
 # short lease: rows of a killed relay come back quickly

@@ -13,7 +13,7 @@
 #  3. once it is back, the dead events that waited go out, and only they;
 #  4. a route with a dead_letter of its own (another output, another queue)
 #     takes its route's dead events; the global one takes the rest.
-. "$(dirname "$0")/modelib.sh" deadout
+. "$(dirname "$0")/mode_lib.sh" deadout
 RCONSUME=${RCONSUME:?RCONSUME must name the rconsume helper}
 
 X=obx_deadout_x

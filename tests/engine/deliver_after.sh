@@ -8,7 +8,7 @@
 # behind it waits for it (per-aggregate order).
 MODE=${1:-poll}
 ENG_TEST=deliver_after_$MODE
-if [ "$MODE" = wal ]; then . "$(dirname "$0")/../wal/wlib.sh"; else . "$(dirname "$0")/elib.sh"; fi
+if [ "$MODE" = wal ]; then . "$(dirname "$0")/../wal/wal_lib.sh"; else . "$(dirname "$0")/engine_lib.sh"; fi
 
 fresh_db "eng_after_$MODE"
 if [ "$MODE" = wal ]; then

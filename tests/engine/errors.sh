@@ -6,7 +6,7 @@
 # (config) or 1 (database), never crash (exit < 128), and never print the
 # password of the conninfo (every config here carries "password=hunter2").
 ENG_TEST=errors
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 unset OBX_NO_SUCH_VAR_42
 DSN='host=127.0.0.1 port=1 user=postgres password=hunter2 dbname=nowhere connect_timeout=3'

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Failover, poll mode: a PRIVATE primary and a streaming standby made from it
-# with pg_basebackup -R (ports ENGINE_FAILOVER_PORT, 56462, and the next one),
+# with pg_basebackup -R (ports ENGINE_FAILOVER_PORT or free_ports, and the next one),
 # synchronous (synchronous_standby_names = '*': a commit the producer saw is
 # on the standby). The relay and the producer use one multi-host conninfo
 # (host=a,b port=p1,p2 target_session_attrs=read-write). Mid-run the primary
@@ -12,10 +12,10 @@
 # duplicates counted; the time from the promotion to the first event
 # published on the new primary printed (a figure, not a check).
 ENG_TEST=failover
-. "$(dirname "$0")/elib.sh"
-. "$(dirname "$0")/churnlib.sh"
+. "$(dirname "$0")/engine_lib.sh"
+. "$(dirname "$0")/churn_lib.sh"
 
-failover_pair ${ENGINE_FAILOVER_PORT:-56462} eng_failover
+failover_pair "${ENGINE_FAILOVER_PORT:-$(free_ports 2)}" eng_failover
 churn_cfg "$WORK/relay.cfg"
 init_db "$WORK/relay.cfg"
 "$RCONSUME" "$AMQP_URL" declare "$CHURN_Q" "$CHURN_X" "churn.$CHURN_Q.#" || fail "declare the queue"
@@ -23,7 +23,7 @@ start_relay "$WORK/relay.cfg" "$WORK/relay.log"
 producer_start "$TEST_DSN" 300 20 0.02
 wait_sql "SELECT count(*) >= 3000 FROM outbox WHERE published_at IS NOT NULL" t 90
 BEFORE=$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")
-[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = 'eng_failover' AND application_name LIKE 'outbox-relay%'")" -gt 0 ] ||
+[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = '$TEST_DB' AND application_name LIKE 'outbox-relay%'")" -gt 0 ] ||
     fail "the relay is not connected to the primary"
 
 # the primary crashes; the standby is promoted
@@ -45,7 +45,7 @@ expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT N
 
 # every batch the producer saw committed is on the new primary
 sql "CREATE TABLE ok_batch (k bigint)"
-psql -qAt -v ON_ERROR_STOP=1 -d eng_failover -c "\\copy ok_batch FROM '$WORK/producer.ok'" >/dev/null
+psql -qAt -v ON_ERROR_STOP=1 -d "$TEST_DB" -c "\\copy ok_batch FROM '$WORK/producer.ok'" >/dev/null
 expect_eq "events of committed batches missing on the new primary" \
     "$(sql "SELECT count(*) * 20 - (SELECT count(*) FROM outbox o JOIN ok_batch b
             ON ((o.payload->>'n')::bigint - 1) / 20 = b.k) FROM ok_batch")" 0

@@ -9,7 +9,7 @@
 # has still been attempted only once and its retry is still in the future
 # (so they were published while it waited), and nothing else of A was tried.
 ENG_TEST=fair_backoff
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_fair_backoff
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 10; max_attempts = 10;

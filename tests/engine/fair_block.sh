@@ -7,7 +7,7 @@
 # 0, no line in the broker log). `requeue --all` with a config that no longer
 # rejects the event type releases them, and they are published in id order.
 ENG_TEST=fair_block
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_fair_block
 write_cfg "$WORK/block.cfg" "workers = 2; batch_size = 10; on_dead = \"block\";" \

@@ -12,7 +12,7 @@
 # A still drains in id order, every row is claimed exactly once (the relay's
 # claimed total) and published exactly once.
 ENG_TEST=fair_hot
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_fair_hot
 write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 10;" ""

@@ -8,7 +8,7 @@
 #    in order per aggregate; nothing is dead anywhere.
 #  - /metrics and status name the source and its targets (outbox.m1 ...).
 #  - run --drain exits once each target has published all its source copied.
-. "$(dirname "$0")/modelib.sh" fanout
+. "$(dirname "$0")/mode_lib.sh" fanout
 mode_db fanout
 REC1=$WORK/m1.jsonl REC2=$WORK/m2.jsonl REC3=$WORK/m3.jsonl
 DOWN=$WORK/m3.down

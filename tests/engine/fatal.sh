@@ -3,7 +3,7 @@
 # instance). The engine must close and re-create the instance (logged) and
 # lose nothing: every event published, none dead, each with an "ok" line.
 ENG_TEST=fatal
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_fatal
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 100; lease_seconds = 30; max_attempts = 10;

@@ -11,7 +11,7 @@
 # they count no attempt either (they used to: 50 dead, "gave up after 1
 # attempts: aborted").
 ENG_TEST=fatalattempt
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 for round in refused in_flight; do
     fresh_db eng_fatalattempt

@@ -5,7 +5,7 @@
 # once, with its headers, payload and destination; `status` then reports 0
 # pending, 0 in flight, 0 dead.
 ENG_TEST=frame
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_frame
 OUT=$WORK/out.jsonl

@@ -6,7 +6,7 @@
 # published. Now it is dead-lettered as over max_payload_bytes (its size given
 # as 1 GB, what its text passed) and the 100 events around it are published.
 ENG_TEST=huge_text
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_huge_text
 write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 10; max_payload_bytes = 16777216;" ""

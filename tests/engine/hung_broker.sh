@@ -12,7 +12,7 @@
 # duplicates (what the hung broker held, sent again) are counted and bounded
 # by what was in flight.
 ENG_TEST=hung_broker
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 N=400
 BATCH=50

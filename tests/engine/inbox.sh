@@ -9,7 +9,7 @@
 # and is delivered again) through the README's few lines of SQL: its effects
 # table, which has no key of its own, ends with each event exactly once.
 ENG_TEST=inbox
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 N=500
 fresh_db eng_inbox

@@ -14,7 +14,7 @@
 # and a NOTIFY wakes the relay, whose claims wait for the lock. Every event
 # must be published exactly once.
 ENG_TEST=leaseclaim
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_leaseclaim
 write_cfg "$WORK/relay.cfg" "" ""

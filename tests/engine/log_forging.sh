@@ -5,7 +5,7 @@
 # log every line is a real log line (timestamp, level) and the control
 # characters appear escaped; in the JSON log every line parses.
 ENG_TEST=log_forging
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_log_forging
 FORGED='2026-01-01T00:00:00.000Z error FORGED'

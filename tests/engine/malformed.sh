@@ -7,7 +7,7 @@
 # max_payload_bytes. Good rows (with scalar headers, a per-row destination)
 # are published with the right destination.
 ENG_TEST=malformed
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_malformed
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 10; max_payload_bytes = 1000;" "" \

@@ -1,6 +1,6 @@
 #!/bin/bash
 # max_connections exhausted, on a PRIVATE PostgreSQL (max_connections 12, 3
-# of them reserved for superusers; port ENGINE_MAXCONN_PORT, 56452): the relay
+# of them reserved for superusers; port ENGINE_MAXCONN_PORT or one from free_ports): the relay
 # connects as an ordinary role, other clients hold every other slot.
 # - At start: `run` exits 1 with one line saying why (the server's "remaining
 #   connection slots are reserved ..."); started again once slots are free, it
@@ -13,9 +13,9 @@
 # The memory driver's record is the broker log: every event published, none
 # unknown, order kept per aggregate.
 ENG_TEST=maxconn
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
-PGF_PORT=${ENGINE_MAXCONN_PORT:-56452} PGF_DIR=/tmp/obx-maxconn-${ENGINE_MAXCONN_PORT:-56452}
+PGF_PORT=${ENGINE_MAXCONN_PORT:-$(free_ports 1)} PGF_DIR=/tmp/obx-maxconn-$PGF_PORT
 pgf() { SVC_DIR=$PGF_DIR PG_PORT=$PGF_PORT bash "$SERVICES" "$@"; }
 eng_extra_cleanup() { pgf pg-stop >/dev/null 2>&1 || true; rm -rf "$PGF_DIR"; }
 pgf pg-stop >/dev/null 2>&1 || true
@@ -26,8 +26,8 @@ expect_eq "max_connections" "$(psql -qAt -c "SHOW max_connections")" 12
 
 psql -qAt -c "CREATE ROLE relay_app LOGIN" -c "CREATE ROLE filler LOGIN" >/dev/null
 fresh_db eng_maxconn
-psql -qAt -c "ALTER DATABASE eng_maxconn OWNER TO relay_app" >/dev/null
-export TEST_DSN="host=127.0.0.1 port=$PGF_PORT user=relay_app dbname=eng_maxconn"
+psql -qAt -c "ALTER DATABASE $TEST_DB OWNER TO relay_app" >/dev/null
+export TEST_DSN="host=127.0.0.1 port=$PGF_PORT user=relay_app dbname=$TEST_DB"
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 10;" "delay_ms = 50; threaded = true;"
 init_db "$WORK/relay.cfg"
 enqueue_bulk 6000 100
@@ -81,12 +81,12 @@ free_slots
 # ---- mid-run
 start_relay "$WORK/relay.cfg" "$WORK/relay.log"
 wait_sql "SELECT count(*) >= 500 FROM outbox WHERE published_at IS NOT NULL" t 60
-psql -qAt -c "ALTER DATABASE eng_maxconn ALLOW_CONNECTIONS false" >/dev/null
+psql -qAt -c "ALTER DATABASE $TEST_DB ALLOW_CONNECTIONS false" >/dev/null
 psql -qAt -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-              WHERE datname = 'eng_maxconn' AND application_name LIKE 'outbox-relay%'" >/dev/null
+              WHERE datname = '$TEST_DB' AND application_name LIKE 'outbox-relay%'" >/dev/null
 fill_slots
 MID_RUN=${#FILLERS[@]}
-psql -qAt -c "ALTER DATABASE eng_maxconn ALLOW_CONNECTIONS true" >/dev/null
+psql -qAt -c "ALTER DATABASE $TEST_DB ALLOW_CONNECTIONS true" >/dev/null
 # the relay's role gets no slot now; a superuser still gets a reserved one
 wait_log "$WORK/relay.log" "cannot connect to the database: .*remaining connection slots are reserved.*retrying in" 60
 REFUSED_AT=$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")

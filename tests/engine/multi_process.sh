@@ -4,7 +4,7 @@
 # nothing expiring every event has exactly one "ok" line in the broker log.
 # Both processes must have published (else nothing was shared).
 ENG_TEST=multi
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_multi
 write_cfg "$WORK/a.cfg" "workers = 2; batch_size = 100; lease_seconds = 30;" "delay_ms = 5;"

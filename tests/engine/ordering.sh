@@ -13,7 +13,7 @@
 #    them pending. `requeue --all` with a config that accepts the event type
 #    releases the aggregate, which is then published in order.
 ENG_TEST=ordering
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 # --- 1
 fresh_db eng_ordering

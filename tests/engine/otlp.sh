@@ -8,10 +8,13 @@
 # <destination>", with the event id, destination and driver as attributes,
 # status OK or ERROR with the driver's reason, under the configured
 # service.name; none for the others. A non-http endpoint is refused at start.
-. "$(dirname "$0")/modelib.sh" otlp
+. "$(dirname "$0")/mode_lib.sh" otlp
 python3 "$(dirname "$0")/otlp_collector.py" "$WORK/spans.jsonl" "$WORK/collector.port" &
 COLLECTOR=$!
-eng_extra_cleanup() { kill "$COLLECTOR" 2>/dev/null || true; }
+eng_extra_cleanup() {
+    kill "$COLLECTOR" 2>/dev/null || true
+    if [ "$MODE" = wal ] && [ -n "${TEST_DB:-}" ]; then wal_drop_slots "$TEST_DB" || true; fi
+}
 for ((i = 0; i < 100; i++)); do [ -s "$WORK/collector.port" ] && break; sleep 0.1; done
 CPORT=$(cat "$WORK/collector.port") || fail "the collector did not start"
 

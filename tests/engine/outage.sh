@@ -9,7 +9,7 @@
 # that it is back; during the outage `status` counts the events waiting for
 # the output, and /metrics shows it down.
 ENG_TEST=outage
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_outage
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

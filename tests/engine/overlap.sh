@@ -15,7 +15,7 @@
 # ends, so keep such transactions short (and take aggregates in a stable order
 # when one transaction writes several, to avoid deadlocks).
 ENG_TEST=overlap
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_overlap
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50; poll_interval_ms = 100;" ""

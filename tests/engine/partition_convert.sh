@@ -9,7 +9,7 @@
 # once, in order per aggregate; init-db again changes nothing. A conversion
 # that fails first (the name taken) leaves the plain table as it was.
 ENG_TEST=partition_convert
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db part_convert
 write_cfg "$WORK/plain.cfg" "workers = 2; batch_size = 50;" ""

@@ -16,7 +16,7 @@
 # half done is finished and the partition dropped. init-db
 # refuses a table partitioned otherwise for this config.
 ENG_TEST=partition_managed
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db part_managed
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50; max_attempts = 1;
@@ -100,7 +100,7 @@ dead_row=$(sql "$DEAD")
 start_relay "$WORK/relay.cfg" "$WORK/drop.log"
 wait_sql "SELECT to_regclass('outbox_c') IS NULL AND to_regclass('outbox_b') IS NULL" t 60
 stop_relay "$RELAY_PID" 30
-grep -q "partitions: moved 1 dead events of outbox_b to the dead-letter table" "$WORK/drop.log" ||
+grep -q "partitions: moved 1 dead events of public.outbox_b to the dead-letter table" "$WORK/drop.log" ||
     fail "no move logged"
 expect_eq "the dead row in the dead-letter table, as it was" \
     "$(sql "SELECT event_id || '/' || created_at || '/' || dl_attempts || '/' || dl_error FROM outbox_dead_letter")" \

@@ -8,7 +8,7 @@
 # delete: every row published, and marked once (attempts 1), no row marked or
 # deleted that was not published.
 ENG_TEST=partitioned
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 for case in none/mark aggregate/mark none/delete aggregate/delete; do
     ordering=${case%/*} retention=${case#*/}
@@ -61,5 +61,5 @@ for source in poll wal; do
         "$WORK/init_p.out" || fail "init-db ($source) on a partitioned table: $(cat "$WORK/init_p.out")"
 done
 expect_eq "replication slots made for the partitioned table" \
-    "$(sql "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'eng_partitioned'")" 0
+    "$(sql "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" 0
 echo "ok partitioned: 3,000 rows over two partitions with colliding ctids, both orderings, mark and delete: each published and recorded once"

@@ -10,8 +10,8 @@
 #  - the source paused: nothing is published; resume: everything is; status
 #    and status --json say so.
 #  - a second pause says so; an unknown output or neither flag: exit 2.
-. "$(dirname "$0")/modelib.sh" pause
-. "$(dirname "$0")/pauselib.sh"
+. "$(dirname "$0")/mode_lib.sh" pause
+. "$(dirname "$0")/pause_lib.sh"
 mode_db pause
 pause_cfg "$SOURCE" "metrics = { listen = \"127.0.0.1:$PORT\"; };"
 init_db "$CFG"

@@ -5,12 +5,12 @@
 # (reconnect), keep publishing after each outage and drain everything; then
 # every committed event is published and has an "ok" line, nothing unknown is
 # published; duplicates are counted and printed.
-# Uses a PRIVATE PostgreSQL (port 56432, or ENGINE_PGF_PORT when others share
+# Uses a PRIVATE PostgreSQL (a port from free_ports, or ENGINE_PGF_PORT when others share
 # the machine) so the shared one is not disturbed.
 ENG_TEST=pgrestart
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
-PGF_PORT=${ENGINE_PGF_PORT:-56432} PGF_DIR=/tmp/obx-pgfault-${ENGINE_PGF_PORT:-56432}
+PGF_PORT=${ENGINE_PGF_PORT:-$(free_ports 1)} PGF_DIR=/tmp/obx-pgfault-$PGF_PORT
 pgf() { SVC_DIR=$PGF_DIR PG_PORT=$PGF_PORT bash "$SERVICES" "$@"; }
 eng_extra_cleanup() { pgf pg-stop >/dev/null 2>&1 || true; }
 pgf pg-stop

@@ -22,7 +22,7 @@
 #    5 aggregates x 20 events, batch 50, the driver completing after 30 s:
 #    the relay has the 5 heads in flight; without the setting, runs (more than 5).
 ENG_TEST=pipeline
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 # --- 1
 fresh_db eng_pipeline

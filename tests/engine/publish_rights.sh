@@ -5,7 +5,7 @@
 # INSERT on the outbox, and nothing else, publishes by INSERT and by
 # outbox_enqueue.
 ENG_TEST=rights
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_rights
 INTRUDER=${TEST_DB}_login

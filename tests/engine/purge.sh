@@ -4,7 +4,7 @@
 # route (the events that route takes first), and never a pending or
 # published row, nor one requeued meanwhile. Bad arguments exit 2.
 ENG_TEST=purge
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db obx_purge
 ROUTES='routes = ( { event_type = "order.*"; output = "mem"; destination = "o"; },

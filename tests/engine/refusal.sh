@@ -7,7 +7,7 @@
 # published exactly once, the follower after the refused event is dead
 # (on_dead = skip), and the refused event never reaches the broker's log.
 ENG_TEST=refusal
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_refusal
 write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 10; max_attempts = 3;

@@ -15,7 +15,7 @@
 # In the end: every event published exactly once over both outputs, none
 # lost, no event after a switch on the old route.
 ENG_TEST=reload
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 REC2=$WORK/record2.jsonl
 CFG=$WORK/relay.cfg

@@ -6,8 +6,8 @@
 # window, pending or dead are not sent; the table is unchanged; a finished
 # replay sends nothing more; --aggregate narrows it; bad arguments exit 2.
 ENG_TEST=replay
-. "$(dirname "$0")/elib.sh"
-. "$ENG_DIR/replaylib.sh"
+. "$(dirname "$0")/engine_lib.sh"
+. "$ENG_DIR/replay_lib.sh"
 
 fresh_db obx_replay
 replay_setup "$WORK/relay.cfg" ""

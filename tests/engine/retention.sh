@@ -4,7 +4,7 @@
 # younger published rows, pending rows and dead rows stay. "delete": a
 # published row is deleted by the record statement itself; dead rows stay.
 ENG_TEST=retention
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_retention
 write_cfg "$WORK/mark.cfg" "retention = \"mark\"; retention_hours = 1; max_attempts = 1;" \

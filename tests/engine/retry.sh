@@ -10,7 +10,7 @@
 # C: with a config whose driver no longer fails: `requeue EVENT_ID` brings one
 #    dead event back and it is published; `requeue --all` the others.
 ENG_TEST=retry
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_retry
 write_cfg "$WORK/a.cfg" "workers = 2; batch_size = 50; max_attempts = 10;

@@ -6,7 +6,7 @@
 # (md5 of session/tx/k), so the rolled-back ids are known. The broker log
 # must hold exactly the committed ids, and no line at all for a rolled-back id.
 ENG_TEST=rollback
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 SESSIONS=4 TXS=150
 fresh_db eng_rollback

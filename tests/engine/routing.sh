@@ -13,7 +13,7 @@
 # dropped ones reached no queue, are not dead, and are counted per route in
 # outbox_relay_route_dropped_total (30 on route 1, 50 on route 3). Poll mode:
 # every row is done (dropped rows marked like published ones), none pending.
-. "$(dirname "$0")/modelib.sh" routing
+. "$(dirname "$0")/mode_lib.sh" routing
 RCONSUME=${RCONSUME:?RCONSUME must name the rconsume helper}
 
 X=obx_routing_x

@@ -20,7 +20,7 @@
 #    batch's transaction rolled back past its lease: they go again, as
 #    duplicates), and the relay says why it recorded row by row.
 ENG_TEST=run_slot_reused
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_run_slot_reused
 write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 50; retention = \"delete\";

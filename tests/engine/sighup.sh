@@ -5,7 +5,7 @@
 # publishes the events committed afterwards, and a later SIGTERM exits 0
 # with everything published once. (tests/engine/reload.sh changes routes.)
 ENG_TEST=sighup
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_sighup
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50;" "delay_ms = 300;"

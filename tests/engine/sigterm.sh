@@ -12,7 +12,7 @@
 # 3. A second signal exits at once (130); the leases expire and a drain
 #    publishes everything.
 ENG_TEST=sigterm
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_sigterm
 write_cfg "$WORK/slow.cfg" "workers = 2; batch_size = 1000; shutdown_timeout_ms = 10000;" "delay_ms = 2000;"

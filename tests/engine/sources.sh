@@ -13,7 +13,7 @@
 #  - reload: w, no longer listed, stops; c, newly listed, starts.
 #  - per source: every committed row published, order per aggregate held.
 ENG_TEST=sources
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 . "$(dirname "$0")/../wal/walmode.sh"
 MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 PORT=$("$MC" freeport)
@@ -100,8 +100,10 @@ value "$WORK/metrics.txt" 'outbox_relay_wal_streaming{source="w"}' >/dev/null
 value "$WORK/metrics.txt" 'outbox_relay_output_up{source="b",output="mem"}' >/dev/null
 expect_eq "families declared twice" \
     "$(grep '^# TYPE ' "$WORK/metrics.txt" | sort | uniq -d | wc -l)" 0
-expect_eq "series without a source label" \
-    "$(grep -v '^#' "$WORK/metrics.txt" | sed 1d | grep -vc '{source="' || true)" 0
+# the process' own series (process_*, build_info) are once, unlabelled
+expect_eq "series without a source label, but the process' own" \
+    "$(grep -v '^#' "$WORK/metrics.txt" | sed 1d | grep -v '{source="' | grep -vcE '^(process_[a-z_]+|outbox_relay_build_info\{[^}]*\}) ' || true)" 0
+expect_eq "the process' own series" "$(grep -cE '^(process_[a-z_]+|outbox_relay_build_info\{[^}]*\}) ' "$WORK/metrics.txt")" 7
 check_histograms "$WORK/metrics.txt"
 expect_eq "/readyz" "$(ready "")" 200
 expect_eq "/readyz?source=nosuch" "$(ready "?source=nosuch")" 404

@@ -6,7 +6,7 @@
 # rows of the table with that name. The same when the conninfo's own
 # options turn standard_conforming_strings off.
 ENG_TEST=sql_injection
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_sql_injection
 sql "ALTER DATABASE $TEST_DB SET standard_conforming_strings = off"

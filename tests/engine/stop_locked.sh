@@ -10,7 +10,7 @@
 # relay could not record are free again (its sessions ended with it) and a
 # drain publishes everything.
 ENG_TEST=stop_locked
-. "$(dirname "$0")/elib.sh"
+. "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_stop_locked
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50; lease_seconds = 120; shutdown_timeout_ms = 1000;" \

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

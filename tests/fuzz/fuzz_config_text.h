@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 
 static inline relay_config *fuzz_config_text(const char *name, const char *text)
 {

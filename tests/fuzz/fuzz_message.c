@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event/message.h"
+#include "event/route.h"
 #include "fuzz_config_text.h"
-#include "message.h"
-#include "route.h"
 
 static relay_config *cfg;
 

@@ -13,16 +13,17 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "metrics.h"
-#include "relay_state.h"
+#include "host/relay_state.h"
+#include "ops/metrics.h"
+#include "poll/poll_kind.h"
 
 /* two sources (no outputs), so ?source= and the merged text are reached */
 static relay_config cfg_a = {.source_name = (char[]){"alpha"}};
 static relay_config cfg_b = {.source_name = (char[]){"beta"}};
 static config_gen gen_a = {.cfg = &cfg_a, .users = 1}; /* never released to 0 */
 static config_gen gen_b = {.cfg = &cfg_b, .users = 1};
-static relay_state st_a = {.cfg = &cfg_a, .gen = &gen_a, .gen_lock = PTHREAD_MUTEX_INITIALIZER};
-static relay_state st_b = {.cfg = &cfg_b, .gen = &gen_b, .gen_lock = PTHREAD_MUTEX_INITIALIZER};
+static relay_state st_a = {.cfg = &cfg_a, .src = &poll_kind, .gen = &gen_a, .gen_lock = PTHREAD_MUTEX_INITIALIZER};
+static relay_state st_b = {.cfg = &cfg_b, .src = &poll_kind, .gen = &gen_b, .gen_lock = PTHREAD_MUTEX_INITIALIZER};
 static source_set set;
 static metrics_server *srv;
 

@@ -13,9 +13,10 @@
 #include <string.h>
 
 #include "fuzz_config_text.h"
-#include "wal_decode.h"
+#include "wal/wal_decode.h"
 
 static relay_config *cfg;
+static atomic_llong ignored;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -31,7 +32,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     wal_decoder dec;
-    wal_decoder_init(&dec, cfg);
+    wal_decoder_init(&dec, cfg, &ignored);
     for (size_t at = 0; at + 2 <= size;) {
         size_t len = (size_t)data[at] << 8 | data[at + 1];
         at += 2;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conninfo.h"
+#include "base/conninfo.h"
 
 #define SECRET "Zq7s3cr3tZq7"
 

@@ -9,18 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wal_decode.h"
+#include "wal/wal_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = malloc(size + 1);
     memcpy(text, data, size);
     text[size] = '\0';
-    long long us = wal_parse_timestamp(text);
+    long long us = event_parse_timestamp(text);
     char *again = malloc(size + 8);
     memcpy(again, text, strlen(text) + 1);
     memcpy(again + strlen(text) + 1, "9999999", 7);
-    if (wal_parse_timestamp(again) != us)
+    if (event_parse_timestamp(again) != us)
         abort();
     free(again);
     free(text);

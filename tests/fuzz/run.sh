@@ -24,8 +24,8 @@ PKGS="libpq libconfig libmicrohttpd jansson libcurl"
 # -Werror only on the targets: the core's warnings are the gcc build's to judge
 CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -fno-omit-frame-pointer
         -fsanitize=address,undefined -fno-sanitize-recover=undefined
-        -DOBX_VERSION=\"fuzz\" -DOBX_DRIVERS_INSTALL_PATH=\"/nonexistent\"
-        -I"$SRC/include" $(for d in "$SRC"/core/*/; do echo "-I$d"; done) $(pkg-config --cflags $PKGS))
+        -DOBX_VERSION=\"fuzz\" -DOBX_COMMIT=\"fuzz\" -DOBX_DRIVERS_INSTALL_PATH=\"/nonexistent\"
+        -I"$SRC/include" -I"$SRC/core" $(pkg-config --cflags $PKGS))
 LIBS=($(pkg-config --libs $PKGS) -lpthread -ldl -lm)
 
 # the core, minus main(), instrumented for coverage

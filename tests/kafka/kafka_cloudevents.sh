@@ -6,7 +6,7 @@
 # through WAL mode (wal_kafka_cloudevents): the format is the delivery core's
 # message shaped by the driver, whichever source feeds it.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 . "$OBX_SRC/tests/cloudevents/ce_lib.sh"
 
 kmock_start ce.bin:2 ce.str:2

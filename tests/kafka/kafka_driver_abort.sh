@@ -2,7 +2,7 @@
 # Unreachable bootstrap: create does not block, messages complete RETRIABLE
 # after message_timeout_ms (no hang, no crash); close aborts in-flight messages.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 # a port nobody listens on: bind one, read it, release it
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

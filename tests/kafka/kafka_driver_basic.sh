@@ -2,7 +2,7 @@
 # kafka.so through the harness against the shared mock: batches of 0, 1, many,
 # two instances at once; a consumer reads everything back: ids, keys, headers, order.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 topic=kt.basic.$$.$RANDOM
 "$KDRV" basic -d "$KAFKA_SO" -b "$KAFKA_BOOTSTRAP" -t "$topic" -n 5000 -e "$WORK/ids" || fail "harness"

@@ -3,7 +3,7 @@
 # in-process mock): its messages complete RETRIABLE (the operator may grant
 # the ACL), or PERMANENT with authorization_permanent = true.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 "$KDRV" denied -d "$KAFKA_SO" -b unused -t kt.denied || fail "denied scenario (retriable)"
 KDRV_WANT_PERMANENT=1 "$KDRV" denied -d "$KAFKA_SO" -b unused -t kt.denied \

@@ -3,7 +3,7 @@
 # retriable completions are re-published, the same producer recovers by
 # itself, nothing is lost.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 topic=kt.faults
 kmock_start "$topic:6"

@@ -8,7 +8,7 @@
 # probes as the host does; after the mock answers again every message is
 # acknowledged, and the consumer finds every event (duplicates counted).
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 topic=kt.hang
 kmock_start "$topic:6"

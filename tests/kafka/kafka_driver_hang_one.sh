@@ -7,7 +7,7 @@
 # broker answers again every message is acknowledged and the consumer finds
 # every event (duplicates counted).
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 topic=kt.hang1
 KDRV_CONSUME_TO="$WORK/got" KDRV_HANG_MS=${KDRV_HANG_MS:-25000} "$KDRV" hang -d "$KAFKA_SO" -b unused \

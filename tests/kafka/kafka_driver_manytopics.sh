@@ -5,7 +5,7 @@
 # flight). Prints the harness's resident memory before and after (a figure:
 # under AddressSanitizer it is inflated; README has the release build's).
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 kmock_start
 "$KDRV" manytopics -d "$KAFKA_SO" -b "$KM_BOOTSTRAP" -t kt.many -n "${MANY_TOPICS:-3000}" \

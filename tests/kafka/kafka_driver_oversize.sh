@@ -2,7 +2,7 @@
 # A message over message.max.bytes is refused before sending, PERMANENT with
 # its size and the limit; its neighbours are delivered.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 topic=kt.oversize.$$.$RANDOM
 "$KDRV" oversize -d "$KAFKA_SO" -b "$KAFKA_BOOTSTRAP" -t "$topic" -p message.max.bytes=2000 -e "$WORK/ids" \

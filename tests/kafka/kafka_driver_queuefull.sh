@@ -3,7 +3,7 @@
 # of a batch of 50 is refused UNAVAILABLE (pushback, no attempt), and
 # offered again every message is delivered.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 "$KDRV" queuefull -d "$KAFKA_SO" -b "$KAFKA_BOOTSTRAP" -t "kt.queuefull.$$.$RANDOM" \
     -p queue.buffering.max.messages=10 || fail "queuefull scenario"

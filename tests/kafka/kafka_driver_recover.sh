@@ -5,7 +5,7 @@
 # stopped (a figure, not asserted). probe says OK, UNAVAILABLE while the
 # brokers are down, OK again once they are back.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 topic=kt.recover
 kmock_start "$topic:6"

@@ -4,7 +4,7 @@
 # attempt), none PERMANENT, and offered again they are sent one per batch and
 # delivered; a message the broker refuses alone is PERMANENT with its size.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 "$KDRV" toolarge -d "$KAFKA_SO" -b unused -t kt.large || fail "toolarge scenario"
 echo "PASS kafka_driver_toolarge"

@@ -6,7 +6,7 @@
 # to that topic are refused at publish; once the topic answers, they are
 # delivered. Prints how long each part took (figures, not asserted).
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 "$KDRV" unknown -d "$KAFKA_SO" -b unused -t kt.known || fail "unknown scenario"
 echo "PASS kafka_driver_unknown"

@@ -5,7 +5,7 @@
 # reading while the relay produces gets every event id, the right keys and
 # headers, and each aggregate's events in id order within its partition.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 events=${E2E_EVENTS:-100000}
 aggregates=1000

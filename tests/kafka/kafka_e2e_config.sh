@@ -4,7 +4,7 @@
 # counted, the reason recorded), without crashing, and the relay stops
 # cleanly on SIGTERM.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 fresh_db kt_e2e_config
 write_relay_cfg "$WORK/bad.cfg" "$KAFKA_BOOTSTRAP" kt.config 1 30000 '["no.such.property", "1"]'

@@ -8,7 +8,7 @@
 # down and once that it is back, and the topic holds every event (duplicates
 # counted).
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 events=${E2E_EVENTS:-3000}
 topic=kt.faults

@@ -3,7 +3,7 @@
 # dead-lettered before sending, with its size and the limit in last_error;
 # the events around it, in its own aggregate and others, are delivered.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 topic=kt.oversize.$$.$RANDOM
 fresh_db kt_e2e_oversize

@@ -8,7 +8,7 @@
 # removable by VACUUM; after SIGCONT every committed event is in the topic,
 # first deliveries in order per aggregate, none dead; duplicates printed.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 
 HANG_S=60
 BOUND_MS=5000 # relay.max_transaction_ms, the default

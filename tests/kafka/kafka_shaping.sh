@@ -22,7 +22,7 @@
 # EventRouter table's rows are deleted in the transaction that inserted
 # them, as applications written for Debezium do: each is sent all the same.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/klib.sh"
+. "$(dirname "$0")/kafka_lib.sh"
 SOURCE=${DBZ_SOURCE:-poll}
 if [ "$SOURCE" = wal ]; then
     . "$OBX_SRC/tests/wal/walmode.sh"

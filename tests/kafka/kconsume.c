@@ -10,6 +10,7 @@
  * IDLE_MS (default 10000).
  * Prints one line per message, tab separated:
  *   partition offset key event_id [value of each -h HEADER]
+ * (with -a: every value of each -h HEADER, in order, joined by '|'; "-" when none)
  * and checks every message carries the relay's headers (event_id,
  * event_type, aggregate_type, aggregate_id, created_at in ISO-8601); with
  * -k also that the key equals the aggregate_id header. Exits 1 when a check
@@ -130,6 +131,28 @@ static int header_text(rd_kafka_headers_t *hdrs, const char *name, char *buf, si
     return 0;
 }
 
+/* Every value of name, in order, joined by '|' ("-" when none). */
+static void header_all(rd_kafka_headers_t *hdrs, const char *name, char *buf, size_t size)
+{
+    const void *v;
+    size_t len, at = 0;
+    for (size_t idx = 0; hdrs && !rd_kafka_header_get(hdrs, idx, name, &v, &len); idx++) {
+        if (!v)
+            len = 0;
+        if (at + len + 2 >= size)
+            break;
+        if (at)
+            buf[at++] = '|';
+        memcpy(buf + at, v, len);
+        at += len;
+    }
+    if (!at)
+        buf[at++] = '-';
+    buf[at] = '\0';
+}
+
+static int all_values;
+
 static int iso_time(const char *s)
 {
     /* 2024-05-01T12:34:56.123456Z */
@@ -173,7 +196,9 @@ static int check_message(const rd_kafka_message_t *m, int check_key, const char 
         delivery_add(seen, val, strlen(val), agg, strlen(agg), -1);
     printf("%d\t%lld\t%s\t%s", m->partition, (long long)m->offset, m->key ? key : "-", val);
     for (int i = 0; i < nextra; i++) {
-        if (header_text(hdrs, extra[i], val, sizeof val))
+        if (all_values)
+            header_all(hdrs, extra[i], val, sizeof val);
+        else if (header_text(hdrs, extra[i], val, sizeof val))
             strcpy(val, "-");
         printf("\t%s", val);
     }
@@ -187,13 +212,14 @@ int main(int argc, char **argv)
     long long want = -1, got = 0;
     int idle_ms = 10000, create = 0, check_key = 0, nextra = 0, bad = 0, opt;
 
-    while ((opt = getopt(argc, argv, "b:t:n:i:h:kC:")) != -1) {
+    while ((opt = getopt(argc, argv, "b:t:n:i:h:kaC:")) != -1) {
         switch (opt) {
         case 'b': bootstrap = optarg; break;
         case 't': topic = optarg; break;
         case 'n': want = atoll(optarg); break;
         case 'i': idle_ms = atoi(optarg); break;
         case 'k': check_key = 1; break;
+        case 'a': all_values = 1; break;
         case 'C': create = atoi(optarg); break;
         case 'h':
             if (nextra < MAX_EXTRA)

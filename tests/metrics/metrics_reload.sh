@@ -11,7 +11,7 @@
 # the running generation only; /readyz names an output of the running
 # generation that is down (unavailable_file), not one that was removed.
 ENG_TEST=metrics_reload
-. "$(dirname "$0")/../engine/elib.sh"
+. "$(dirname "$0")/../engine/engine_lib.sh"
 MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 
 REC2=$WORK/record2.jsonl

@@ -13,7 +13,7 @@
 # stops: /readyz 503 naming the database while /healthz stays 200; started
 # again: 200 and the relay publishes again.
 ENG_TEST=metrics_values
-. "$(dirname "$0")/../engine/elib.sh"
+. "$(dirname "$0")/../engine/engine_lib.sh"
 MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 
 PGM_DIR=/tmp/obx-metrics-pg.$$ PGM_PORT=$("$MC" freeport)
@@ -146,6 +146,14 @@ check_histograms "$WORK/end.txt"
 expect_eq "published{mem} at the end" "$(value "$WORK/end.txt" 'outbox_relay_output_published_total{output="mem"}')" \
     "$(sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL")"
 [ "$(value "$WORK/end.txt" outbox_relay_backlog_poll_failures_total)" -ge 1 ] || fail "no failed poll counted"
+# what a client library gives every process, and the build's identity, once
+rss=$(value "$WORK/end.txt" process_resident_memory_bytes)
+[ "${rss%.*}" -gt 1000000 ] || fail "process_resident_memory_bytes: '$rss'"
+[ "$(value "$WORK/end.txt" process_open_fds)" -ge 3 ] || fail "process_open_fds: $(value "$WORK/end.txt" process_open_fds)"
+grep -Eq '^outbox_relay_build_info\{version="[0-9]+\.[0-9]+\.[0-9]+",commit="[0-9a-f]+|unknown",abi="[0-9]+\.[0-9]+"\} 1$' "$WORK/end.txt" ||
+    fail "no build_info: $(grep build_info "$WORK/end.txt")"
+[ "$(grep -c '^process_start_time_seconds ' "$WORK/end.txt")" = 1 ] || fail "process_start_time_seconds not once"
+! grep -E '="[^"]* [^"]*"' "$WORK/end.txt" | grep -v '^#' | grep -q . || fail "a label value with a space: $(grep -E '="[^"]* [^"]*"' "$WORK/end.txt" | grep -v '^#' | head -2)"
 stop_relay "$RELAY" 60
 check_logs_clean
 note "$SCRAPES scrapes during the run; lag while down ${AGE}s"

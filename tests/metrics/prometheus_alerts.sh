@@ -6,12 +6,12 @@
 # the events are published. Every dashboard query is also run by this
 # Prometheus (its variables set): each must parse and evaluate.
 ENG_TEST=prom_alerts
-. "$(dirname "$0")/../engine/elib.sh"
+. "$(dirname "$0")/../engine/engine_lib.sh"
 MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 PORT=$("$MC" freeport)
 # a fixed port in the range tests/run.sh reserves: two ephemeral ones picked
 # in a row can be the same, or taken by a connection before Prometheus binds
-PROM_PORT=${PROMETHEUS_TEST_PORT:-59090}
+PROM_PORT=${PROMETHEUS_TEST_PORT:-$(free_ports 1)}
 PROM=http://127.0.0.1:$PROM_PORT
 
 fresh_db prom_alerts

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Reading the relay's HTTP endpoint in a test: sourced after elib.sh (fail,
+# Reading the relay's HTTP endpoint in a test: sourced after engine_lib.sh (fail,
 # sql), with MC (the metrics_client executable) and PORT set.
 
 # get PATH: "STATUS" on the first line, then the body

@@ -8,7 +8,7 @@
 # last error and since when; `status --watch 1` must refresh until
 # interrupted, and --watch 0 is refused.
 ENG_TEST=status_held
-. "$(dirname "$0")/../engine/elib.sh"
+. "$(dirname "$0")/../engine/engine_lib.sh"
 
 fresh_db status_held
 write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50; on_dead = \"block\";

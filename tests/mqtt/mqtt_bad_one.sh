@@ -7,7 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/mqtt_lib.sh"
 
-dir=/tmp/obx-mqtt-badone port=52891
+dir=$MQ_ROOT/badone port=$(free_ports 1)
 rm -rf "$dir" && mkdir -p "$dir" && chmod 755 "$dir"
 printf 'listener %s 127.0.0.1\nallow_anonymous true\nmessage_size_limit 4000\npersistence false\nlog_dest stderr\n' \
     "$port" > "$dir/mosquitto.conf"

@@ -3,7 +3,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/mqtt_lib.sh"
 
-mq_private conformance 52884
+mq_private conformance
 export PMQ_URL
 "$OBX_BIN" check-driver mqtt -c "$(dirname "$0")/mqtt.cfg" -o main --bad-output bad \
     --destination "obx/conformance/$$" --timeout 60 || fail "check-driver mqtt"

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/mqtt_lib.sh"
 
-mq_private driver 52883
+mq_private driver
 H=("$MHARNESS" "$MQTT_SO" "$PMQ_URL")
 
 note "config refusals";      "${H[@]}" config  || fail "config scenario"
@@ -23,23 +23,23 @@ note "two instances";        "${H[@]}" two     || fail "two-instance scenario"
 note "batch larger than the window"; "${H[@]}" window 1000 100 obx/window || fail "window scenario"
 # a broker that refuses one topic (ACL, PUBACK 0x87): later events of that
 # event's aggregate must not count as delivered ahead of it
-mq_acl driver-acl 52887
+mq_acl driver-acl
 note "in order after a failure"; "$MHARNESS" "$MQTT_SO" "$ACL_URL" order || fail "order scenario"
 # a broker that refuses anonymous clients: CONNACK 0x87 fails create
-mq_denied driver-denied 52894
+mq_denied driver-denied
 note "connection refused by the broker"; "$MHARNESS" "$MQTT_SO" "$DENIED_URL" denied || fail "denied scenario"
 
 note "20,000 messages, subscriber checks properties and order"
 N=20000
-rm -f /tmp/obx-mqtt-driver/ready
-"${MSUB[@]}" -u "$PMQ_URL" -t 'obx/pub/#' -n $N -i msub-driver -r /tmp/obx-mqtt-driver/ready \
-    -H traceparent=00-abc-def-01 -T 300 > /tmp/obx-mqtt-driver/msub.out &
+rm -f $PMQ_DIR/ready
+"${MSUB[@]}" -u "$PMQ_URL" -t 'obx/pub/#' -n $N -i msub-driver-$$ -r $PMQ_DIR/ready \
+    -H traceparent=00-abc-def-01 -T 300 > $PMQ_DIR/msub.out &
 MSUB_PID=$!; MQ_BG_PIDS="${MQ_BG_PIDS:-} $MSUB_PID"
-for _ in $(seq 100); do [ -e /tmp/obx-mqtt-driver/ready ] && break; sleep 0.1; done
-[ -e /tmp/obx-mqtt-driver/ready ] || fail "subscriber not ready"
+for _ in $(seq 100); do [ -e $PMQ_DIR/ready ] && break; sleep 0.1; done
+[ -e $PMQ_DIR/ready ] || fail "subscriber not ready"
 "${H[@]}" publish $N obx/pub/orders 100 || fail "publish scenario"
-wait $MSUB_PID || { cat /tmp/obx-mqtt-driver/msub.out; fail "subscriber: not all messages, or wrong properties/order"; }
-cat /tmp/obx-mqtt-driver/msub.out
+wait $MSUB_PID || { cat $PMQ_DIR/msub.out; fail "subscriber: not all messages, or wrong properties/order"; }
+cat $PMQ_DIR/msub.out
 
 note "broker stopped and restarted while publishing"
 MQTT_STOP_CMD=$PMQ_STOP MQTT_START_CMD=$PMQ_START "${H[@]}" restart $N obx/restart || fail "restart scenario"

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/mqtt_lib.sh"
 
 N=3000
-mq_private drvhang 52893
+mq_private drvhang
 BROKER=$(cat "$PMQ_DIR/mosquitto/mosquitto.pid")
 trap 'kill -CONT "$BROKER" 2>/dev/null || true; mq_cleanup' EXIT
 msub_start drvhang "$PMQ_URL" 'obx/drvhang/#' "$N" -T 300

@@ -9,7 +9,7 @@
 
 N=${MQTT_E2E_EVENTS:-100000}
 AGGS=${MQTT_E2E_AGGREGATES:-10000}
-mq_private e2e 52885
+mq_private e2e
 fresh_db mqtt_e2e
 CFG=$PMQ_DIR/relay.cfg
 mq_relay_cfg "$CFG" "$PMQ_URL" obx/e2e

@@ -13,7 +13,7 @@
 HANG_S=60
 BOUND_MS=5000 # relay.max_transaction_ms, the default
 N=7000        # 100 events/s for 70 s: the producers outlast the hang
-mq_private sigstop 52892 true
+mq_private sigstop "" true
 fresh_db mqtt_e2e_sigstop
 CFG=$PMQ_DIR/relay.cfg
 mq_relay_cfg "$CFG" "$PMQ_URL" obx/sigstop "max_attempts = 2;"

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/mqtt_lib.sh"
 
-mq_private invalid 52888
+mq_private invalid
 fresh_db mqtt_invalid
 CFG=$PMQ_DIR/relay.cfg
 mq_relay_cfg "$CFG" "$PMQ_URL" obx/inv

@@ -4,12 +4,16 @@ MQTT_TEST_BIN=${MQTT_TEST_BIN:?MQTT_TEST_BIN must name the directory with msub a
 MSUB=(env ASAN_OPTIONS=detect_leaks=0 "$MQTT_TEST_BIN/msub")
 MHARNESS=$MQTT_TEST_BIN/mharness
 MQTT_SO=${OBX_DRIVERS:-$(dirname "$OBX_BIN")/drivers}/mqtt.so
+# the test's own directory: its brokers' and subscribers' files, by name
+MQ_ROOT=$(mktemp -d /tmp/obx-mqtt.XXXXXX)
+chmod 755 "$MQ_ROOT"
 
-# mq_private NAME PORT [persist]: start a private Mosquitto (never the shared
-# one: fault tests stop it) and stop it when the test exits. Sets PMQ_URL,
-# PMQ_STOP, PMQ_START.
+# mq_private NAME [PORT] [persist]: start a private Mosquitto (never the
+# shared one: fault tests stop it) on PORT (empty: free_ports) and stop it
+# when the test exits. Sets PMQ_URL, PMQ_STOP, PMQ_START, PMQ_DIR.
 mq_private() {
-    local dir=/tmp/obx-mqtt-$1 port=$2 persist=${3:-false}
+    local dir=$MQ_ROOT/$1 port=${2:-} persist=${3:-false}
+    [ -n "$port" ] || port=$(free_ports 1)
     PMQ_STOP="SVC_DIR=$dir MQTT_PORT=$port $SERVICES mqtt-stop"
     PMQ_START="SVC_DIR=$dir MQTT_PORT=$port MQ_PERSIST=$persist $SERVICES mqtt-start"
     bash -c "$PMQ_STOP" 2>/dev/null || true
@@ -23,6 +27,7 @@ mq_cleanup() {
     local pid
     for pid in ${MQ_BG_PIDS:-}; do kill "$pid" 2>/dev/null || true; done
     bash -c "$PMQ_STOP" 2>/dev/null || true
+    rm -rf "$MQ_ROOT"
 }
 
 # mq_relay_cfg FILE URL TOPIC_PREFIX [RELAY_EXTRA] [MQTT_EXTRA]: a relay config
@@ -46,13 +51,14 @@ CFG
 msub_start() {
     local name=$1 url=$2 filter=$3 n=$4
     shift 4
-    MSUB_OUT=/tmp/obx-mqtt-$name/msub.out
-    rm -f "/tmp/obx-mqtt-$name/ready"
-    "${MSUB[@]}" -u "$url" -t "$filter" -n "$n" -i "msub-$name" -r "/tmp/obx-mqtt-$name/ready" "$@" >"$MSUB_OUT" &
+    mkdir -p "$MQ_ROOT/$name"
+    MSUB_OUT=$MQ_ROOT/$name/msub.out
+    rm -f "$MQ_ROOT/$name/ready"
+    "${MSUB[@]}" -u "$url" -t "$filter" -n "$n" -i "msub-$name-$$" -r "$MQ_ROOT/$name/ready" "$@" >"$MSUB_OUT" &
     MSUB_PID=$!
     MQ_BG_PIDS="${MQ_BG_PIDS:-} $MSUB_PID"
     local i
-    for i in $(seq 100); do [ -e "/tmp/obx-mqtt-$name/ready" ] && return 0; sleep 0.1; done
+    for i in $(seq 100); do [ -e "$MQ_ROOT/$name/ready" ] && return 0; sleep 0.1; done
     fail "subscriber $name not ready"
 }
 
@@ -67,11 +73,12 @@ msub_wait() {
 # msub_field NAME: a number from the subscriber's summary line.
 msub_field() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" "$MSUB_OUT"; }
 
-# mq_acl NAME PORT: a private Mosquitto whose ACL lets anonymous clients
+# mq_acl NAME [PORT]: a private Mosquitto whose ACL lets anonymous clients
 # publish to obx/ok/# only (PUBACK 0x87 Not authorized elsewhere). Sets
 # ACL_URL; stopped with the test (mq_cleanup).
 mq_acl() {
-    local dir=/tmp/obx-mqtt-$1 port=$2
+    local dir=$MQ_ROOT/$1 port=${2:-}
+    [ -n "$port" ] || port=$(free_ports 1)
     rm -rf "$dir" && mkdir -p "$dir" && chmod 755 "$dir"
     printf 'topic readwrite obx/ok/#\n' > "$dir/acl"
     printf 'listener %s 127.0.0.1\nallow_anonymous true\nacl_file %s/acl\npersistence false\nlog_dest stderr\n' \
@@ -84,10 +91,11 @@ mq_acl() {
     ACL_URL=tcp://127.0.0.1:$port
 }
 
-# mq_denied NAME PORT: a private Mosquitto that refuses anonymous clients
+# mq_denied NAME [PORT]: a private Mosquitto that refuses anonymous clients
 # (CONNACK 0x87 Not authorized). Sets DENIED_URL; stopped with the test.
 mq_denied() {
-    local dir=/tmp/obx-mqtt-$1 port=$2
+    local dir=$MQ_ROOT/$1 port=${2:-}
+    [ -n "$port" ] || port=$(free_ports 1)
     rm -rf "$dir" && mkdir -p "$dir" && chmod 755 "$dir"
     printf 'listener %s 127.0.0.1\nallow_anonymous false\npersistence false\nlog_dest stderr\n' \
         "$port" > "$dir/mosquitto.conf"

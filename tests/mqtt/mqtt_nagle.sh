@@ -11,8 +11,8 @@
 
 N=5000
 AGGS=50
-DIR=/tmp/obx-mqtt-nagle
-PORT=52899
+DIR=$MQ_ROOT/nagle
+PORT=$(free_ports 1)
 rm -rf "$DIR" && mkdir -p "$DIR" && chmod 755 "$DIR"
 # stock settings, but no queue limit for the subscriber (it must see every event)
 printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\nlog_dest stderr\n' \

@@ -10,7 +10,7 @@
 
 N=6000
 AGGS=500
-mq_private outage 52889 true
+mq_private outage "" true
 fresh_db mqtt_outage
 CFG=$PMQ_DIR/relay.cfg
 mq_relay_cfg "$CFG" "$PMQ_URL" obx/outage "max_attempts = 2;" "reconnect_max_ms = 200;"

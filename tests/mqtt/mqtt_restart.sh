@@ -10,7 +10,7 @@
 
 N=${MQTT_RESTART_EVENTS:-30000}
 AGGS=2000
-mq_private restart 52886 true
+mq_private restart "" true
 fresh_db mqtt_restart
 CFG=$PMQ_DIR/relay.cfg
 # attempts are spent while the broker is down: allow plenty, nothing may die

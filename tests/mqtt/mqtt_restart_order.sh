@@ -14,7 +14,7 @@
 
 N=20000
 AGGS=50
-mq_private restartorder 52897 true
+mq_private restartorder "" true
 fresh_db mqtt_restart_order
 CFG=$PMQ_DIR/relay.cfg
 mq_relay_cfg "$CFG" "$PMQ_URL" obx/rorder "max_attempts = 1000;" "reconnect_max_ms = 500;"

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/mqtt_lib.sh"
 
 N=150
-mq_private stophung 52890
+mq_private stophung
 fresh_db mqtt_stop_hung
 CFG=$PMQ_DIR/relay.cfg
 mq_relay_cfg "$CFG" "$PMQ_URL" obx/stophung "shutdown_timeout_ms = 2000; max_transaction_ms = 60000;"

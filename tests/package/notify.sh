@@ -6,7 +6,7 @@
 # abstract-namespace form (@name) works too (with --drain: READY, STOPPING,
 # and no WATCHDOG without WATCHDOG_USEC).
 ENG_TEST=notify
-. "$(dirname "$0")/../engine/elib.sh"
+. "$(dirname "$0")/../engine/engine_lib.sh"
 
 listen() { # listen ADDRESS OUT: the listener in the background, ready on return
     python3 "$(dirname "$0")/notify_listen.py" "$1" "$2" &

@@ -50,7 +50,8 @@ echo "--- dpkg -i $(basename "$deb")"
 dpkg -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -i failed"; }
 expect_eq "package status" "$(dpkg-query -W -f '${Status}' outbox-relay)" "install ok installed"
 expect_eq "binary on PATH" "$(command -v outbox-relay)" /usr/bin/outbox-relay
-expect_eq "--version" "$(outbox-relay --version)" "outbox-relay $version (driver ABI $abi)"
+commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+expect_eq "--version" "$(outbox-relay --version)" "outbox-relay $version (commit $commit, driver ABI $abi)"
 
 libdir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 outbox-relay drivers >"$work/drivers.txt"

@@ -11,10 +11,8 @@
 #   connection is given up, the event is UNAVAILABLE, and offered again until
 #   the alarm ends. (The previous driver sat in that write until the alarm
 #   ended: rabbitmq-c writes with no deadline while heartbeats come.)
-PRIV_AMQP_PORT=${PRIV_AMQP_PORT:-57860} PRIV_DIST_PORT=${PRIV_DIST_PORT:-57861}
-PRIV_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57862} PRIV_EPMD_PORT=${PRIV_EPMD_PORT:-57870}
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 priv_start
 ALARM_S=6
 Q=$(rmq_queue alarm)

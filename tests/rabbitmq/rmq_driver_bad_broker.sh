@@ -4,7 +4,7 @@
 # driver keeps retrying, never hangs, never crashes, never prints the
 # password. probe tells a closed port from a running broker.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 SILENT_PID=
 trap '[ -z "$SILENT_PID" ] || kill "$SILENT_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 Q=$(rmq_queue badbroker)

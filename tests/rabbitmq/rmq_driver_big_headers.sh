@@ -9,7 +9,7 @@
 # 100 KB (under the frame) is delivered; the connection stays up, the 1,000
 # are delivered, and the queue holds fewer than 1,000 extra messages.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 trap 'rm -rf "$WORK"' EXIT
 Q=$(rmq_queue bigheaders)
 "$RCONSUME" "$AMQP_URL" declare "$Q"

@@ -9,10 +9,8 @@
 # when several could be it); the other unconfirmed ones go again, counting
 # nothing; the channel is opened again on the same connection. The 1,000 are
 # delivered in order; no reconnect; extra copies in the queue are printed.
-PRIV_AMQP_PORT=${PRIV_AMQP_PORT:-57840} PRIV_DIST_PORT=${PRIV_DIST_PORT:-57841}
-PRIV_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57842} PRIV_EPMD_PORT=${PRIV_EPMD_PORT:-57850}
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 priv_make_conf 'max_message_size = 65536'
 priv_start
 # write on every exchange but obx_refused_x (the queues' own, the default exchange, ...)

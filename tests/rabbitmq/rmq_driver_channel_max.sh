@@ -6,10 +6,8 @@
 # exchange fails NOT_FOUND (the check closes the only channel, which is
 # opened again: no reconnect), one with 10 KB of headers is refused with the
 # negotiated frame_max of 8192; the 1,000 are delivered, in order.
-PRIV_AMQP_PORT=${PRIV_AMQP_PORT:-57760} PRIV_DIST_PORT=${PRIV_DIST_PORT:-57761}
-PRIV_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57762} PRIV_EPMD_PORT=${PRIV_EPMD_PORT:-57770}
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 # the broker's files made here, with the limits (services.sh keeps an existing directory)
 R=/tmp/obx-rmqfault-$$/rabbitmq
 mkdir -p "$R/log" "$R/mnesia"

@@ -2,7 +2,7 @@
 # The conformance runner (check-driver) against the RabbitMQ driver and the
 # shared broker, plus create refusing a non-AMQP url.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 trap 'rm -rf "$WORK"' EXIT
 CFG=$HERE/rabbitmq.cfg
 "$RCONSUME" "$AMQP_URL" declare obx_conformance

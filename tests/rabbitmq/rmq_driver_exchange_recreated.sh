@@ -6,7 +6,7 @@
 # test creates that exchange (bound to a second queue), and event 600, sent
 # to it right after, is delivered. Every other event is delivered in order.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 Q=$(rmq_queue recreated)
 X=obx_recreated_x_$$
 trap '"$RCONSUME" "$AMQP_URL" delete "${Q}_x" "$X" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT

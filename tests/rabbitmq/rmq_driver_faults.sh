@@ -3,7 +3,7 @@
 # has its connections force-closed, while events flow: every event ends OK
 # (none lost), the driver reconnects by itself, duplicates are counted.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 priv_start
 Q=$(rmq_queue faults)
 N=${RMQ_FAULT_EVENTS:-40000}

@@ -4,7 +4,7 @@
 # reason naming the field; nothing of them reaches the wire, so the
 # connection stays up and every other event of the batches is confirmed.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 trap 'rm -rf "$WORK"' EXIT
 Q=$(rmq_queue longnames)
 "$RCONSUME" "$AMQP_URL" declare "$Q"

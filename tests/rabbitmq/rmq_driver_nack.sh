@@ -8,7 +8,7 @@
 # The batch holds runs of 7 aggregates: the driver warns, once, that a queue
 # refusing one of a run may take a later one ahead of it.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 Q=$(rmq_queue nack)
 rmq_delete_at_exit "$Q"
 "$RCONSUME" "$AMQP_URL" declare-bounded "$Q" 100

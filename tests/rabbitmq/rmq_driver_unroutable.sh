@@ -6,7 +6,7 @@
 # flight or in the batch fail with them (in order) and go again; every event
 # around them is delivered, in order, with all properties.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 trap 'rm -rf "$WORK"' EXIT
 Q=$(rmq_queue unroutable)
 "$RCONSUME" "$AMQP_URL" declare "$Q"

@@ -4,14 +4,15 @@
 # a topic exchange (both declared by the driver); rconsume reads every event
 # back with its properties and headers, each aggregate in id order.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 N=${E2E_EVENTS:-100000}
 Q=$(rmq_queue e2e)
 rmq_delete_at_exit "$Q"
+# the exchange is shared by every run on the broker: the routing keys are this run's
 X=obx_e2e_x
 fresh_db rmq_e2e
-write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.\${event_type}" \
-    "declare_exchange = \"$X\"; declare_queue = \"$Q\"; bind_routing_key = \"orders.#\";"
+write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.$$.\${event_type}" \
+    "declare_exchange = \"$X\"; declare_queue = \"$Q\"; bind_routing_key = \"orders.$$.#\";"
 "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db"
 t0=$SECONDS
 enqueue_events "$N" 1000

@@ -12,10 +12,8 @@
 # deliveries in order per aggregate, none dead; duplicates and reconnects
 # printed. (20 KB, not the report's 100 KB: the same stalls, a fifth of the
 # memory on a shared machine.)
-PRIV_AMQP_PORT=${PRIV_AMQP_PORT:-57880} PRIV_DIST_PORT=${PRIV_DIST_PORT:-57881}
-PRIV_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57882} PRIV_EPMD_PORT=${PRIV_EPMD_PORT:-57890}
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 priv_start
 HANG_S=70
 BOUND_MS=5000 # relay.max_transaction_ms, the default

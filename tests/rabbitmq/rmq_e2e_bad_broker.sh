@@ -5,7 +5,7 @@
 # were dead-lettered) and a clear last_error, the log says once that the
 # output is unavailable, SIGTERM stops it cleanly; no crash, no password shown.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 trap 'rm -rf "$WORK"' EXIT
 fresh_db rmq_e2e_bad
 

@@ -6,7 +6,7 @@
 # 1,000 extra messages. Before, the relay reconnected in a loop ("table too
 # large for buffer") and published nothing.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 trap 'rm -rf "$WORK"' EXIT
 Q=$(rmq_queue e2e_bigheaders)
 fresh_db rmq_e2e_big_headers

@@ -8,10 +8,8 @@
 # published, in order per aggregate; the two are dead-lettered with the
 # broker's reason; fewer than 1,000 extra messages in the queue; no
 # reconnect (the count is printed).
-PRIV_AMQP_PORT=${PRIV_AMQP_PORT:-57900} PRIV_DIST_PORT=${PRIV_DIST_PORT:-57901}
-PRIV_CTL_PORT_MIN=${PRIV_CTL_PORT_MIN:-57902} PRIV_EPMD_PORT=${PRIV_EPMD_PORT:-57910}
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 priv_make_conf 'max_message_size = 65536'
 priv_start
 priv rabbitmqctl -q set_permissions -p / guest '.*' '^(?!obx_refused_x$).*' '.*'

@@ -6,7 +6,7 @@
 # are held (available_at 'infinity') until each fault is over, so every fault
 # lands with work left however fast the machine.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 priv_start
 N=${RMQ_FAULT_EVENTS:-20000}
 Q=$(rmq_queue e2e_faults)

@@ -14,7 +14,7 @@
 # unanswered (with runs, a CI run saw 73 events first delivered after a
 # later one of their aggregate while the drain refilled the queue).
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 FULL_S=30
 N=1000
 Q=$(rmq_queue e2e_nack)

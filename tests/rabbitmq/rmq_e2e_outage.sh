@@ -7,7 +7,7 @@
 # second half is held (available_at 'infinity') until the broker is down, so
 # the outage lands with work left however fast the machine.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 priv_start
 N=${RMQ_OUTAGE_EVENTS:-4000}
 Q=$(rmq_queue e2e_outage)

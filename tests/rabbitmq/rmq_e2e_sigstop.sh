@@ -9,10 +9,7 @@
 # wakes. After SIGCONT: every committed event reaches the consumer, in order
 # per aggregate, none dead; the duplicates are printed.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
-PRIV_AMQP_PORT=57780 PRIV_DIST_PORT=57781 PRIV_CTL_PORT_MIN=57782 PRIV_EPMD_PORT=57790
-PRIV_ENV=(SVC_DIR=/tmp/obx-rmqfault-$$ AMQP_PORT=$PRIV_AMQP_PORT RMQ_DIST_PORT=$PRIV_DIST_PORT
-          RMQ_CTL_PORT_MIN=$PRIV_CTL_PORT_MIN RMQ_EPMD_PORT=$PRIV_EPMD_PORT)
+. "$(dirname "$0")/rmq_lib.sh"
 priv_start
 HANG_S=60
 BOUND_MS=5000 # relay.max_transaction_ms, the default

@@ -4,13 +4,14 @@
 # dead-lettered at once with the broker's text in last_error; every event
 # around them, including later events of the same aggregates, is delivered.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 Q=$(rmq_queue e2e_unroutable)
 rmq_delete_at_exit "$Q"
+# the exchange is shared by every run on the broker: the routing keys are this run's
 X=obx_unroutable_x
 fresh_db rmq_e2e_unroutable
-write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.\${event_type}" \
-    "declare_exchange = \"$X\"; declare_queue = \"$Q\"; bind_routing_key = \"orders.#\";"
+write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.$$.\${event_type}" \
+    "declare_exchange = \"$X\"; declare_queue = \"$Q\"; bind_routing_key = \"orders.$$.#\";"
 "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db"
 
 enqueue_events 500 10

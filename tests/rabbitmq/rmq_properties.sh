@@ -11,7 +11,7 @@
 # option. With PROPS_SOURCE=wal (wal_rmq_properties) the same in
 # WAL mode.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/rmq_common.sh"
+. "$(dirname "$0")/rmq_lib.sh"
 SOURCE=${PROPS_SOURCE:-poll}
 Q=$(rmq_queue props)
 X=obx_props_x_$$

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "host.h"
-#include "loader.h"
-#include "log.h"
+#include "base/log.h"
+#include "host/host.h"
+#include "host/loader.h"
 
 #if !defined(FILE_CFG) || !defined(DRIVERS_DIR)
 #error FILE_CFG and DRIVERS_DIR must be defined

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host.h"
-#include "config_read.h"
-#include "loader.h"
+#include "config/config_read.h"
+#include "host/host.h"
+#include "host/loader.h"
 
 #ifndef ABI_DIR
 #error ABI_DIR must name the directory of the test drivers

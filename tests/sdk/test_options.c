@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "host.h"
-#include "loader.h"
-#include "log.h"
+#include "base/log.h"
+#include "host/host.h"
+#include "host/loader.h"
 
 #if !defined(OPTIONS_CFG) || !defined(DRIVERS_DIR) || !defined(SPECS_DIR)
 #error OPTIONS_CFG, DRIVERS_DIR and SPECS_DIR must be defined

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "outcome.h"
-#include "pgarray.h"
-#include "queries.h"
+#include "db/pgarray.h"
+#include "event/outcome.h"
+#include "poll/queries.h"
 #include "spec_run.h"
 
 /* The value of word "key=value" among the step's, or NULL. */

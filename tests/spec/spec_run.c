@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "db.h"
-#include "queries.h"
-#include "schema.h"
+#include "db/db.h"
+#include "db/schema.h"
+#include "poll/queries.h"
 
 #define STEP_TIMEOUT_MS 30000
 
@@ -90,6 +90,12 @@ static PGconn *connect_as(spec_ctx *ctx, const char *name)
         return NULL;
     }
     PQsetNoticeProcessor(conn, quiet, NULL);
+    /* the relay's sessions keep its path (pg_catalog, pg_temp: its names are
+     * qualified); the others play the application and name its tables */
+    PGresult *res = strcmp(name, "relay") != 0
+                        ? PQexec(conn, "SET search_path = pg_catalog, public, pg_temp")
+                        : NULL;
+    PQclear(res);
     return conn;
 }
 

@@ -6,8 +6,8 @@
 
 #include <libpq-fe.h>
 
-#include "batch.h"
-#include "config.h"
+#include "config/config.h"
+#include "poll/batch.h"
 #include "spec.h"
 
 /* One session: its own connection, with the relay's statements prepared. */

@@ -5,7 +5,7 @@
 
 #include <libpq-fe.h>
 
-#include "queries.h"
+#include "poll/queries.h"
 
 #define CLAIM_COLUMNS (ROW_DUE + 1)
 

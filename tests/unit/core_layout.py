@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""core_layout.py CORE_DIR: the layout rules of core/ (core/DESIGN.md).
+"""core_layout.py CORE_DIR: the layout rules of core/ (core/DESIGN.md, Parts).
 
-core/ has one folder per part. A module is x.c with x.h (names are unique
-across core/); it depends on y when x.c or x.h has '#include "y.h"' (log
-left out: most include it). Fails, naming the file, on a file outside a
-part's folder, a part without a README.md, a cycle among modules, a file
-over 400 lines, or an include that breaks a part's never (NEVER below, as
-each README says). With -v, prints the graph.
+core/PARTS lists the parts, one folder each, bottom first; a line after "!"
+names siblings, parts that never include each other. Reading every
+'#include "..."' of core/, fails, naming the file, on: a file outside a
+part's folder, a folder not listed or a listed part without its folder or
+README.md; an include of a core header not named by its part
+("poll/queries.h"); an include of a part listed above the includer's (an
+upward include: with the parts in one order, no cycle of parts can form);
+a sibling's include; a cycle among files; a file over 400 lines; and
+core/DESIGN.md's parts table not in PARTS' order. With -v, prints the
+graph of parts.
 """
 import os
 import re
@@ -14,84 +18,94 @@ import sys
 
 MAX_LINES = 400
 
-# part -> parts it must never include. The delivery core serves every
-# source, so it knows none of them; sources never know each other.
-NEVER = {
-    'base': {'cursor', 'config', 'db', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
-    'config': {'cursor', 'db', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
-    'db': {'cursor', 'host', 'deliver', 'poll', 'wal', 'replay', 'ops', 'cli', 'conformance'},
-    'deliver': {'poll', 'wal', 'cursor', 'replay', 'cli', 'conformance'},
-    'poll': {'wal', 'cursor', 'replay', 'cli', 'conformance'},
-    'wal': {'poll', 'cursor', 'replay', 'cli', 'conformance'},
-    'replay': {'poll', 'wal', 'cursor', 'cli', 'conformance'},
-    'ops': {'cli', 'replay', 'conformance'},
-    'host': {'cli', 'replay', 'conformance'},
-    'conformance': {'poll', 'wal', 'cursor', 'replay', 'cli', 'ops'},
-    'cursor': {'poll', 'replay', 'cli', 'conformance'},
-    'cli': set(),
-}
-
 core = sys.argv[-1]
 verbose = '-v' in sys.argv[1:-1]
-deps, part_of, failures = {}, {}, []
+failures = []
+order, siblings = [], set()
+with open(os.path.join(core, 'PARTS'), encoding='utf-8') as f:
+    for line in f:
+        if line.startswith('!'):
+            siblings = set(line[1:].split())
+        elif re.match(r'[a-z]', line):
+            order.append(line.split()[0])
+rank = {p: i for i, p in enumerate(order)}
+
+headers, files = {}, {}
 for name in sorted(os.listdir(core)):
+    path = os.path.join(core, name)
     if name.endswith(('.c', '.h')):
         failures.append(f'core/{name}: outside a part\'s folder')
-for part in sorted(os.listdir(core)):
+    elif os.path.isdir(path) and name not in rank:
+        failures.append(f'core/{name}/: not a part listed in core/PARTS')
+for part in order:
     folder = os.path.join(core, part)
     if not os.path.isdir(folder):
+        failures.append(f'core/PARTS: {part} has no folder')
         continue
-    if part not in NEVER:
-        failures.append(f'core/{part}/: not a known part (tests/unit/core_layout.py NEVER)')
     if not os.path.isfile(os.path.join(folder, 'README.md')):
         failures.append(f'core/{part}/: no README.md')
     for name in sorted(os.listdir(folder)):
-        if not name.endswith(('.c', '.h')):
+        if name.endswith(('.c', '.h')):
+            with open(os.path.join(folder, name), encoding='utf-8') as f:
+                files[f'{part}/{name}'] = f.read()
+            if name.endswith('.h'):
+                headers.setdefault(name, []).append(part)
+
+deps, part_deps = {}, {}
+for path, text in sorted(files.items()):
+    part = path.split('/')[0]
+    lines = text.count('\n')
+    if lines > MAX_LINES:
+        failures.append(f'core/{path}: {lines} lines, over {MAX_LINES}')
+    deps[path] = set()
+    for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+        if '/' not in inc:
+            if inc in headers:
+                failures.append(f'core/{path}: includes "{inc}": name its part ("{headers[inc][0]}/{inc}")')
             continue
-        with open(os.path.join(folder, name), encoding='utf-8') as f:
-            text = f.read()
-        lines = text.count('\n')
-        if lines > MAX_LINES:
-            failures.append(f'core/{part}/{name}: {lines} lines, over {MAX_LINES}')
-        module = name.rsplit('.', 1)[0]
-        if part_of.setdefault(module, part) != part:
-            failures.append(f'core/{part}/{name}: module {module} also in core/{part_of[module]}/')
-        found = re.findall(r'^#include "([^"/]+)\.h"', text, re.M)
-        deps.setdefault(module, {})
-        for d in found:
-            if d not in (module, 'log'):
-                deps[module].setdefault(d, f'core/{part}/{name}')
+        target = inc.split('/')[0]
+        if target not in rank or inc not in files:
+            continue  # the public header (obx/...)
+        deps[path].add(inc)
+        if target == part:
+            continue
+        part_deps.setdefault(part, set()).add(target)
+        if rank[target] > rank[part]:
+            failures.append(f'core/{path}: includes {inc}, a part above {part} in core/PARTS')
+        elif part in siblings and target in siblings:
+            failures.append(f'core/{path}: includes {inc}: {part} and {target} are siblings')
 
-for m, ds in sorted(deps.items()):
-    for d, where in sorted(ds.items()):
-        if d in part_of and part_of[d] in NEVER.get(part_of[m], ()):
-            failures.append(f'{where}: includes {d}.h of core/{part_of[d]}/, '
-                            f'which core/{part_of[m]}/ never includes')
-
-state, path = {}, []
+state, stack = {}, []
 
 
-def visit(m):
-    state[m] = 'open'
-    path.append(m)
-    for d in sorted(deps.get(m, ())):
+def visit(node):
+    state[node] = 'open'
+    stack.append(node)
+    for d in sorted(deps.get(node, ())):
         if state.get(d) == 'open':
-            failures.append('include cycle: ' + ' -> '.join(path[path.index(d):] + [d]))
+            failures.append('include cycle: ' + ' -> '.join(stack[stack.index(d):] + [d]))
         elif d not in state:
             visit(d)
-    path.pop()
-    state[m] = 'done'
+    stack.pop()
+    state[node] = 'done'
 
 
-for m in sorted(deps):
-    if m not in state:
-        visit(m)
+for node in sorted(deps):
+    if node not in state:
+        visit(node)
+
+design = os.path.join(core, 'DESIGN.md')
+if os.path.isfile(design):
+    with open(design, encoding='utf-8') as f:
+        table = re.findall(r'^\| `([a-z]+)/` \|', f.read(), re.M)
+    if table != order:
+        failures.append(f'core/DESIGN.md: its parts table lists {table}, core/PARTS {order}')
+
 if verbose:
-    for m in sorted(deps):
-        if deps[m]:
-            print(f'{part_of[m]}/{m} -> {", ".join(sorted(deps[m]))}')
+    for part in order:
+        print(f'{part} -> {", ".join(sorted(part_deps.get(part, ()), key=rank.get))}')
 for f in failures:
     print('FAIL:', f)
-print(f'{len(deps)} modules in {len(set(part_of.values()))} parts, '
-      f'{"FAILED" if failures else "no cycle, no never broken, no file over %d lines" % MAX_LINES}')
+print(f'{len(files)} files in {len(order)} parts, '
+      f'{"FAILED" if failures else "no upward or sibling include, no cycle, no file over %d lines" % MAX_LINES}')
 sys.exit(1 if failures else 0)

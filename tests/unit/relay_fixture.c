@@ -11,7 +11,8 @@
 
 #include <cmocka.h>
 
-#include "counters.h"
+#include "poll/poll_kind.h"
+#include "telemetry/counters.h"
 
 static char driver_dir[1024];
 
@@ -81,6 +82,7 @@ relay_fixture *relay_fixture_open(void)
 
     relay_state *st = &f->st;
     st->cfg = cfg;
+    st->src = &poll_kind;
     st->gen = gen;
     atomic_init(&st->gen_number, 0);
     st->payload = PAYLOAD_JSON;

@@ -5,7 +5,7 @@
 #ifndef OBX_UNIT_RELAY_FIXTURE_H
 #define OBX_UNIT_RELAY_FIXTURE_H
 
-#include "relay_state.h"
+#include "host/relay_state.h"
 
 /* The outputs of every fixture, by index: the routes send event type
  * "NAME.*" to output NAME. */

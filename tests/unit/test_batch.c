@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "batch.h"
 #include "claim_result.h"
+#include "poll/batch.h"
 
 /* The batch of rows[0..n), taken as the worker takes a claim. */
 static void take(batch *b, const claim_row *rows, int n)

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "beside.h"
+#include "poll/beside.h"
 
 /* A full batch with its first answer in and more due. */
 static beside_view worth_it(void)

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "claim_result.h"
-#include "claimer.h"
+#include "poll/claimer.h"
 
 static relay_config cfg_of(int batch, ordering_mode ordering)
 {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "obx/driver.h"
 
 static char dir[256];

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "cursor_places.h"
+#include "cursor/cursor_places.h"
 
 static void push(cursor_places *q, uint64_t xid, long long id)
 {

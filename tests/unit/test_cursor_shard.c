@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "cursor_shard.h"
-#include "sql.h"
+#include "cursor/cursor_shard.h"
+#include "db/sql.h"
 
 static cursor_saved row(int shards, int shard, uint64_t xid, long long id)
 {

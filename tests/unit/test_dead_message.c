@@ -1,4 +1,4 @@
-/* What the dead-letter output gets for a dead row (host/dead_message.c):
+/* What the dead-letter output gets for a dead row (forward/dead_message.c):
  * fields, payload, the row's headers when they read and the three that say
  * why it died, the destination template with "unknown" for an empty field. */
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "dead_message.h"
+#include "forward/dead_message.h"
 
 /* A reader's result of one row (NULL: SQL NULL). */
 static PGresult *dead_result(const char *const v[DEAD_COLUMNS])

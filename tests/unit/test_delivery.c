@@ -13,10 +13,10 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
-#include "counters.h"
-#include "delivery.h"
+#include "base/clock.h"
+#include "deliver/delivery.h"
 #include "relay_fixture.h"
+#include "telemetry/counters.h"
 
 /* What reached the intake. */
 typedef struct intake_log {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "flight.h"
+#include "deliver/flight.h"
 #include "relay_fixture.h"
 
 #define CAPACITY 8

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "claim_result.h"
-#include "lane.h"
+#include "poll/lane.h"
 #include "relay_fixture.h"
 
 typedef struct fixture {

@@ -11,10 +11,10 @@
 
 #include <cmocka.h>
 
-#include "batch.h"
 #include "claim_result.h"
-#include "message.h"
-#include "route.h"
+#include "event/message.h"
+#include "event/route.h"
+#include "poll/batch.h"
 
 static arena scratch;
 static char err[512];
@@ -253,6 +253,34 @@ static void test_build_headers(void **state)
     assert_string_equal(header(&m, "empty"), "");
     assert_string_equal(header(&m, "caf\xC3\xA9"), "\xE2\x82\xAC");
     row.v[ROW_HEADERS] = "{}";
+    assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+    assert_int_equal(m.header_count, 0);
+}
+
+/* A row's header named as one the relay or a driver sets (the envelope in
+ * any spelling, content type, CloudEvents') is dropped, any case; others
+ * keep their order (issue 54). */
+static void test_build_reserved_headers(void **state)
+{
+    (void)state;
+    obx_message m;
+    size_t output;
+    claim_row row = claim_row_of("1", "Order", "1", "order.created");
+    row.v[ROW_HEADERS] = "{\"event_id\": \"11111111-1111-1111-1111-111111111111\", \"a\": \"1\","
+                         " \"aggregate_id\": \"999\", \"Aggregate-Seq\": 7, \"X-Event-Id\": \"x\","
+                         " \"content-type\": \"text/evil\", \"ce_id\": \"c\", \"CE-Source\": \"s\","
+                         " \"cloudEvents_type\": \"t\", \"event_version\": \"9\", \"b\": \"2\","
+                         " \"event_idx\": \"3\", \"cex\": \"4\"}";
+    assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
+    assert_int_equal(m.header_count, 4);
+    const char *want[][2] = {{"a", "1"}, {"b", "2"}, {"event_idx", "3"}, {"cex", "4"}};
+    for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(m.headers[i].key, want[i][0]);
+        assert_string_equal(m.headers[i].value, want[i][1]);
+    }
+    assert_string_equal(m.event_id, "1");
+    assert_string_equal(m.aggregate_id, "1");
+    row.v[ROW_HEADERS] = "{\"event_id\": \"1111\"}";
     assert_int_equal(build(row, PAYLOAD_JSON, &m, &output), 0);
     assert_int_equal(m.header_count, 0);
 }
@@ -517,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_build_routes),
         cmocka_unit_test(test_build_destination_override),
         cmocka_unit_test(test_build_headers),
+        cmocka_unit_test(test_build_reserved_headers),
         cmocka_unit_test(test_build_refusals),
         cmocka_unit_test(test_build_payload_at_limit),
         cmocka_unit_test(test_build_empty_destination),

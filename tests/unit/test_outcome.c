@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "outcome.h"
-#include "text.h"
+#include "base/text.h"
+#include "event/outcome.h"
 
 #define PAUSE_MS 7000
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "pgarray.h"
+#include "db/pgarray.h"
 
 /* The literal of values[0..n), all quoted or none. */
 static void expect_literal(const char *const *values, size_t n, int quoted, const char *want)

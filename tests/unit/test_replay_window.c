@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "replay_window.h"
+#include "replay/replay_window.h"
 
 static replay_window *window_of(const char *const *aggregates, size_t n)
 {

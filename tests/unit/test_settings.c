@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "settings.h"
+#include "config/config.h"
+#include "config/settings.h"
 
 static char dir[256];
 static char path[512];

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "sql.h"
+#include "db/sql.h"
 
 /* A config with the default column names (the only fields sql.c reads). */
 static relay_config config_for(char *schema, char *table)

@@ -14,12 +14,13 @@
 
 #include <cmocka.h>
 
-#include "metrics_render.h"
-#include "metrics_sources.h"
-#include "outcome.h"
-#include "probes.h"
-#include "route.h"
-#include "counters.h"
+#include "event/outcome.h"
+#include "event/route.h"
+#include "ops/metrics_render.h"
+#include "ops/metrics_sources.h"
+#include "ops/probes.h"
+#include "poll/poll_kind.h"
+#include "telemetry/counters.h"
 
 static cfg_output outputs[] = {{.name = "kafka"}, {.name = "mq\"tt"}};
 static cfg_route routes[] = {
@@ -44,6 +45,7 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     f->st.cfg = &cfg;
+    f->st.src = &poll_kind;
     f->gen = (config_gen){.cfg = &cfg, .health = f->health, .users = 1};
     f->st.gen = &f->gen;
     pthread_mutex_init(&f->st.gen_lock, NULL);
@@ -152,7 +154,7 @@ static void test_healthz(void **state)
     free(body);
     atomic_store(&m->beats[1], now_ms() - m->stale_ms - 2000);
     assert_int_equal(probe_health(&f->st, &body), 503);
-    assert_non_null(strstr(body, "\"worker 1: no progress for "));
+    assert_non_null(strstr(body, "\"worker-1: no progress for "));
     free(body);
     counters_beat();
     assert_int_equal(probe_health(&f->st, &body), 200);

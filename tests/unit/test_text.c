@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "text.h"
+#include "base/text.h"
 
 #define FFFD "\xEF\xBF\xBD"
 

@@ -7,14 +7,14 @@
 # commit order per aggregate; and once confirmed, a second run publishes
 # nothing again.
 ENG_TEST=walbasic
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_basic
 write_wal_cfg "$WORK/relay.cfg" "" "delay_ms = 2; threaded = true;"
 "$OBX_BIN" init-db -c "$WORK/relay.cfg" >"$WORK/init.out" 2>&1 || fail "init-db: $(cat "$WORK/init.out")"
-grep -q "replication slot wal_basic created" "$WORK/init.out" || fail "init-db did not create the slot: $(cat "$WORK/init.out")"
+grep -q "replication slot $TEST_DB created" "$WORK/init.out" || fail "init-db did not create the slot: $(cat "$WORK/init.out")"
 expect_eq "publication, inserts only" \
-    "$(sql "SELECT pubinsert AND NOT pubupdate AND NOT pubdelete FROM pg_publication WHERE pubname = 'wal_basic'")" t
+    "$(sql "SELECT pubinsert AND NOT pubupdate AND NOT pubdelete FROM pg_publication WHERE pubname = '$TEST_DB'")" t
 "$OBX_BIN" init-db -c "$WORK/relay.cfg" >"$WORK/init2.out" 2>&1 || fail "init-db is not idempotent: $(cat "$WORK/init2.out")"
 
 enqueue_bulk 2000 100

@@ -31,7 +31,7 @@
 # poll-mode and latency parts. BENCH_PER_TXN (500): events per transaction of the
 # throughput part's backlog (1: the drain of one-event transactions).
 ENG_TEST=walbench
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 N=${BENCH_EVENTS:-50000} PER_TXN=${BENCH_PER_TXN:-500} ROUNDS=${BENCH_ROUNDS:-1} RATE=${BENCH_RATE:-1000} SECS=${BENCH_SECONDS:-15}
 IFS=, read -r -a DRV <<<"${BENCH_DRIVERS:-memory,kafka,rabbitmq,mqtt}"
 TOOLS=${OBX_BENCH_TOOLS:-$(dirname "$OBX_BIN")/tests/bench}

@@ -10,8 +10,8 @@
 # first delivered in commit order; duplicates (replays from the confirmed
 # position) counted and printed.
 ENG_TEST=walchurn
-. "$(dirname "$0")/wlib.sh"
-. "$(dirname "$0")/../engine/churnlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
+. "$(dirname "$0")/../engine/churn_lib.sh"
 eng_extra_cleanup() {
     churn_queue_cleanup
     [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB" || true

@@ -7,7 +7,7 @@
 # slot replays from the last confirmed commit, so duplicates are expected and
 # counted.
 ENG_TEST=walcrash
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_crash
 write_wal_cfg "$WORK/relay.cfg" "" "delay_ms = 20; threaded = true;"

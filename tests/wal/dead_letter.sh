@@ -5,7 +5,7 @@
 # them); `status` shows them; `requeue` sends them back through the outbox
 # table and a relay that accepts them publishes them.
 ENG_TEST=waldead
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_dead
 RELAY="max_attempts = 3; backoff = { initial_ms = 10; max_ms = 50; multiplier = 2.0; jitter = 0.0; };"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Failover, WAL mode, PostgreSQL 15 (slots are not copied to a standby): a
-# PRIVATE primary and a synchronous standby (ports WAL_FAILOVER_PORT, 56472,
+# PRIVATE primary and a synchronous standby (ports WAL_FAILOVER_PORT or free_ports,
 # and the next one), one multi-host conninfo (target_session_attrs =
 # read-write) for the relay and the producer (rows that stay). Mid-run the
 # primary crashes and the standby is promoted. Shown:
@@ -15,11 +15,11 @@
 # aggregate; GAP (events that only the replay delivered) and duplicates
 # printed.
 ENG_TEST=walfailover
-. "$(dirname "$0")/wlib.sh"
-. "$(dirname "$0")/../engine/churnlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
+. "$(dirname "$0")/../engine/churn_lib.sh"
 
-failover_pair ${WAL_FAILOVER_PORT:-56472} wal_failover
-churn_cfg "$WORK/relay.cfg" "source = \"wal\"; wal = { slot = \"wal_failover\"; };"
+failover_pair "${WAL_FAILOVER_PORT:-$(free_ports 2)}" wal_failover
+churn_cfg "$WORK/relay.cfg" "source = \"wal\"; wal = { slot = \"$TEST_DB\"; };"
 churn_cfg "$WORK/replay.cfg" ""
 init_db "$WORK/relay.cfg"
 "$RCONSUME" "$AMQP_URL" declare "$CHURN_Q" "$CHURN_X" "churn.$CHURN_Q.#" || fail "declare the queue"
@@ -30,7 +30,7 @@ wait_sql "SELECT count(*) >= 2000 FROM outbox" t 90
 # a point the relay is known to have passed: the slot confirmed past it
 CAUGHT_UP=$(sql "SELECT now()")
 MARK_LSN=$(sql "SELECT pg_current_wal_lsn()")
-wait_sql "SELECT confirmed_flush_lsn >= '$MARK_LSN' FROM pg_replication_slots WHERE slot_name = 'wal_failover'" t 120
+wait_sql "SELECT confirmed_flush_lsn >= '$MARK_LSN' FROM pg_replication_slots WHERE slot_name = '$TEST_DB'" t 120
 wait_sql "SELECT count(*) >= 3000 FROM outbox" t 90
 
 pg1 pg-crash
@@ -41,7 +41,7 @@ expect_eq "slots on the promoted standby" "$(sql "SELECT count(*) FROM pg_replic
 PROMOTED_AT=$(sql "SELECT now()")
 wait_exit "$RELAY_PID" 120
 expect_eq "relay exit code on a primary without its slot" "$EXIT_RC" 1
-grep -q 'replication slot "wal_failover" does not exist' "$WORK/relay.log" ||
+grep -q "replication slot \"$TEST_DB\" does not exist" "$WORK/relay.log" ||
     fail "no line saying the slot is missing: $(grep -v ' info ' "$WORK/relay.log" | tail -3)"
 grep -q 'outbox-relay init-db' "$WORK/relay.log" || fail "the relay does not say what to run"
 # the producer goes on writing to the new primary meanwhile
@@ -70,7 +70,7 @@ wait_log "$WORK/relay2.log" "streaming from replication slot" 60
 wait_sql "SELECT count(*) >= 6000 FROM outbox" t 90
 producer_stop
 END_LSN=$(sql "SELECT pg_current_wal_lsn()")
-wait_sql "SELECT confirmed_flush_lsn >= '$END_LSN' FROM pg_replication_slots WHERE slot_name = 'wal_failover'" t 180
+wait_sql "SELECT confirmed_flush_lsn >= '$END_LSN' FROM pg_replication_slots WHERE slot_name = '$TEST_DB'" t 180
 stop_relay "$RELAY_PID" 30
 broker_read "$WORK/after.ids"
 

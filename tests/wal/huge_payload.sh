@@ -11,7 +11,7 @@
 # A payload over max_payload_bytes that the stream can carry is dead-lettered
 # by the relay with its size, as in poll mode.
 ENG_TEST=walhuge
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_huge
 write_wal_cfg "$WORK/relay.cfg" "max_payload_bytes = 1048576;" "delay_ms = 1;"
@@ -48,7 +48,7 @@ expect_eq "huge rows in the outbox" "$(sql "SELECT count(*) FROM outbox WHERE ev
 DL=$(sql "SELECT dl_error FROM outbox_dead_letter WHERE event_type = 'order.big'")
 expect_eq "the big payload's dead letter" "$DL" "payload of 2097163 bytes exceeds max_payload_bytes (1048576)"
 expect_eq "slot confirmed past every event" \
-    "$(sql "SELECT confirmed_flush_lsn >= '$END_LSN'::pg_lsn FROM pg_replication_slots WHERE slot_name = 'wal_huge'")" t
+    "$(sql "SELECT confirmed_flush_lsn >= '$END_LSN'::pg_lsn FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" t
 grep -qiE "out of memory|alloc request" "$WORK/relay.log" && fail "the stream failed: $(grep -iE -m1 'out of memory|alloc request' "$WORK/relay.log")"
 drop_wal_slots
 echo "PASS wal huge payload: rows the stream cannot carry refused at insert (2 ways), 100 events published, the big one dead-lettered"

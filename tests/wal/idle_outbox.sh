@@ -5,7 +5,7 @@
 # 16 MB (no heartbeat table needed); an event written afterwards is still
 # published.
 ENG_TEST=walidle
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_idle_outbox
 write_wal_cfg "$WORK/relay.cfg" "" "delay_ms = 1;"

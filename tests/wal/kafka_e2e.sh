@@ -5,7 +5,7 @@
 # gets every event id once or more, the keys and headers, and each
 # aggregate's events in order within its partition.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../kafka/klib.sh"
+. "$(dirname "$0")/../kafka/kafka_lib.sh"
 . "$(dirname "$0")/walmode.sh"
 
 events=${E2E_EVENTS:-20000}

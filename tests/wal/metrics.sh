@@ -8,7 +8,7 @@
 # published event, published, retried and dead-lettered per output and per
 # route, nothing in flight; every histogram consistent.
 ENG_TEST=walmetrics
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 
 fresh_wal_db wal_metrics
@@ -60,7 +60,7 @@ expect_eq "route 2 published" "$(value "$A" 'outbox_relay_route_published_total{
 expect_eq "route 1 dead-lettered" "$(value "$A" 'outbox_relay_route_dead_lettered_total{route="1",output="mem"}')" "$DEAD"
 expect_eq "in flight{mem}" "$(value "$A" 'outbox_relay_output_in_flight{output="mem"}')" 0
 # the stream thread beats (a stuck stream turns /healthz and the watchdog red)
-BEAT=$(grep -F 'outbox_relay_thread_heartbeat_age_seconds{thread="wal stream 0"} ' "$A" | awk '{ print $NF }')
+BEAT=$(grep -F 'outbox_relay_thread_heartbeat_age_seconds{thread="wal-stream-0"} ' "$A" | awk '{ print $NF }')
 [ -n "$BEAT" ] || fail "no heartbeat of the wal stream thread in /metrics"
 awk -v b="$BEAT" 'BEGIN { exit !(b < 30) }' || fail "the wal stream's heartbeat is $BEAT s old"
 grep -q 'thread="worker' "$A" && fail "/metrics names worker threads in WAL mode"

@@ -9,7 +9,7 @@
 
 N=${E2E_EVENTS:-20000}
 AGGS=1000
-mq_private wal-e2e "${WAL_MQTT_PORT:-52886}"
+mq_private wal-e2e "${WAL_MQTT_PORT:-}"
 fresh_wal_db mqtt_wal
 CFG=$PMQ_DIR/relay.cfg
 mq_relay_cfg "$CFG" "$PMQ_URL" obx/wal

@@ -6,7 +6,7 @@
 # order): every aggregate's events first published in commit order, and no
 # attempt of event N+1 (any outcome) before event N's first "ok".
 ENG_TEST=walordering
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_ordering
 write_wal_cfg "$WORK/relay.cfg" "max_attempts = 100;

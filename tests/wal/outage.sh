@@ -10,7 +10,7 @@
 # relay warns. During the outage the relay sleeps between probes (its CPU
 # is printed; a busy loop fails the test).
 ENG_TEST=waloutage
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_outage
 WAL_OPTS="lag_warn_mb = 1;" write_wal_cfg "$WORK/relay.cfg" "max_attempts = 2;
@@ -31,7 +31,7 @@ PID=$RELAY_PID
 wait_log "$WORK/relay.log" "output mem unavailable" 60
 # other writes go on: the slot, not confirmed past the waiting events, holds their WAL
 sql "CREATE TABLE filler (x text); INSERT INTO filler SELECT repeat('x', 1000) FROM generate_series(1, 3000)"
-wait_log "$WORK/relay.log" "replication slot wal_outage holds [0-9]+ MB of WAL \\(over relay.wal.lag_warn_mb = 1\\)" 30
+wait_log "$WORK/relay.log" "replication slot $TEST_DB holds [0-9]+ MB of WAL \\(over relay.wal.lag_warn_mb = 1\\)" 30
 # the outage goes on: probes, no attempts, and the stream sleeps (a loop
 # that spun took a whole core; a sleeping one takes a few ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -43,7 +43,7 @@ note "relay CPU during the outage: $CPU% of a core"
 expect_eq "ok lines during the outage" "$(ok_events)" 0
 expect_eq "dead letters during the outage" "$(sql "SELECT count(*) FROM outbox_dead_letter")" 0
 note "confirmed during the outage: $(slot_confirmed)"
-expect_eq "slot confirmed past the first events during the outage" "$(sql "SELECT confirmed_flush_lsn < '$FIRST_END'::pg_lsn FROM pg_replication_slots WHERE slot_name = 'wal_outage'")" t
+expect_eq "slot confirmed past the first events during the outage" "$(sql "SELECT confirmed_flush_lsn < '$FIRST_END'::pg_lsn FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" t
 kill -0 "$PID" 2>/dev/null || fail "the relay exited during the outage"
 rm -f "$WORK/down"
 wait_exit "$PID" 120

@@ -10,7 +10,7 @@
 # partitions ahead: one dropped by hand is made again at start. keep is
 # refused in WAL mode with the reason (no row says published there).
 ENG_TEST=walparts
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_parts
 PARTS='partitions = { interval = "1 hour"; ahead = 3; };'

@@ -7,12 +7,13 @@
 # and relays everything: every committed event has
 # an "ok" line, none that never committed, first publications in commit order
 # per aggregate; duplicates are counted.
-# Uses a PRIVATE PostgreSQL (WAL_PGF_PORT, default 56442) so the shared one is
+# Uses a PRIVATE PostgreSQL (WAL_PGF_PORT, default from free_ports) so the shared one is
 # not disturbed.
 ENG_TEST=walpgrestart
-. "$(dirname "$0")/wlib.sh"
+CURSOR_OWN_PG=1 # cursor_pg_restart: this private PostgreSQL is the cursor's
+. "$(dirname "$0")/wal_lib.sh"
 
-PGF_PORT=${WAL_PGF_PORT:-56442}
+PGF_PORT=${WAL_PGF_PORT:-$(free_ports 1)}
 PGF_DIR=/tmp/obx-walpgf-$PGF_PORT
 pgf() { SVC_DIR=$PGF_DIR PG_PORT=$PGF_PORT bash "$SERVICES" "$@"; }
 eng_extra_cleanup() { [ -z "${TEST_DB:-}" ] || wal_drop_slots "$TEST_DB" || true; pgf pg-stop >/dev/null 2>&1 || true; }

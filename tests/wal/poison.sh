@@ -10,7 +10,7 @@
 # and one without an aggregate_type (which used to fail the whole requeue),
 # and counts them.
 ENG_TEST=walpoison
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_poison
 WAL_OPTS="accept_logical_messages = true;" write_wal_cfg "$WORK/relay.cfg" "" "delay_ms = 1;"
@@ -38,7 +38,7 @@ expect_eq "dead letters stored raw" "$(sql "SELECT count(*) FROM outbox_dead_let
 expect_eq "unreadable messages dead-lettered with their bytes" "$(sql "SELECT count(*) FROM outbox_dead_letter
     WHERE dl_raw::jsonb->>'payload' = '\\x6e6fff7b' AND dl_error LIKE 'the logical message is not a JSON object%'")" 1
 expect_eq "slot confirmed past the poison message" \
-    "$(sql "SELECT confirmed_flush_lsn >= '$END_LSN'::pg_lsn FROM pg_replication_slots WHERE slot_name = 'wal_poison'")" t
+    "$(sql "SELECT confirmed_flush_lsn >= '$END_LSN'::pg_lsn FROM pg_replication_slots WHERE slot_name = '$TEST_DB'")" t
 grep -q "cannot write a dead letter" "$WORK/relay.log" && fail "a dead letter was retried: $(grep -m1 'cannot write a dead letter' "$WORK/relay.log")"
 "$OBX_BIN" requeue -c "$WORK/relay.cfg" --all >"$WORK/requeue.out" 2>&1 || fail "requeue --all: $(cat "$WORK/requeue.out")"
 grep -q "kept 3 dead events" "$WORK/requeue.out" || fail "requeue --all did not count what it kept: $(cat "$WORK/requeue.out")"

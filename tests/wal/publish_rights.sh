@@ -7,7 +7,7 @@
 # relay.wal.accept_logical_messages = true the same forged message is an
 # event: the opt-in is what the first run refused.
 ENG_TEST=walrights
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_rights
 INTRUDER=${TEST_DB}_login

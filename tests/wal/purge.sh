@@ -4,7 +4,7 @@
 # dead letter requeued after a dry run listed it is not removed, one stored
 # raw (no event_id) goes only with --older-than or --all.
 ENG_TEST=walpurge
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_purge
 ROUTES='routes = ( { event_type = "order.*"; output = "mem"; destination = "o"; },

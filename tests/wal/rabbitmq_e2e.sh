@@ -4,15 +4,16 @@
 # durable queue bound to a topic exchange; rconsume reads every event back
 # with its properties and headers, each aggregate in order, no duplicates.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../rabbitmq/rmq_common.sh"
+. "$(dirname "$0")/../rabbitmq/rmq_lib.sh"
 . "$(dirname "$0")/walmode.sh"
 N=${E2E_EVENTS:-20000}
 Q=$(rmq_queue wal_e2e)
 rmq_delete_at_exit "$Q"
+# the exchange is shared by every run on the broker: the routing keys are this run's
 X=obx_wal_e2e_x
 fresh_wal_db rmq_wal
-write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.\${event_type}" \
-    "declare_exchange = \"$X\"; declare_queue = \"$Q\"; bind_routing_key = \"orders.#\";"
+write_relay_cfg "$WORK/relay.cfg" "$AMQP_URL" "$X/orders.$$.\${event_type}" \
+    "declare_exchange = \"$X\"; declare_queue = \"$Q\"; bind_routing_key = \"orders.$$.#\";"
 to_wal_mode "$WORK/relay.cfg"
 "$OBX_BIN" init-db -c "$WORK/relay.cfg" >/dev/null || fail "init-db"
 enqueue_wal_mix "$N" 1000 "jsonb_build_object('seq', g::text)"

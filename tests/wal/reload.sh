@@ -9,7 +9,7 @@
 # In the end, by the broker's record: every committed event published, none
 # twice, in commit order per aggregate, none after a switch on the old route.
 ENG_TEST=walreload
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 REC2=$WORK/record2.jsonl
 CFG=$WORK/relay.cfg

@@ -1,13 +1,13 @@
 #!/bin/bash
 # replay in WAL mode: the rows that stay in the table (outbox_enqueue) were
 # published by the stream; 20,000 of a time window are sent again, stopped
-# half-way and resumed, as in poll mode (tests/engine/replaylib.sh); the
+# half-way and resumed, as in poll mode (tests/engine/replay_lib.sh); the
 # events dead-lettered are not replayed, nor those before the window; the
 # table is unchanged. Events of outbox_emit are not in the table: nothing
 # to replay them from.
 ENG_TEST=walreplay
-. "$(dirname "$0")/wlib.sh"
-. "$ENG_DIR/replaylib.sh"
+. "$(dirname "$0")/wal_lib.sh"
+. "$ENG_DIR/replay_lib.sh"
 
 fresh_wal_db wal_replay
 replay_setup "$WORK/relay.cfg" "source = \"wal\"; wal = { slot = \"$TEST_DB\"; };" 'permanent_event_type = "order.poison";'

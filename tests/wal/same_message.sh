@@ -7,7 +7,7 @@
 # hold the same lines. Once with a jsonb payload, once with a bytea one (an
 # existing table, its payload column mapped).
 ENG_TEST=walsame
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 # cfg FILE SOURCE OUT: the file driver, two routes
 cfg() {

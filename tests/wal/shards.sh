@@ -7,7 +7,7 @@
 # two, each relay only its shard's aggregates, in commit order per
 # aggregate. init-db run again keeps each publication's row filter.
 ENG_TEST=wal_shards
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db obx_scale_wal_shards
 WRITERS=4 TXNS=40 PER=25 AGGS=60

@@ -4,12 +4,12 @@
 # `status` says so, and `run` says what happened and how to recover and exits
 # 1; `init-db --reset-slot` re-creates the slot (saying events committed
 # meanwhile are not relayed) and events committed after it are relayed.
-# Uses the PRIVATE PostgreSQL of pg_restart (WAL_PGF_PORT, default 56442):
+# Uses a PRIVATE PostgreSQL like pg_restart (WAL_PGF_PORT, default from free_ports):
 # max_slot_wal_keep_size is a server setting.
 ENG_TEST=walslot
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
-PGF_PORT=${WAL_PGF_PORT:-56442}
+PGF_PORT=${WAL_PGF_PORT:-$(free_ports 1)}
 PGF_DIR=/tmp/obx-walpgf-$PGF_PORT
 pgf() { SVC_DIR=$PGF_DIR PG_PORT=$PGF_PORT bash "$SERVICES" "$@"; }
 eng_extra_cleanup() {
@@ -39,19 +39,19 @@ for i in 1 2 3 4 5 6; do
     sql "SELECT pg_switch_wal()" >/dev/null
 done
 sql "CHECKPOINT"
-wait_sql "SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'wal_slot'" lost 60
+wait_sql "SELECT wal_status FROM pg_replication_slots WHERE slot_name = '$TEST_DB'" lost 60
 "$OBX_BIN" status -c "$WORK/relay.cfg" >"$WORK/status.out" || fail "status failed"
 grep -q "the slot was invalidated: run \`outbox-relay init-db --reset-slot" "$WORK/status.out" ||
     fail "status does not say the slot is lost: $(cat "$WORK/status.out")"
 rc=0
 timeout 60 "$OBX_BIN" run -c "$WORK/relay.cfg" >"$WORK/lost.log" 2>&1 || rc=$?
 expect_eq "run on an invalidated slot" "$rc" 1
-grep -q 'replication slot "wal_slot" was invalidated' "$WORK/lost.log" || fail "run: $(cat "$WORK/lost.log")"
+grep -q "replication slot \"$TEST_DB\" was invalidated" "$WORK/lost.log" || fail "run: $(cat "$WORK/lost.log")"
 grep -q -- "--reset-slot" "$WORK/lost.log" || fail "run does not say how to recover: $(cat "$WORK/lost.log")"
 
 "$OBX_BIN" init-db --reset-slot -c "$WORK/relay.cfg" >"$WORK/reset.out" 2>&1 || fail "reset: $(cat "$WORK/reset.out")"
-grep -q "replication slot wal_slot dropped: events committed since" "$WORK/reset.out" || fail "reset: $(cat "$WORK/reset.out")"
-grep -q "replication slot wal_slot created" "$WORK/reset.out" || fail "reset: $(cat "$WORK/reset.out")"
+grep -q "replication slot $TEST_DB dropped: events committed since" "$WORK/reset.out" || fail "reset: $(cat "$WORK/reset.out")"
+grep -q "replication slot $TEST_DB created" "$WORK/reset.out" || fail "reset: $(cat "$WORK/reset.out")"
 enqueue_txns 100 10 100 order.after_reset
 drain "$WORK/relay.cfg" "$WORK/after.log" 60
 expect_eq "events relayed after the reset" "$(ok_events)" 300

@@ -5,7 +5,7 @@
 # not confirmed: every committed event has an "ok" line, in commit order per
 # aggregate; duplicates are counted.
 ENG_TEST=walstandby
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_standby
 write_wal_cfg "$WORK/relay.cfg" "" "delay_ms = 20; threaded = true;"

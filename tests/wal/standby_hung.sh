@@ -8,7 +8,7 @@
 # Every committed event is published, in commit order per aggregate;
 # duplicates are counted.
 ENG_TEST=walstandbyhung
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 
 fresh_wal_db wal_standby_hung
 write_wal_cfg "$WORK/relay.cfg" "" "delay_ms = 20; threaded = true;"
@@ -19,7 +19,7 @@ PID_A=$RELAY_PID
 wait_log "$WORK/a.log" "streaming from replication slot" 30
 start_relay "$WORK/relay.cfg" "$WORK/b.log"
 PID_B=$RELAY_PID
-wait_log "$WORK/b.log" "standby: replication slot wal_standby_hung is held by another relay" 30
+wait_log "$WORK/b.log" "standby: replication slot $TEST_DB is held by another relay" 30
 enqueue_txns 4000 20
 for ((i = 0; i < 300; i++)); do
     [ "$(ok_events)" -ge 500 ] && break
@@ -35,7 +35,7 @@ grep -q "took over as the active relay" "$WORK/b.log" || { kill -CONT "$PID_A"; 
 TOOK_MS=$((($(date +%s%N) - STOPPED) / 1000000))
 note "the standby took over $TOOK_MS ms after the active relay hung"
 kill -CONT "$PID_A"
-wait_log "$WORK/a.log" "standby: replication slot wal_standby_hung is held by another relay" 60
+wait_log "$WORK/a.log" "standby: replication slot $TEST_DB is held by another relay" 60
 enqueue_txns 1000 300 100 order.after_takeover
 for ((i = 0; i < 900; i++)); do
     [ "$(ok_events)" -ge 5000 ] && break

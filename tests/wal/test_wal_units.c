@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "wal_decode.h"
-#include "wal_window.h"
+#include "wal/wal_decode.h"
+#include "window/window.h"
 
 typedef struct buf {
     char b[4096];
@@ -34,6 +34,7 @@ static void put_str(buf *m, const char *s)
 }
 
 static relay_config cfg;
+static atomic_llong ignored_count; /* the decoder's count of ignored messages */
 static const char *const columns[] = {"id",          "event_id", "aggregate_type", "aggregate_id",
                                       "event_type",  "payload",  "headers",        "destination",
                                       "created_at",  "attempts", "aggregate_seq",  "event_version",
@@ -120,7 +121,7 @@ static void test_decode_transaction(void **state)
 {
     (void)state;
     wal_decoder d;
-    wal_decoder_init(&d, &cfg);
+    wal_decoder_init(&d, &cfg, &ignored_count);
     wal_change c;
     char err[256];
     buf m = {.n = 0};
@@ -195,7 +196,7 @@ static void test_decode_renamed(void **state)
                                                "attempts",     "aggregate_seq", "event_version",
                                                "available_at"};
     wal_decoder d;
-    wal_decoder_init(&d, &cfg);
+    wal_decoder_init(&d, &cfg, &ignored_count);
     wal_change c;
     char err[256];
     buf m = relation(9, "outbox");
@@ -219,7 +220,7 @@ static void test_decode_message(void **state)
 {
     (void)state;
     wal_decoder d;
-    wal_decoder_init(&d, &cfg);
+    wal_decoder_init(&d, &cfg, &ignored_count);
     const char *json =
         "{\"event_id\": \"e1\", \"aggregate_type\": \"Order\", \"aggregate_id\": \"a\","
         " \"event_type\": \"t\", \"payload\": \"{\\\"x\\\": 1}\", \"headers\": null,"
@@ -228,7 +229,7 @@ static void test_decode_message(void **state)
      * accepted; another prefix: never an event */
     const char *prefixes[] = {"outbox-relay:public.outbox", "outbox-relay:public.outbox",
                               "someone-else"};
-    long long ignored = wal_ignored_messages();
+    long long ignored = atomic_load(&ignored_count);
     for (int i = 0; i < 3; i++) {
         cfg.wal_accept_logical_messages = i > 0;
         buf m = {.n = 0};
@@ -244,7 +245,7 @@ static void test_decode_message(void **state)
         assert_int_equal(wal_decode(&d, m.b, m.n, &c, err, sizeof err), 0);
         if (i != 1) {
             assert_int_equal(c.kind, WAL_NONE);
-            assert_int_equal(wal_ignored_messages(), ignored + 1);
+            assert_int_equal(atomic_load(&ignored_count), ignored + 1);
             continue;
         }
         assert_int_equal(c.kind, WAL_EVENT);
@@ -277,9 +278,9 @@ static void test_decode_message(void **state)
     cfg.wal_accept_logical_messages = 0;
 }
 
-static wal_row *row_of(const char *agg)
+static event_row *row_of(const char *agg)
 {
-    wal_row *r = calloc(1, sizeof *r + 16);
+    event_row *r = calloc(1, sizeof *r + 16);
     char *at = (char *)(r + 1);
     strcpy(at, "Order");
     strcpy(at + 6, agg);
@@ -291,38 +292,38 @@ static wal_row *row_of(const char *agg)
 static void test_window_order_and_confirm(void **state)
 {
     (void)state;
-    wal_window w;
-    wal_window_init(&w, 1);
-    wal_window_begin(&w, 1);
-    wal_window_add(&w, row_of("a"));
-    wal_window_add(&w, row_of("a"));
-    wal_window_add(&w, row_of("b"));
-    wal_window_commit(&w, 0x100);
-    wal_window_begin(&w, 2);
-    wal_window_add(&w, row_of("b"));
-    wal_window_commit(&w, 0x200);
+    window w;
+    window_init(&w, 1);
+    window_begin(&w, 1);
+    window_add(&w, row_of("a"));
+    window_add(&w, row_of("a"));
+    window_add(&w, row_of("b"));
+    window_commit(&w, 0x100);
+    window_begin(&w, 2);
+    window_add(&w, row_of("b"));
+    window_commit(&w, 0x200);
 
-    wal_event *a1 = wal_window_next(&w, 0), *b1 = wal_window_next(&w, 0);
+    window_event *a1 = window_next(&w, 0), *b1 = window_next(&w, 0);
     assert_int_equal(a1->seq, 0);
     assert_int_equal(b1->seq, 2);
-    assert_null(wal_window_next(&w, 0)); /* a2 and b2 wait for their predecessors */
-    wal_window_retry(&w, a1, 50);        /* a1 failed: retried in place, a2 still waits */
-    assert_null(wal_window_next(&w, 10));
-    assert_ptr_equal(wal_window_next(&w, 50), a1);
-    wal_window_finish(&w, b1);
-    wal_event *b2 = wal_window_next(&w, 50);
+    assert_null(window_next(&w, 0)); /* a2 and b2 wait for their predecessors */
+    window_retry(&w, a1, 50);        /* a1 failed: retried in place, a2 still waits */
+    assert_null(window_next(&w, 10));
+    assert_ptr_equal(window_next(&w, 50), a1);
+    window_finish(&w, b1);
+    window_event *b2 = window_next(&w, 50);
     assert_int_equal(b2->seq, 3);
-    wal_window_finish(&w, b2);
-    assert_int_equal(wal_window_confirm(&w), 0); /* the first transaction is not finished */
-    wal_window_finish(&w, a1);
-    wal_event *a2 = wal_window_next(&w, 50);
+    window_finish(&w, b2);
+    assert_int_equal(window_confirm(&w), 0); /* the first transaction is not finished */
+    window_finish(&w, a1);
+    window_event *a2 = window_next(&w, 50);
     assert_int_equal(a2->seq, 1);
-    assert_ptr_equal(wal_window_find(&w, 1), a2);
-    wal_window_finish(&w, a2);
-    assert_int_equal(wal_window_confirm(&w), 0x200); /* both, in one step */
-    assert_true(wal_window_empty(&w));
-    assert_null(wal_window_find(&w, 1));
-    wal_window_free(&w);
+    assert_ptr_equal(window_find(&w, 1), a2);
+    window_finish(&w, a2);
+    assert_int_equal(window_confirm(&w), 0x200); /* both, in one step */
+    assert_true(window_empty(&w));
+    assert_null(window_find(&w, 1));
+    window_free(&w);
 }
 
 /* A head being dead-lettered has handed its row to the writer (row NULL)
@@ -332,67 +333,67 @@ static void test_window_order_and_confirm(void **state)
 static void test_window_head_without_row(void **state)
 {
     (void)state;
-    wal_window w;
-    wal_window_init(&w, 1);
-    wal_window_begin(&w, 1);
-    wal_window_add(&w, row_of("a"));
-    wal_window_commit(&w, 0x100);
-    wal_event *a1 = wal_window_next(&w, 0);
-    free(a1->row); /* the dead-letter writer's now (wal_publish.c dead_letter) */
+    window w;
+    window_init(&w, 1);
+    window_begin(&w, 1);
+    window_add(&w, row_of("a"));
+    window_commit(&w, 0x100);
+    window_event *a1 = window_next(&w, 0);
+    free(a1->row); /* the dead-letter writer's now (window_publish.c dead_letter) */
     a1->row = NULL;
-    wal_window_begin(&w, 2);
-    wal_window_add(&w, row_of("a"));
-    wal_window_add(&w, row_of("b"));
-    wal_window_commit(&w, 0x200);
-    wal_event *b1 = wal_window_next(&w, 0);
+    window_begin(&w, 2);
+    window_add(&w, row_of("a"));
+    window_add(&w, row_of("b"));
+    window_commit(&w, 0x200);
+    window_event *b1 = window_next(&w, 0);
     assert_int_equal(b1->seq, 2); /* a2 waits behind a1 */
-    assert_null(wal_window_next(&w, 0));
-    wal_window_finish(&w, a1); /* written: buried */
-    assert_int_equal(wal_window_next(&w, 0)->seq, 1);
-    wal_window_free(&w);
+    assert_null(window_next(&w, 0));
+    window_finish(&w, a1); /* written: buried */
+    assert_int_equal(window_next(&w, 0)->seq, 1);
+    window_free(&w);
 }
 
 static void test_window_unordered(void **state)
 {
     (void)state;
-    wal_window w;
-    wal_window_init(&w, 0);
-    wal_window_begin(&w, 1);
+    window w;
+    window_init(&w, 0);
+    window_begin(&w, 1);
     for (int i = 0; i < 3000; i++) /* past the ring's first size */
-        wal_window_add(&w, row_of("a"));
+        window_add(&w, row_of("a"));
     int n = 0;
-    wal_event *ev;
-    while ((ev = wal_window_next(&w, 0))) {
+    window_event *ev;
+    while ((ev = window_next(&w, 0))) {
         assert_int_equal(ev->seq, n++);
-        wal_window_finish(&w, ev);
+        window_finish(&w, ev);
     }
     assert_int_equal(n, 3000);
-    assert_int_equal(wal_window_confirm(&w), 0); /* not committed yet */
-    wal_window_commit(&w, 0x300);
-    assert_int_equal(wal_window_confirm(&w), 0x300);
-    wal_window_free(&w);
+    assert_int_equal(window_confirm(&w), 0); /* not committed yet */
+    window_commit(&w, 0x300);
+    assert_int_equal(window_confirm(&w), 0x300);
+    window_free(&w);
 }
 
 static void test_timestamps(void **state)
 {
     (void)state;
-    assert_int_equal(wal_parse_timestamp("1970-01-01 00:00:01+00"), 1000000);
-    assert_int_equal(wal_parse_timestamp("1970-01-01 01:00:00.25+01"), 250000);
-    assert_int_equal(wal_parse_timestamp("1970-01-01 00:00:00-05:30"), 19800000000LL);
-    assert_int_equal(wal_parse_timestamp("infinity"), 0);
-    assert_int_equal(wal_parse_timestamp(NULL), 0);
-    assert_int_equal(wal_parse_timestamp("2026-13-01 00:00:00+00"), 0);
+    assert_int_equal(event_parse_timestamp("1970-01-01 00:00:01+00"), 1000000);
+    assert_int_equal(event_parse_timestamp("1970-01-01 01:00:00.25+01"), 250000);
+    assert_int_equal(event_parse_timestamp("1970-01-01 00:00:00-05:30"), 19800000000LL);
+    assert_int_equal(event_parse_timestamp("infinity"), 0);
+    assert_int_equal(event_parse_timestamp(NULL), 0);
+    assert_int_equal(event_parse_timestamp("2026-13-01 00:00:00+00"), 0);
     /* as timegm has them: leap days, the 2000s, before 1970, seconds in the offset */
-    assert_int_equal(wal_parse_timestamp("2024-02-29 23:59:59.999999+00"), 1709251199999999LL);
-    assert_int_equal(wal_parse_timestamp("2026-12-01 15:12:22.123456+00"), 1796137942123456LL);
-    assert_int_equal(wal_parse_timestamp("1969-12-31 23:00:00+00"), -3600000000LL);
-    assert_int_equal(wal_parse_timestamp("1900-01-01 00:00:00+00:19:32"), -2208989972000000LL);
-    assert_int_equal(wal_parse_timestamp("12026-01-01 00:00:00+00"), 317336745600000000LL);
+    assert_int_equal(event_parse_timestamp("2024-02-29 23:59:59.999999+00"), 1709251199999999LL);
+    assert_int_equal(event_parse_timestamp("2026-12-01 15:12:22.123456+00"), 1796137942123456LL);
+    assert_int_equal(event_parse_timestamp("1969-12-31 23:00:00+00"), -3600000000LL);
+    assert_int_equal(event_parse_timestamp("1900-01-01 00:00:00+00:19:32"), -2208989972000000LL);
+    assert_int_equal(event_parse_timestamp("12026-01-01 00:00:00+00"), 317336745600000000LL);
     /* past a long long of microseconds (PostgreSQL's last year is 294276): 0, no overflow */
-    assert_int_equal(wal_parse_timestamp("294276-12-31 23:59:59.999999+00"), 0);
-    assert_int_equal(wal_parse_timestamp("999999999-12-31 23:59:59.999999-15:59:59"), 0);
-    assert_int_equal(wal_parse_timestamp("294247-01-10 04:00:54.775807+00"), 9223372036854775807LL);
-    assert_int_equal(wal_parse_timestamp("294247-01-10 04:00:54.775807-01"), 0);
+    assert_int_equal(event_parse_timestamp("294276-12-31 23:59:59.999999+00"), 0);
+    assert_int_equal(event_parse_timestamp("999999999-12-31 23:59:59.999999-15:59:59"), 0);
+    assert_int_equal(event_parse_timestamp("294247-01-10 04:00:54.775807+00"), 9223372036854775807LL);
+    assert_int_equal(event_parse_timestamp("294247-01-10 04:00:54.775807-01"), 0);
 }
 
 int main(void)

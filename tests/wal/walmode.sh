@@ -1,4 +1,4 @@
-# WAL mode helpers for every WAL test (tests/wal/wlib.sh sources it too): slots
+# WAL mode helpers for every WAL test (tests/wal/wal_lib.sh sources it too): slots
 # dropped, a fresh database without stale slots, and a config turned to WAL
 # mode. Source after tests/lib.sh.
 

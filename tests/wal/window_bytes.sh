@@ -5,7 +5,7 @@
 # stays within the bound plus one row, however many events the slot holds;
 # every event is published in order. The relay's peak RSS is printed.
 ENG_TEST=walwindowbytes
-. "$(dirname "$0")/wlib.sh"
+. "$(dirname "$0")/wal_lib.sh"
 MC=${METRICS_CLIENT:?METRICS_CLIENT must name the metrics_client executable}
 
 fresh_wal_db wal_window_bytes

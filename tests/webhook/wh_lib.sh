@@ -6,9 +6,7 @@ export WEBHOOK_TEST_SECRET="test-secret-$$-$RANDOM"
 # $WEBHOOK_TEST_SECRET) on a free loopback port and stops it when the test
 # exits. Sets WH_DIR, WH_URL, WH_REC (the request records) and WH_PID.
 wh_server() {
-    WH_DIR=/tmp/obx-webhook-$1
-    rm -rf "$WH_DIR"
-    mkdir -p "$WH_DIR"
+    WH_DIR=$(mktemp -d "/tmp/obx-webhook-$1.XXXXXX")
     WH_REC=$WH_DIR/records.tsv
     "$WH_SERVER" -p "$WH_DIR/port" -o "$WH_REC" -s WEBHOOK_TEST_SECRET 2>"$WH_DIR/server.err" &
     WH_PID=$!

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loader.h"
+#include "host/loader.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                                           \

@@ -1,0 +1,91 @@
+#include "host/health.h"
+
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+
+/* A paused output is probed after 100 ms, then up to every 2 s: an outage of
+ * a few seconds costs at most about as long again. */
+#define PROBE_FIRST_MS 100
+#define PROBE_MAX_MS 2000
+
+void health_init(output_health *h, const char *name)
+{
+    memset(h, 0, sizeof *h);
+    h->name = name;
+    pthread_mutex_init(&h->lock, NULL);
+}
+
+void health_destroy(output_health *h)
+{
+    pthread_mutex_destroy(&h->lock);
+}
+
+long long health_down(output_health *h, const char *reason)
+{
+    long long now = now_ms();
+    pthread_mutex_lock(&h->lock);
+    if (!h->down) {
+        h->down = 1;
+        h->down_since_ms = now;
+        h->backoff_ms = PROBE_FIRST_MS;
+        h->outages++;
+        log_warn("output %s unavailable: %s; paused, no attempts counted while it is down", h->name,
+                 reason && reason[0] ? reason : "no reason given");
+    } else if (now >= h->probe_at_ms) {
+        h->backoff_ms = h->backoff_ms * 2 > PROBE_MAX_MS ? PROBE_MAX_MS : h->backoff_ms * 2;
+    }
+    if (h->probe_at_ms < now + h->backoff_ms)
+        h->probe_at_ms = now + h->backoff_ms;
+    long long pause = h->backoff_ms;
+    pthread_mutex_unlock(&h->lock);
+    return pause;
+}
+
+void health_up(output_health *h)
+{
+    pthread_mutex_lock(&h->lock);
+    if (h->down) {
+        h->down = 0;
+        log_info("output %s is back after %lld ms", h->name, now_ms() - h->down_since_ms);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+int health_is_down(output_health *h)
+{
+    pthread_mutex_lock(&h->lock);
+    int down = h->down;
+    pthread_mutex_unlock(&h->lock);
+    return down;
+}
+
+int health_take_probe(output_health *h)
+{
+    long long now = now_ms();
+    pthread_mutex_lock(&h->lock);
+    int mine = h->down && now >= h->probe_at_ms;
+    if (mine) {
+        h->backoff_ms = h->backoff_ms * 2 > PROBE_MAX_MS ? PROBE_MAX_MS : h->backoff_ms * 2;
+        h->probe_at_ms = now + h->backoff_ms;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return mine;
+}
+
+long long health_wait_ms(output_health *h)
+{
+    pthread_mutex_lock(&h->lock);
+    long long left = h->down ? h->probe_at_ms - now_ms() : 0;
+    pthread_mutex_unlock(&h->lock);
+    return left > 0 ? left : 0;
+}
+
+void health_read(output_health *h, int *up, long long *outages)
+{
+    pthread_mutex_lock(&h->lock);
+    *up = !h->down;
+    *outages = h->outages;
+    pthread_mutex_unlock(&h->lock);
+}
