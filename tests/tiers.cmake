@@ -17,8 +17,9 @@
 # (several tiers after one rule: separated by commas)
 # Every test keeps to its own database (TEST_DB_PREFIX before its name),
 # work directory (mktemp), ports (free_ports in tests/lib.sh), queues, topics
-# and replication slots, so tests/run.sh runs them four at a time. Two run
-# alone (RUN_SERIAL): engine_huge_text_payload and spec_slot_reused.
+# and replication slots, so tests/run.sh runs them four at a time. One runs
+# alone (RUN_SERIAL): engine_huge_text_payload; spec_slot_reused has a
+# PostgreSQL of its own.
 set(OBX_TIER_RULES
   "^unit_" local,unit
   "^sdk_" local

@@ -67,27 +67,74 @@ PGconn *command_connect(const relay_config *cfg)
     return conn;
 }
 
-int command_init_db(const relay_config *cfg, int reset_slot, int inbox)
+/* Every install step init-db runs on one session: 0, or -1 with err. */
+static int install(PGconn *conn, const relay_config *cfg, const init_db_options *o, char *err,
+                   size_t err_size)
 {
     const source_kind *src = source_for(cfg);
-    if (reset_slot && !src->has_slot) {
-        fprintf(stderr, "outbox-relay init-db: --reset-slot is for relay.source = \"wal\"\n");
+    int rc = schema_install(conn, cfg, o->from, err, err_size);
+    if (rc == 0 && src->install)
+        rc = src->install(conn, cfg, o->reset_slot, err, err_size);
+    if (rc == 0 && o->inbox)
+        rc = inbox_install(conn, cfg, err, err_size);
+    return rc;
+}
+
+/* --print-sql: the install runs in a transaction that is rolled back (so
+ * every check runs too), and what it ran is printed once it succeeded. */
+static int print_sql(PGconn *conn, const relay_config *cfg, const init_db_options *o, char *err,
+                     size_t err_size)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *script = open_memstream(&text, &len);
+    if (!script || db_exec(conn, "BEGIN", err, err_size) < 0) {
+        if (script)
+            fclose(script);
+        free(text);
+        return -1;
+    }
+    db_script_to(script);
+    int rc = install(conn, cfg, o, err, err_size);
+    db_script_to(NULL);
+    fclose(script);
+    char ignored[256];
+    db_exec(conn, "ROLLBACK", ignored, sizeof ignored);
+    if (rc == 0)
+        printf("-- outbox-relay %s init-db for %s.%s (schema version %d), as it would run on "
+               "this database now\n%s",
+               OBX_VERSION, cfg->schema, cfg->table, SCHEMA_VERSION, text);
+    free(text);
+    return rc;
+}
+
+int command_init_db(const relay_config *cfg, const init_db_options *o)
+{
+    const source_kind *src = source_for(cfg);
+    if (o->reset_slot && (!src->has_slot || o->print_sql)) {
+        fprintf(stderr, "outbox-relay init-db: --reset-slot is for relay.source = \"wal\", "
+                        "without --print-sql\n");
+        return 2;
+    }
+    if (o->from == ADOPT_FROM_BEGINNING && src->has_slot) {
+        fprintf(stderr, "outbox-relay init-db: --from beginning: WAL mode sends the rows "
+                        "committed after its slot is made, never those already in the table "
+                        "(poll and cursor mode can send them)\n");
         return 2;
     }
     PGconn *conn = command_connect(cfg);
     if (!conn)
         return 1;
     char err[1024];
-    int rc = schema_install(conn, cfg, err, sizeof err);
-    if (rc == 0 && src->install)
-        rc = src->install(conn, cfg, reset_slot, err, sizeof err);
-    if (rc == 0 && inbox)
-        rc = inbox_install(conn, cfg, err, sizeof err);
+    int rc = o->print_sql ? print_sql(conn, cfg, o, err, sizeof err)
+                          : install(conn, cfg, o, err, sizeof err);
     PQfinish(conn);
     if (rc < 0) {
         fprintf(stderr, "outbox-relay: %s\n", err);
         return 1;
     }
+    if (o->print_sql)
+        return 0;
     /* long names are shortened with a hash: say what the application calls */
     char schema[2 * SQL_NAME_MAX + 3], fn[SQL_NAME_MAX + 1], fn_quoted[2 * SQL_NAME_MAX + 3],
         channel[SQL_NAME_MAX + 1];
@@ -97,7 +144,7 @@ int command_init_db(const relay_config *cfg, int reset_slot, int inbox)
     sql_channel_name(cfg, channel, sizeof channel);
     printf("schema version %d ready on %s.%s (enqueue with %s.%s, notify channel %s)\n",
            SCHEMA_VERSION, cfg->schema, cfg->table, schema, fn_quoted, channel);
-    if (inbox)
+    if (o->inbox)
         printf("consumer inbox ready: %s.outbox_inbox_accept(consumer, event_id)\n", schema);
     return 0;
 }

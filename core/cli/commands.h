@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 
 #include "config/config.h"
+#include "db/adopt.h"
 
 /* Loads the config at path (NULL: says -c is missing), of its source named
  * outbox (NULL: its only one), and sets the log up from it; NULL after saying
@@ -19,9 +20,13 @@ relay_config **command_load_all(const char *path, const char *outbox, const char
 /* A session, or NULL after saying why on stderr. */
 PGconn *command_connect(const relay_config *cfg);
 
-/* reset_slot: WAL mode, drop and re-create the replication slot; inbox:
- * also the consumer inbox (inbox.h) */
-int command_init_db(const relay_config *cfg, int reset_slot, int inbox);
+typedef struct init_db_options {
+    int reset_slot; /* WAL mode: drop and re-create the replication slot */
+    int inbox;      /* also the consumer inbox (inbox.h) */
+    int print_sql;  /* write the SQL it would run, and change nothing */
+    adopt_from from;
+} init_db_options;
+int command_init_db(const relay_config *cfg, const init_db_options *o);
 /* all, or the event ids in ids[0..count) */
 int command_requeue(const relay_config *cfg, int all, char **ids, int count);
 /* pause (1) or resume (0) an output by name, or the whole source (control.h) */

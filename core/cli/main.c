@@ -22,10 +22,11 @@
 typedef struct cli {
     const char *config;
     const char *drivers_dir;
-    int drain, json, all, verbose, reset_slot, print, inbox, connect;
+    int drain, json, all, verbose, reset_slot, print, inbox, connect, print_sql;
+    const char *from;            /* init-db --from now|beginning */
     int watch;                   /* status --watch: seconds between reports, 0: once */
-    int dead;             /* status --dead N: dead events listed (-1: not given, -2: bad) */
-    const char *dead_arg; /* its argument */
+    int dead;                    /* status --dead N: dead events listed (-1: not given, -2: bad) */
+    const char *dead_arg;        /* its argument */
     const char *output, *reason; /* pause, resume: --output NAME, --reason TEXT */
     const char *outbox;          /* --outbox NAME: one source of the config's sources */
     int source;                  /* pause, resume: --source */
@@ -50,6 +51,8 @@ static int parse_options(int argc, char **argv, cli *c)
                                              {"outbox", required_argument, NULL, 'b'},
                                              {"connect", no_argument, NULL, 'C'},
                                              {"dead", required_argument, NULL, 'X'},
+                                             {"print-sql", no_argument, NULL, 'Q'},
+                                             {"from", required_argument, NULL, 'F'},
                                              {NULL, 0, NULL, 0}};
     int opt;
     optind = 1;
@@ -70,6 +73,8 @@ static int parse_options(int argc, char **argv, cli *c)
         case 'r': c->reason = optarg; break;
         case 'b': c->outbox = optarg; break;
         case 'C': c->connect = 1; break;
+        case 'Q': c->print_sql = 1; break;
+        case 'F': c->from = optarg; break;
         case 'X': {
             char *end;
             long n = strtol(optarg, &end, 10);
@@ -98,10 +103,14 @@ static int each_source(const cli *c, const char *command, relay_config **cfgs, s
         const relay_config *cfg = cfgs[i];
         int quiet = c->json && !strcmp(command, "check-config");
         if (cfg->source_name && count > 1 && !quiet)
-            printf("source %s: ", cfg->source_name);
+            printf(c->print_sql ? "-- source %s\n" : "source %s: ", cfg->source_name);
         int one;
         if (!strcmp(command, "init-db"))
-            one = command_init_db(cfg, c->reset_slot, c->inbox);
+            one = command_init_db(cfg, &(init_db_options){c->reset_slot, c->inbox, c->print_sql,
+                                                          !c->from ? ADOPT_ASK
+                                                          : !strcmp(c->from, "now")
+                                                              ? ADOPT_FROM_NOW
+                                                              : ADOPT_FROM_BEGINNING});
         else if (!strcmp(command, "check-config"))
             one = command_check_config(cfg, c->print, quiet);
         else
@@ -141,9 +150,17 @@ static int shared_main(int argc, char **argv)
         fprintf(stderr, "outbox-relay %s: --watch takes seconds > 0, with status only\n", command);
         return 2;
     }
-    if ((c.inbox || c.reset_slot) && strcmp(command, "init-db") != 0) {
+    if ((c.inbox || c.reset_slot || c.print_sql || c.from) && strcmp(command, "init-db") != 0) {
         fprintf(stderr, "outbox-relay %s: --%s is an option of init-db\n", command,
-                c.inbox ? "inbox" : "reset-slot");
+                c.inbox        ? "inbox"
+                : c.reset_slot ? "reset-slot"
+                : c.print_sql  ? "print-sql"
+                               : "from");
+        return 2;
+    }
+    if (c.from && strcmp(c.from, "now") != 0 && strcmp(c.from, "beginning") != 0) {
+        fprintf(stderr, "outbox-relay init-db: --from takes now or beginning, not \"%s\"\n",
+                c.from);
         return 2;
     }
     int pausing = !strcmp(command, "pause") || !strcmp(command, "resume");
@@ -221,9 +238,13 @@ static const cli_command cli_commands[] = {
     {"reload", "-c FILE",
      "check FILE, then make the relays running it re-read\nit (SIGHUP; found by their -c in /proc)",
      OPT_CONFIG, shared_main},
-    {"init-db", "-c FILE [--reset-slot] [--inbox]",
+    {"init-db", "-c FILE [--from now|beginning] [--print-sql] [--reset-slot] [--inbox]",
      "create or upgrade the outbox schema (idempotent)",
      OPT_CONFIG OPT_OUTBOX
+     "  --from now|beginning         a table that already holds rows: mark them published\n"
+     "                               (now) or send every one (beginning); required then\n"
+     "  --print-sql                  print the SQL it would run (for a migration tool);\n"
+     "                               runs it in a transaction it rolls back: changes nothing\n"
      "  --reset-slot                 WAL mode: drop and re-create the replication slot\n"
      "  --inbox                      also the consumer inbox: outbox_inbox_accept(consumer,\n"
      "                               event_id) is true once per event (docs/consumers.md)\n",

@@ -141,8 +141,48 @@ PGconn *db_connect_replication(const relay_config *cfg, const char *application,
     return connect_as(cfg, application, 1, err, err_size);
 }
 
+/* init-db --print-sql's script: NULL, or where db_exec writes what it runs.
+ * Set once, before any thread starts. */
+static FILE *script;
+
+void db_script_to(FILE *out)
+{
+    script = out;
+}
+
+FILE *db_script(void)
+{
+    return script;
+}
+
+void db_script_call(PGconn *conn, const relay_config *cfg, const char *head,
+                    const char *const *args, int n)
+{
+    char *call = sql_render(cfg, head);
+    fprintf(script, "%s(", call);
+    for (int i = 0; i < n; i++) {
+        char *lit = PQescapeLiteral(conn, args[i], strlen(args[i]));
+        fprintf(script, "%s%s", i ? ", " : "", lit ? lit : "NULL");
+        PQfreemem(lit);
+    }
+    fputs(");\n", script);
+    free(call);
+}
+
+/* With a script, the install runs in the one transaction init-db opened and
+ * rolls back: its own BEGIN and COMMIT are only written. */
+static int script_only(const char *sql)
+{
+    if (!script)
+        return 0;
+    fprintf(script, "%s;\n", sql);
+    return !strcmp(sql, "BEGIN") || !strcmp(sql, "COMMIT");
+}
+
 int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size)
 {
+    if (script_only(sql))
+        return 0;
     PGresult *res = PQexec(conn, sql);
     ExecStatusType st = PQresultStatus(res);
     int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;

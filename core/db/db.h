@@ -3,6 +3,7 @@
 #define OBX_DB_H
 
 #include <libpq-fe.h>
+#include <stdio.h>
 
 #include "config/config.h"
 
@@ -19,6 +20,16 @@ PGconn *db_connect_replication(const relay_config *cfg, const char *application,
 
 /* Runs sql with no parameters; returns 0, or -1 with the error in err. */
 int db_exec(PGconn *conn, const char *sql, char *err, size_t err_size);
+
+/* init-db --print-sql: db_exec also writes each statement it runs to out,
+ * and only writes BEGIN and COMMIT (the caller holds one transaction open
+ * and rolls it back). NULL: off. Set before any thread starts. */
+void db_script_to(FILE *out);
+FILE *db_script(void);
+/* Writes a statement run by PQexecParams to the script: head (rendered by
+ * sql_render) called with args as literals. */
+void db_script_call(PGconn *conn, const relay_config *cfg, const char *head,
+                    const char *const *args, int n);
 
 /* Copies PQerrorMessage / the result's message to err as one line,
  * redacted (conninfo_redact). Use it for every libpq text the relay prints. */

@@ -121,6 +121,8 @@ static int copy_grants(PGconn *conn, const relay_config *cfg, char *why, size_t 
 int partition_convert_prepare(PGconn *conn, const relay_config *cfg, char *bound, size_t bound_size,
                               char *why, size_t why_size)
 {
+    if (db_script()) /* the conversion builds its indexes concurrently */
+        return snprintf(why, why_size, "--print-sql cannot show a conversion to partitions"), -1;
     /* two spans on: rows written until the conversion commits stay inside */
     const char *span[] = {cfg->partition_interval};
     if (query_one(conn, cfg,

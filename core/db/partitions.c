@@ -196,6 +196,8 @@ int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size
     const char *params[] = {cfg->schema, cfg->table, cfg->partition_interval, ahead};
     PGresult *res = PQexecParams(conn, sql, 4, NULL, params, NULL, NULL, 0);
     free(sql);
+    if (db_script()) /* init-db --print-sql: the call, its arguments written in */
+        db_script_call(conn, cfg, "SELECT {schema}.{n._partition_ahead}", params, 4);
     int made = -1;
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
         made = atoi(PQgetvalue(res, 0, 0));

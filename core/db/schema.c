@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db/adopt.h"
 #include "db/db.h"
 #include "db/dead_letter.h"
 #include "db/enqueue.h"
@@ -84,10 +85,8 @@ static const char plain_storage[] =
 
 /* A partitioned table's unique indexes must hold the partition key: there
  * event_id has a plain index (partitions.c says why). */
-static const char event_id_unique[] =
-    "CREATE UNIQUE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})";
-static const char event_id_plain[] =
-    "CREATE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})";
+static const char event_id_unique[] = "CREATE UNIQUE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})";
+static const char event_id_plain[] = "CREATE INDEX IF NOT EXISTS {n._event_id} ON {table} ({c.event_id})";
 
 /*
  * Version 1 named objects "<table><suffix>", which PostgreSQL cut at 63
@@ -312,10 +311,11 @@ static int install_objects(PGconn *conn, const relay_config *cfg, char *why, siz
     return partitions_make_ahead(conn, cfg, why, why_size) < 0 ? -1 : 0;
 }
 
-int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+int schema_install(PGconn *conn, const relay_config *cfg, adopt_from from, char *err,
+                   size_t err_size)
 {
     char why[1024], bound[128];
-    int convert = partitions_check_table(conn, cfg, why, sizeof why);
+    int convert = partitions_check_table(conn, cfg, why, sizeof why), mark_now = 0;
     if (convert < 0 ||
         (convert && partition_convert_prepare(conn, cfg, bound, sizeof bound, why, sizeof why) < 0))
         goto fail;
@@ -323,9 +323,10 @@ int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_
         goto fail;
     /* the relay's own tables are checked before anything reads or writes
      * them, and again once every one of them is made */
-    if (install_table(conn, cfg, convert ? bound : NULL, why, sizeof why) < 0 ||
-        schema_run_steps(conn, cfg, own_tables_steps, own_tables_step_count, why, sizeof why) <
-            0 ||
+    if (adopt_check(conn, cfg, from, &mark_now, why, sizeof why) < 0 ||
+        install_table(conn, cfg, convert ? bound : NULL, why, sizeof why) < 0 ||
+        (mark_now && adopt_mark_published(conn, cfg, why, sizeof why) < 0) ||
+        schema_run_steps(conn, cfg, own_tables_steps, own_tables_step_count, why, sizeof why) < 0 ||
         own_tables_check_all(conn, cfg, why, sizeof why) < 0 ||
         drop_v1_objects(conn, cfg, why, sizeof why) < 0 ||
         schema_run_steps(conn, cfg, enqueue_steps, enqueue_step_count, why, sizeof why) < 0 ||

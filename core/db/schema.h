@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 
 #include "config/config.h"
+#include "db/adopt.h"
 
 /* 2: object names that cannot collide, quoted names in the triggers; the
  * aggregate indexes of the fair ordered claim. 3: aggregate_seq and
@@ -13,8 +14,10 @@
 #define SCHEMA_VERSION_TEXT "3"
 
 /* Creates or upgrades the table, indexes, enqueue function and triggers,
- * idempotently, then checks each of them exists. Returns 0 or -1 with err. */
-int schema_install(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
+ * idempotently, then checks each of them exists; a table with rows that
+ * init-db never set up as from says (adopt.h). Returns 0 or -1 with err. */
+int schema_install(PGconn *conn, const relay_config *cfg, adopt_from from, char *err,
+                   size_t err_size);
 
 /* Renders each of steps[0..n) for cfg (sql_render) and runs it; stops at
  * the first failure: -1 with why. */

@@ -255,6 +255,19 @@ static int install_slot(PGconn *conn, const relay_config *cfg, int reset, char *
     return rc;
 }
 
+/* init-db --print-sql: the slot, if it is missing, after the transaction
+ * (a slot cannot be made in one that wrote). */
+static int script_slot(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    char status[32] = "";
+    int pid = 0, rc = wal_slot_state(conn, cfg, status, sizeof status, &pid, why, why_size);
+    if (rc == 1) {
+        const char *args[] = {cfg->wal_slot, "pgoutput"};
+        db_script_call(conn, cfg, "SELECT pg_catalog.pg_create_logical_replication_slot", args, 2);
+    }
+    return rc < 0 ? -1 : 0;
+}
+
 /* WAL mode keeps an event's columns apart (its dead-letter table has one
  * column each, and outbox_emit writes each): one table column mapped to two
  * of them (the poll source allows it, e.g. an event type that is its own
@@ -302,7 +315,8 @@ int wal_schema_install(PGconn *conn, const relay_config *cfg, int reset_slot, ch
     if (install_publication(conn, cfg, why, sizeof why) < 0)
         goto rollback;
     if (db_exec(conn, "COMMIT", why, sizeof why) < 0 ||
-        install_slot(conn, cfg, reset_slot, why, sizeof why) < 0)
+        (db_script() ? script_slot(conn, cfg, why, sizeof why)
+                     : install_slot(conn, cfg, reset_slot, why, sizeof why)) < 0)
         goto fail;
     return 0;
 rollback:;

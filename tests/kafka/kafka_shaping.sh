@@ -37,9 +37,9 @@ new_db() {
     WAL_DB=$TEST_DB
 }
 # init CFG: init-db, in this mode
-init() {
+init() { # CFG [--from beginning]: the rows written before init-db are sent too
     [ "$SOURCE" = poll ] || to_wal_mode "$1"
-    "$OBX_BIN" init-db -c "$1" >/dev/null || fail "init-db -c $1"
+    "$OBX_BIN" init-db -c "$@" >/dev/null || fail "init-db -c $*"
 }
 
 kmock_start outbox.event.Order:2 outbox.event.Customer:2 outbox.event.order.paid:1 outbox.event.order.shipped:1 tmpl:3
@@ -75,7 +75,7 @@ dbz_write() {
 [ "$SOURCE" = wal ] || dbz_write "WHERE aggregateid <> '6'" # poll: some before init-db
 relay_cfg "$WORK/dbz.cfg" 'id = "relay_id"; event_id = "id"; aggregate_type = "aggregatetype";
     aggregate_id = "aggregateid"; event_type = "type";' 'outbox.event.${aggregate_type}'
-init "$WORK/dbz.cfg"
+init "$WORK/dbz.cfg" $([ "$SOURCE" = wal ] || echo --from beginning)
 # plain INSERTs naming only Debezium's columns, after init-db
 dbz_write "$([ "$SOURCE" = wal ] || echo "WHERE aggregateid = '6'")"
 timeout 120 "$OBX_BIN" run --drain -c "$WORK/dbz.cfg" 2>"$WORK/dbz.log" || { tail "$WORK/dbz.log" >&2; fail "drain"; }

@@ -105,7 +105,7 @@ static int prepare_database(spec_ctx *ctx)
     if (fresh_database(ctx) < 0 || !(ctx->control = connect_as(ctx, "control")))
         return -1;
     char err[1024];
-    if (schema_install(ctx->control, ctx->cfg, err, sizeof err) < 0) {
+    if (schema_install(ctx->control, ctx->cfg, ADOPT_ASK, err, sizeof err) < 0) {
         fprintf(stderr, "init-db: %s\n", err);
         return -1;
     }
