@@ -58,14 +58,15 @@ int own_tables_check(PGconn *conn, const relay_config *cfg, const char *const *n
     int rc = -1;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
         db_error(conn, res, why, why_size);
-    else if (!PQgetisnull(res, 0, 1))
+    else if (!PQgetisnull(res, 0, 1)) {
+        rc = OWN_REFUSED;
         snprintf(why, why_size,
                  "%s.%s is %s owned by \"%s\", not a table of \"%s\" (the outbox's owner): a "
                  "role that may create in schema %s made it, and the relay does not read it "
                  "(it could run that role's code); drop it, then run `outbox-relay init-db -c %s`",
                  cfg->schema, PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 3),
                  PQgetvalue(res, 0, 4), cfg->schema, cfg->path);
-    else
+    } else
         rc = atoi(PQgetvalue(res, 0, 0));
     PQclear(res);
     return rc;

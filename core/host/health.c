@@ -28,11 +28,14 @@ long long health_down(output_health *h, const char *reason)
     pthread_mutex_lock(&h->lock);
     if (!h->down) {
         h->down = 1;
-        h->down_since_ms = now;
+        h->up_at_ms = 0;
         h->backoff_ms = PROBE_FIRST_MS;
-        h->outages++;
-        log_warn("output %s unavailable: %s; paused, no attempts counted while it is down", h->name,
-                 reason && reason[0] ? reason : "no reason given");
+        if (!h->down_since_ms) { /* else a probe passed but no send did: the same outage */
+            h->down_since_ms = now;
+            h->outages++;
+            log_warn("output %s unavailable: %s; paused, no attempts counted while it is down",
+                     h->name, reason && reason[0] ? reason : "no reason given");
+        }
     } else if (now >= h->probe_at_ms) {
         h->backoff_ms = h->backoff_ms * 2 > PROBE_MAX_MS ? PROBE_MAX_MS : h->backoff_ms * 2;
     }
@@ -43,12 +46,19 @@ long long health_down(output_health *h, const char *reason)
     return pause;
 }
 
-void health_up(output_health *h)
+void health_up(output_health *h, int acked)
 {
+    long long now = now_ms();
     pthread_mutex_lock(&h->lock);
     if (h->down) {
         h->down = 0;
-        log_info("output %s is back after %lld ms", h->name, now_ms() - h->down_since_ms);
+        h->up_at_ms = now;
+    }
+    /* the whole outage, not the last probe's wait (issue 49) */
+    if (acked && h->down_since_ms) {
+        long long down_ms = (h->up_at_ms ? h->up_at_ms : now) - h->down_since_ms;
+        log_info("output %s is back after %.1f s down", h->name, (double)down_ms / 1000.0);
+        h->down_since_ms = h->up_at_ms = 0;
     }
     pthread_mutex_unlock(&h->lock);
 }

@@ -1,7 +1,9 @@
 /* Each output's health, shared by the workers: up, or paused because it
  * said OBX_UNAVAILABLE. A paused output gets no messages; one worker at a
  * time probes it, with backoff, and the first success resumes it. Down and
- * back are logged once per outage, not per worker or message. */
+ * back are logged once per outage, not per worker or message: an outage
+ * ends with an acknowledged message, so a probe that passes and a send that
+ * fails again stay one outage. */
 #ifndef OBX_HEALTH_H
 #define OBX_HEALTH_H
 
@@ -11,9 +13,11 @@ typedef struct output_health {
     const char *name;
     pthread_mutex_t lock; /* guards every field below */
     int down;
-    long long down_since_ms, probe_at_ms; /* monotonic */
-    int backoff_ms;                       /* the next pause */
-    long long outages;                    /* how many times it went down */
+    long long down_since_ms; /* the outage's first failure (0: none open), monotonic */
+    long long up_at_ms;      /* when it was resumed in the open outage (0: not yet) */
+    long long probe_at_ms;   /* monotonic */
+    int backoff_ms;          /* the next pause */
+    long long outages;       /* how many times it went down */
 } output_health;
 
 void health_init(output_health *h, const char *name);
@@ -23,8 +27,10 @@ void health_destroy(output_health *h);
  * long messages deferred now should wait. */
 long long health_down(output_health *h, const char *reason);
 
-/* The output acknowledged a message or passed a probe. */
-void health_up(output_health *h);
+/* The output passed a probe (acked = 0): resumed; or acknowledged a message
+ * (acked = 1): resumed, and an open outage ends, logged with how long it
+ * was down (from its first failure to when it was resumed). */
+void health_up(output_health *h, int acked);
 
 int health_is_down(output_health *h);
 

@@ -193,7 +193,7 @@ int outputs_any_usable(outputs *o)
             continue;
         obx_status rc = probe(oi->inst, PROBE_TIMEOUT_MS);
         if (rc == OBX_OK) {
-            health_up(h);
+            health_up(h, 0);
             usable = 1;
         } else {
             health_down(h, "probe: still unavailable");
@@ -266,7 +266,7 @@ int outputs_switch(outputs *o)
 void outputs_succeeded(outputs *o, size_t i)
 {
     o->out[i].backoff_ms = 0;
-    health_up(&o->gen->health[i]);
+    health_up(&o->gen->health[i], 1);
 }
 
 long long outputs_pause_ms(outputs *o, size_t i)

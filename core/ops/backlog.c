@@ -91,9 +91,10 @@ static void poll_once(relay_state *st, PGconn **conn, const char *sql, char *err
     PQclear(res);
 }
 
-/* What an operator paused, each second: logged when it changes. A failed
- * read keeps the last set (the backlog poll reports the database); a
- * refused control table (db/own_tables.c) is logged, once while it lasts. */
+/* What an operator paused, each second: logged when it changes (the run
+ * read it once before its source started: outbox_run.c). A failed read
+ * keeps the last set (the backlog poll reports the database); a refused
+ * control table (db/own_tables.c) is logged, once while it lasts. */
 static void read_pauses(relay_state *st, PGconn *conn)
 {
     static _Thread_local char refused[512]; /* each outbox's poller thread its own */
@@ -103,22 +104,8 @@ static void read_pauses(relay_state *st, PGconn *conn)
     if (rc < 0 && strstr(err, OWN_CONTROL_TABLE) && strcmp(err, refused) != 0)
         log_warn("operator control: %s", err);
     text_copy(refused, sizeof refused, rc < 0 ? err : "");
-    if (rc < 0 || !changed)
-        return;
-    char names[512] = "";
-    pthread_mutex_lock(&st->pauses.lock);
-    text_copy(names, sizeof names, st->pauses.outputs ? st->pauses.outputs : "");
-    pthread_mutex_unlock(&st->pauses.lock);
-    for (char *nl = strchr(names, '\n'); nl; nl = strchr(nl, '\n'))
-        *nl = nl[1] ? ' ' : '\0';
-    if (atomic_load(&st->pauses.source))
-        log_warn("paused by an operator: the source (nothing is sent until `outbox-relay resume "
-                 "--source`)");
-    else if (names[0])
-        log_warn("paused by an operator: output %s (its events wait; no attempt is counted)",
-                 names);
-    else
-        log_info("nothing is paused by an operator now");
+    if (rc == 0 && changed)
+        control_log(&st->pauses);
 }
 
 void *backlog_main(void *arg)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+#include "base/text.h"
 #include "db/db.h"
 #include "db/own_tables.h"
 #include "db/sql.h"
@@ -23,8 +25,9 @@ static const char read_sql[] =
 /* clang-format on */
 
 /* Runs one of the statements above with params; NULL with err on failure.
- * absent: set when the table does not exist (then no error). The table is
- * init-db's (db/own_tables.c): one another role made is refused unread. */
+ * absent: set to 1 when the table does not exist (then no error), to
+ * OWN_REFUSED when it is not init-db's (db/own_tables.c): one another role
+ * made is refused unread. */
 static PGresult *run(PGconn *conn, const relay_config *cfg, const char *tmpl, int n,
                      const char *const *params, int *absent, char *err, size_t err_size)
 {
@@ -32,6 +35,8 @@ static PGresult *run(PGconn *conn, const relay_config *cfg, const char *tmpl, in
     if (ready <= 0) {
         if (ready == 0 && absent)
             *absent = 1;
+        else if (ready == OWN_REFUSED && absent)
+            *absent = OWN_REFUSED; /* with err */
         else if (ready == 0)
             snprintf(err, err_size,
                      "%s.%s is missing: run `outbox-relay init-db -c %s` (it makes the "
@@ -60,8 +65,8 @@ int control_read(PGconn *conn, const relay_config *cfg, pauses *p, int *changed,
     const char *params[] = {cfg->table};
     int absent = 0;
     PGresult *res = run(conn, cfg, read_sql, 1, params, &absent, err, err_size);
-    if (!res && !absent)
-        return -1;
+    if (!res && absent != 1)
+        return absent == OWN_REFUSED ? OWN_REFUSED : -1;
     int rows = res ? PQntuples(res) : 0, source = 0;
     size_t count = 0;
     const char **names = calloc((size_t)rows + 1, sizeof *names);
@@ -89,6 +94,24 @@ int control_read(PGconn *conn, const relay_config *cfg, pauses *p, int *changed,
     return 0;
 }
 
+void control_log(pauses *p)
+{
+    char names[512] = "";
+    pthread_mutex_lock(&p->lock);
+    text_copy(names, sizeof names, p->outputs ? p->outputs : "");
+    pthread_mutex_unlock(&p->lock);
+    for (char *nl = strchr(names, '\n'); nl; nl = strchr(nl, '\n'))
+        *nl = nl[1] ? ' ' : '\0';
+    if (atomic_load(&p->source))
+        log_warn("paused by an operator: the source (nothing is sent until `outbox-relay resume "
+                 "--source`)");
+    else if (names[0])
+        log_warn("paused by an operator: output %s (its events wait; no attempt is counted)",
+                 names);
+    else
+        log_info("nothing is paused by an operator now");
+}
+
 int control_set(PGconn *conn, const relay_config *cfg, const char *scope, const char *name,
                 int pause, const char *reason, char *err, size_t err_size)
 {
@@ -97,7 +120,7 @@ int control_set(PGconn *conn, const relay_config *cfg, const char *scope, const 
     PGresult *res = run(conn, cfg, pause ? pause_sql : resume_sql, pause ? 4 : 3, params,
                         pause ? NULL : &absent, err, err_size);
     if (!res)
-        return absent ? 0 : -1;
+        return absent == 1 ? 0 : -1;
     int done = atoi(PQcmdTuples(res)) > 0;
     PQclear(res);
     return done;
@@ -109,7 +132,7 @@ int control_print(PGconn *conn, const relay_config *cfg, FILE *out, char *err, s
     int absent = 0;
     PGresult *res = run(conn, cfg, read_sql, 1, params, &absent, err, err_size);
     if (!res)
-        return absent ? 0 : -1;
+        return absent == 1 ? 0 : -1;
     for (int r = 0; r < PQntuples(res); r++) {
         int source = strcmp(PQgetvalue(res, r, 0), CONTROL_SOURCE) == 0;
         fprintf(out, "paused:                 %s%s since %s by %s%s%s%s\n",
@@ -135,7 +158,7 @@ int control_json(PGconn *conn, const relay_config *cfg, json_t *json, char *err,
     const char *params[] = {cfg->table};
     int absent = 0;
     PGresult *res = run(conn, cfg, read_sql, 1, params, &absent, err, err_size);
-    if (!res && !absent)
+    if (!res && absent != 1)
         return -1;
     json_t *source = NULL, *outputs = json_object();
     for (int r = 0; res && r < PQntuples(res); r++) {

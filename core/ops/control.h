@@ -17,9 +17,13 @@
 #define CONTROL_OUTPUT "output"
 
 /* Reads the table's rows into p (none when the table does not exist yet).
- * *changed: 1 when the set differs from what p held. Returns 0, or -1 with err. */
+ * *changed: 1 when the set differs from what p held. Returns 0, or -1 with
+ * err, or OWN_REFUSED with err when the table is not init-db's (p kept). */
 int control_read(PGconn *conn, const relay_config *cfg, pauses *p, int *changed, char *err,
                  size_t err_size);
+
+/* Logs what p holds paused ("paused by an operator: ..."), or that nothing is. */
+void control_log(pauses *p);
 
 /* Pauses (pause = 1, with reason, may be NULL) or resumes scope/name.
  * Returns 1 when that changed something, 0 when it already was so, -1 with err. */

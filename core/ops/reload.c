@@ -64,6 +64,7 @@ static void carry_health(const config_gen *old, config_gen *next)
         pthread_mutex_lock(&from->lock);
         to->down = from->down;
         to->down_since_ms = from->down_since_ms;
+        to->up_at_ms = from->up_at_ms;
         to->probe_at_ms = from->probe_at_ms;
         to->backoff_ms = from->backoff_ms;
         to->outages = from->outages;

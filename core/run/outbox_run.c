@@ -5,13 +5,42 @@
 #include "base/log.h"
 #include "db/db.h"
 #include "db/schema.h"
+#include "db/own_tables.h"
 #include "forward/dead_forward.h"
 #include "ops/backlog.h"
+#include "ops/control.h"
 #include "run/sources.h"
 #include "telemetry/counters.h"
 
+/* What an operator paused, read here once before the source starts: the
+ * backlog poller reads it only a moment after the first claims or reads,
+ * and a pause set while no relay ran let thousands of events through to the
+ * paused output meanwhile (issue 49). No control table: nothing is paused;
+ * one that is not init-db's: nothing an operator set (pause refuses it
+ * too), and the poller says why. Any other failure stops the start rather
+ * than send to what may be paused. 0, or -1 with err. */
+static int read_pauses_first(PGconn *conn, relay_state *st, char *err, size_t err_size)
+{
+    int changed = 0;
+    char why[768];
+    int rc = control_read(conn, st->cfg, &st->pauses, &changed, why, sizeof why);
+    if (rc == OWN_REFUSED)
+        return 0;
+    if (rc < 0) {
+        snprintf(err, err_size,
+                 "cannot read what an operator paused, so nothing is sent (a paused output "
+                 "would get events): %s",
+                 why);
+        return -1;
+    }
+    if (atomic_load(&st->pauses.source) || atomic_load(&st->pauses.any))
+        control_log(&st->pauses);
+    return 0;
+}
+
 /* Checks what `run` needs before any worker starts: the database, the
- * schema, and the payload column's type (written to type). */
+ * schema, what an operator paused, and the payload column's type (written
+ * to type). */
 static int preflight(relay_state *st, char *type, size_t type_size)
 {
     char err[1024];
@@ -21,6 +50,8 @@ static int preflight(relay_state *st, char *type, size_t type_size)
         return -1;
     }
     int rc = schema_check(conn, st->cfg, err, sizeof err);
+    if (rc == 0)
+        rc = read_pauses_first(conn, st, err, sizeof err);
     if (rc == 0)
         rc = schema_payload_type(conn, st->cfg, type, type_size, err, sizeof err);
     if (rc == 0 && st->src->preflight)

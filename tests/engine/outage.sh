@@ -6,8 +6,9 @@
 # than max_attempts x backoff; then the file goes and the relay drains:
 # nothing dead-lettered, every event published exactly once, attempts = 1
 # for each, and the log says once that the output is unavailable and once
-# that it is back; during the outage `status` counts the events waiting for
-# the output, and /metrics shows it down.
+# that it is back, after how long down (the whole outage); during the
+# outage `status` counts the events waiting for the output, and /metrics
+# shows it down.
 ENG_TEST=outage
 . "$(dirname "$0")/engine_lib.sh"
 
@@ -49,5 +50,10 @@ expect_eq "attempts per event" "$(sql "SELECT string_agg(DISTINCT attempts::text
 [ "$(relay_stat "$WORK/relay.log" deferred)" -ge 1 ] || fail "no claim was deferred: the outage was not exercised"
 expect_eq "\"unavailable\" log lines" "$(grep -c "output mem unavailable" "$WORK/relay.log")" 1
 expect_eq "\"is back\" log lines" "$(grep -c "output mem is back" "$WORK/relay.log")" 1
+# the whole outage, not the last probe's wait: it began before the "unavailable"
+# line was seen and lasted past the 3 s slept after it, so at least 3.0 s
+BACK_S=$(sed -n 's/.*output mem is back after \([0-9]*\.[0-9]\) s down$/\1/p' "$WORK/relay.log")
+[ -n "$BACK_S" ] || fail "the back line's wording: $(grep "is back" "$WORK/relay.log")"
+awk -v s="$BACK_S" 'BEGIN { exit !(s >= 3.0) }' || fail "down for $BACK_S s by the back line, the outage lasted over 3 s"
 check_logs_clean
 echo "PASS outage"

@@ -4,11 +4,12 @@
 REC2=$WORK/record2.jsonl
 CFG=$WORK/relay.cfg
 
-# pause_cfg RELAY_SETTINGS [TOP_LEVEL]: the config, in $CFG
+# pause_cfg RELAY_SETTINGS [TOP_LEVEL]: the config, in $CFG (PAUSE_BATCH: the
+# batch size, 20)
 pause_cfg() {
     cat >"$CFG" <<EOF2
 database = { conninfo = "\${TEST_DSN}"; };
-relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; workers = 2; batch_size = 20;
+relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; workers = 2; batch_size = ${PAUSE_BATCH:-20};
           max_attempts = 1; $1 };
 ${2:-}
 outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; }; },

@@ -48,7 +48,7 @@ msub_wait
 expect_eq "published rows" "$(published)" "$N"
 expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
 expect_eq "rows with attempts other than 1" "$(sql "SELECT count(*) FROM outbox WHERE attempts <> 1")" 0
-grep -q "output mq is back after" "$PMQ_DIR/relay.log" || fail "no 'is back' line"
+grep -qE "output mq is back after [0-9]+\.[0-9] s down$" "$PMQ_DIR/relay.log" || fail "no 'is back' line"
 downs=$(grep -c "output mq unavailable" "$PMQ_DIR/relay.log")
 backs=$(grep -c "output mq is back after" "$PMQ_DIR/relay.log")
 expect_eq "down lines match back lines" "$downs" "$backs"

@@ -205,7 +205,7 @@ static void test_readyz(void **state)
     poll_result(m, 1, "", 0);
     health_down(&f->health[1], "test");
     expect_ready(f, 503, "\"output mq\\\"tt: unavailable\"");
-    health_up(&f->health[1]);
+    health_up(&f->health[1], 1);
     expect_ready(f, 200, NULL);
     atomic_store(&f->st.stop, 1);
     expect_ready(f, 503, "\"stopping\"");
