@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "cli/connect_cmd.h"
 #include "db/db.h"
 #include "db/inbox.h"
+#include "db/operator_args.h"
 #include "db/schema.h"
 #include "db/sql.h"
 #include "ops/control.h"
@@ -149,16 +151,29 @@ int command_init_db(const relay_config *cfg, const init_db_options *o)
     return 0;
 }
 
+int command_installed(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+{
+    return schema_check(conn, cfg, err, err_size) == 0 &&
+           connect_tables_check(conn, cfg, err, err_size) == 0;
+}
+
 int command_requeue(const relay_config *cfg, int all, char **ids, int count)
 {
     if (all == (count > 0)) {
         fprintf(stderr, "outbox-relay requeue: give either --all or one or more event ids\n");
         return 2;
     }
+    if (arg_check_event_ids("requeue", ids, count) < 0)
+        return 2;
     PGconn *conn = command_connect(cfg);
     if (!conn)
         return 1;
-    int rc = source_for(cfg)->requeue(conn, cfg, all, ids, count);
+    char err[1024];
+    int rc = command_installed(conn, cfg, err, sizeof err) ? 0 : 1;
+    if (rc)
+        fprintf(stderr, "outbox-relay requeue: %s\n", err);
+    else
+        rc = source_for(cfg)->requeue(conn, cfg, all, ids, count);
     PQfinish(conn);
     return rc;
 }

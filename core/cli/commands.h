@@ -27,6 +27,9 @@ typedef struct init_db_options {
     adopt_from from;
 } init_db_options;
 int command_init_db(const relay_config *cfg, const init_db_options *o);
+/* The schema and the source's tables are there: 1; else 0 with one line
+ * in err that says to run init-db. */
+int command_installed(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
 /* all, or the event ids in ids[0..count) */
 int command_requeue(const relay_config *cfg, int all, char **ids, int count);
 /* pause (1) or resume (0) an output by name, or the whole source (control.h) */

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "db/db.h"
+#include "db/operator_args.h"
 #include "db/pgarray.h"
 #include "event/route.h"
 #include "run/sources.h"
@@ -181,9 +182,21 @@ int purge_main(int argc, char **argv)
                 cfg->route_count);
         rc = 2;
     }
+    if (rc == 0 && arg_check_event_ids("purge", a.ids, a.id_count) < 0)
+        rc = 2;
     PGconn *conn = NULL;
     if (rc == 0 && !(conn = command_connect(cfg)))
         rc = 1;
+    char err[1024];
+    if (rc == 0 && !command_installed(conn, cfg, err, sizeof err)) {
+        fprintf(stderr, "outbox-relay purge: %s\n", err);
+        rc = 1;
+    }
+    if (rc == 0 && a.older_than &&
+        arg_interval(conn, "--older-than", a.older_than, err, sizeof err) < 0) {
+        fprintf(stderr, "outbox-relay purge: %s\n", err);
+        rc = 2;
+    }
     if (rc == 0)
         rc = purge(conn, cfg, &a);
     PQfinish(conn);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "base/text.h"
-#include "cli/connect_cmd.h"
+#include "cli/commands.h"
 #include "db/db.h"
 #include "db/schema.h"
 #include "db/sql_run.h"
@@ -22,7 +22,8 @@
 static const char dead_list_sql[] =
     "SELECT coalesce(d.event_id, d.dead_key), coalesce(d.event_type, '-'),"
     " coalesce(d.aggregate_type, '-') || '/' || coalesce(d.aggregate_id, '-'), d.attempts,"
-    " coalesce(d.error, ''), to_char(d.dead_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+    " coalesce(d.error, ''), to_char(d.dead_at AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
     " count(*) OVER () FROM (@DEAD@) d ORDER BY d.dead_at, d.created_at_us, d.dead_key LIMIT $1";
 
 /* A field of a listed event on one line: control characters as spaces,
@@ -85,14 +86,6 @@ static int dead_list(PGconn *conn, const relay_config *cfg, int limit, json_t *j
     return 0;
 }
 
-/* Before the source's own queries: the schema and the source's tables are
- * there, else one line that says to run init-db. */
-static int installed(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
-{
-    return schema_check(conn, cfg, err, err_size) == 0 &&
-           connect_tables_check(conn, cfg, err, err_size) == 0;
-}
-
 /* One report on *conn (connected first when NULL), with the first dead
  * events of the source. Returns 0 or 1. */
 static int report(const relay_config *cfg, PGconn **conn, int json, int dead)
@@ -102,7 +95,7 @@ static int report(const relay_config *cfg, PGconn **conn, int json, int dead)
         fprintf(stderr, "outbox-relay: %s\n", err);
         return 1;
     }
-    if (!installed(*conn, cfg, err, sizeof err)) {
+    if (!command_installed(*conn, cfg, err, sizeof err)) {
         fprintf(stderr, "outbox-relay: status%s%s: %s\n", cfg->source_name ? " of source " : "",
                 cfg->source_name ? cfg->source_name : "", err);
         return 1;

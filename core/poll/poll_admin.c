@@ -3,6 +3,7 @@
 #include "poll/poll_admin.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,9 @@ static int print_status(PGconn *conn, const relay_config *cfg, PGresult *t, PGre
     long long pending = atoll(PQgetvalue(t, 0, 0)), in_flight = atoll(PQgetvalue(t, 0, 1)),
               dead = atoll(PQgetvalue(t, 0, 2)) + atoll(PQgetvalue(t, 0, 5)),
               waiting = atoll(PQgetvalue(t, 0, 4));
-    double oldest = atof(PQgetvalue(t, 0, 3));
+    /* created_at is the inserting clock's (clock_timestamp()): a row
+     * written after this statement's now() reads as a little negative */
+    double oldest = pending ? fmax(atof(PQgetvalue(t, 0, 3)), 0) : 0;
     if (json) { /* flat, the first keys as before: scripts read them */
         json_int_t held = PQntuples(h) ? (json_int_t)atoll(PQgetvalue(h, 0, H_ALL)) : 0;
         json_object_update_new(json,
@@ -133,8 +136,9 @@ static int print_status(PGconn *conn, const relay_config *cfg, PGresult *t, PGre
     }
     printf("pending:                %lld\nin flight:              %lld\n"
            "dead:                   %lld\noldest pending age (s): %.3f\n"
-           "waiting for an output:  %lld (its broker was unreachable; no attempt counted)\n",
-           pending, in_flight, dead, oldest, waiting);
+           "waiting for an output:  %lld%s\n",
+           pending, in_flight, dead, oldest, waiting,
+           waiting ? " (its broker was unreachable; no attempt counted)" : "");
     print_held_text(h);
     return poll_outputs_status(conn, cfg, NULL);
 }

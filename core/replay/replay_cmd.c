@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "db/db.h"
+#include "db/operator_args.h"
 #include "db/pgarray.h"
 #include "host/source.h"
 #include "replay/replay_send.h"
@@ -69,8 +70,7 @@ static int parse(int argc, char **argv, replay_args *a)
     if (a->name && (!a->name[0] || strlen(a->name) > 100))
         return usage("--name takes 1 to 100 characters");
     if (!a->since)
-        return usage(
-            "--since TIME is required (a PostgreSQL timestamptz, e.g. '2026-12-01 10:00')");
+        return usage("--since TIME is required (e.g. '2026-12-01T10:00:00Z' or '1 hour ago')");
     for (int i = 0; i < a->aggregate_count; i++) {
         const char *slash = strchr(a->aggregates[i], '/');
         if (!slash || slash == a->aggregates[i] || !slash[1])
@@ -142,8 +142,15 @@ static int replay(relay_state *st, PGconn *conn, const replay_args *a, const rep
     char err[1024], args[4096];
     canonical(a, args, sizeof args);
     replay_progress p = {0};
-    int rc = replay_progress_begin(conn, st->cfg, a->name, args, a->since, a->until, &p, err,
-                                   sizeof err);
+    char since[64], until[64];
+    if (arg_time(conn, "--since", a->since, since, sizeof since, err, sizeof err) < 0 ||
+        (a->until &&
+         arg_time(conn, "--until", a->until, until, sizeof until, err, sizeof err) < 0)) {
+        fprintf(stderr, "outbox-relay replay: %s\n", err);
+        return 2;
+    }
+    int rc = replay_progress_begin(conn, st->cfg, a->name, args, since, a->until ? until : NULL, &p,
+                                   err, sizeof err);
     if (rc != 0) {
         fprintf(stderr, "outbox-relay replay: %s\n", err);
         return rc;

@@ -49,8 +49,8 @@ refused "say which dead events" -c "$CFG"
 refused "give it alone" -c "$CFG" --all --route 1
 refused "has 2 routes" -c "$CFG" --route 3
 refused "route's number" -c "$CFG" --route orders
-refused "invalid input syntax for type interval" -c "$CFG" --older-than 'ten days'
-refused "invalid input syntax for type uuid" -c "$CFG" --id not-a-uuid
+refused '--older-than "ten days" is not a positive interval' -c "$CFG" --older-than 'ten days'
+refused '"not-a-uuid" is not an event id' -c "$CFG" --id not-a-uuid
 refused "missing -c FILE" --all
 
 # the dry runs list and remove nothing

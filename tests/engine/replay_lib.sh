@@ -43,7 +43,7 @@ replay_round() {
     want_n=$(sql "SELECT count(*) FROM want")
 
     replay_refused "no such output" --since "$since" --to nowhere
-    replay_refused "invalid input syntax for type timestamp" --since "the other day"
+    replay_refused '--since "the other day" is not a time' --since "the other day"
     replay_refused "give a route's number" --since "$since" --route 2
     replay_refused "TYPE/ID" --since "$since" --aggregate Order
     replay_refused "rate" --since "$since" --rate 0
