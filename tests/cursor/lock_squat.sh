@@ -4,10 +4,12 @@
 # 1. It holds the partitions' key of a partitioned outbox: init-db exits
 #    non-zero naming its pid and role instead of succeeding with no
 #    partition made; once it is gone, init-db makes them.
-# 2. It holds the cursor reader's key and the partitions' key: the relay in
-#    cursor mode answers /readyz 503 naming it for both, with
-#    outbox_relay_lock_squatted 1 for both and a warning in the log, and
-#    delivers nothing; once its session ends, every event arrives.
+# 2. It holds the cursor reader's key, the partitions' key and the
+#    dead-letter forwarder's: the relay in cursor mode answers /readyz 503
+#    naming it for each, with outbox_relay_lock_squatted 1 for each and a
+#    warning in the log, and delivers nothing; once its session ends, every
+#    event arrives and the cursor's and forwarder's reasons go (the
+#    partitions' stays until the next upkeep pass, a minute on).
 WAL_AS=cursor
 ENG_TEST=cursorsquat
 . "$(dirname "$0")/../wal/wal_lib.sh"
@@ -25,11 +27,13 @@ psql -qAt -d postgres -c "CREATE ROLE $SQUATTER LOGIN" >/dev/null
 
 PORT=$("$MC" freeport)
 write_wal_cfg "$WORK/relay.cfg" 'partitions = { interval = "1 day"; ahead = 2; };' "delay_ms = 1;" \
-    "metrics = { listen = \"127.0.0.1:$PORT\"; };"
+    "metrics = { listen = \"127.0.0.1:$PORT\"; };
+dead_letter = { output = \"mem\"; destination = \"dead\"; };"
 . "$(dirname "$0")/../metrics/scrape.sh"
 
 CURSOR_KEY="hashtext('outbox-relay cursor'), hashtext('public.outbox')"
 PARTS_KEY="hashtext('outbox-relay partitions'), hashtext('public.outbox')"
+FORWARD_KEY="hashtext('public.outbox dead_letter')"
 # squat KEY...: a session of the LOGIN-only role takes each key and sleeps;
 # sets SQUAT_PID (its backend)
 squat() {
@@ -59,25 +63,26 @@ unsquat
 expect_eq "partitions made" "$(sql "SELECT count(*) > 0 FROM outbox_partition_bounds('outbox')")" t
 
 # --- 2
-squat "$CURSOR_KEY" "$PARTS_KEY"
+squat "$CURSOR_KEY" "$PARTS_KEY" "$FORWARD_KEY"
 NAMED=$(holder)
 sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 3), 'order.created', jsonb_build_object('n', g)))
      FROM generate_series(1, 10) g" >/dev/null
 start_relay "$WORK/relay.cfg" "$WORK/relay.log"
 for ((i = 0; i < 300; i++)); do # a liveness bound: the relay names it within seconds
     get /readyz >"$WORK/ready.txt" 2>/dev/null || true
-    grep -qF "cursor lock: held by $NAMED" "$WORK/ready.txt" &&
-        grep -qF "partitions lock: held by $NAMED" "$WORK/ready.txt" && break
+    named=0
+    for lock in cursor partitions dead_forward; do
+        grep -qF "$lock lock: held by $NAMED" "$WORK/ready.txt" && named=$((named + 1))
+    done
+    [ "$named" = 3 ] && break
     sleep 0.2
 done
 expect_eq "/readyz status with the locks squatted" "$(head -1 "$WORK/ready.txt")" 503
-grep -qF "cursor lock: held by $NAMED" "$WORK/ready.txt" &&
-    grep -qF "partitions lock: held by $NAMED" "$WORK/ready.txt" ||
-    fail "/readyz does not name the squatter ($NAMED): $(cat "$WORK/ready.txt")"
+[ "$named" = 3 ] || fail "/readyz does not name the squatter ($NAMED) for each lock: $(cat "$WORK/ready.txt")"
 scrape "$WORK/m1.txt"
 expect_eq "cursor lock squatted" "$(value "$WORK/m1.txt" 'outbox_relay_lock_squatted{lock="cursor"}')" 1
 expect_eq "partitions lock squatted" "$(value "$WORK/m1.txt" 'outbox_relay_lock_squatted{lock="partitions"}')" 1
-expect_eq "dead_forward lock squatted" "$(value "$WORK/m1.txt" 'outbox_relay_lock_squatted{lock="dead_forward"}')" 0
+expect_eq "dead_forward lock squatted" "$(value "$WORK/m1.txt" 'outbox_relay_lock_squatted{lock="dead_forward"}')" 1
 grep -qF "is held by $NAMED" "$WORK/relay.log" || fail "the log does not name the squatter"
 expect_eq "events delivered while the reader's lock is squatted" "$(ok_events)" 0
 
@@ -85,9 +90,15 @@ unsquat
 for ((i = 0; i < 300 && $(ok_events) < 10; i++)); do sleep 0.1; done
 expect_eq "events delivered once the squatter is gone" "$(ok_events)" 10
 grep -q "reading public.outbox from cursor" "$WORK/relay.log" || fail "the relay never read"
-get /readyz >"$WORK/ready.txt"
-grep -q "cursor lock" "$WORK/ready.txt" && fail "/readyz still names the cursor lock: $(cat "$WORK/ready.txt")"
+for ((i = 0; i < 300; i++)); do # the forwarder tries again every 5 s
+    get /readyz >"$WORK/ready.txt"
+    grep -qE "(cursor|dead_forward) lock" "$WORK/ready.txt" || break
+    sleep 0.2
+done
+grep -qE "(cursor|dead_forward) lock" "$WORK/ready.txt" &&
+    fail "/readyz still names the squatter: $(cat "$WORK/ready.txt")"
 scrape "$WORK/m2.txt"
 expect_eq "cursor lock squatted after" "$(value "$WORK/m2.txt" 'outbox_relay_lock_squatted{lock="cursor"}')" 0
+expect_eq "dead_forward lock squatted after" "$(value "$WORK/m2.txt" 'outbox_relay_lock_squatted{lock="dead_forward"}')" 0
 stop_relay "$RELAY_PID" 30
 echo "PASS: cursor_lock_squat"
