@@ -116,10 +116,12 @@ reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *
         lock_holder_find(r->conn, READER_KEY, 1, 1, params, &r->holder, ignored, sizeof ignored);
         return cursor_reader_close(r), READER_BUSY;
     }
-    memset(&r->holder, 0, sizeof r->holder);
     /* no reader of another layout runs, so its rows stay as they are */
-    if (cursor_shard_layout_lock(r->conn, r->cfg, err, err_size) != 1 ||
-        cursor_shard_raise(r->conn, r->cfg, err, err_size) < 0)
+    int layout = cursor_shard_layout_lock(r->conn, r->cfg, &r->holder, err, err_size);
+    if (layout == 0 && r->holder.pid && !r->holder.relay)
+        return cursor_reader_close(r), READER_BUSY; /* no relay's layout: a squatter */
+    memset(&r->holder, 0, sizeof r->holder);
+    if (layout != 1 || cursor_shard_raise(r->conn, r->cfg, err, err_size) < 0)
         return cursor_reader_close(r), READER_RETRY;
     if (cursor_reader_listen(r, 1, err, err_size) < 0 || load_place(r, at, err, err_size) < 0)
         return cursor_reader_close(r), READER_RETRY;

@@ -223,8 +223,8 @@ static void standby(cursor_source *src, int *said)
     lock_holder_text(h, who, sizeof who);
     int squat = lock_squat_note(&src->st->squats, LOCK_CURSOR, h);
     if (squat > 0)
-        log_warn("cursor: the reader's lock of %s.%s is held by %s, which is not a relay (not "
-                 "the relay's role): nothing is delivered until that session ends or lets go",
+        log_warn("cursor: a lock the reader of %s.%s needs is held by %s, which is not a relay "
+                 "(not the relay's role): nothing is delivered until that session ends or lets go",
                  src->cfg->schema, src->cfg->table, who);
     else if (h->pid && h->relay && (squat < 0 || !*said))
         log_info("standby: the cursor of %s.%s is held by another relay, %s; taking over when "
@@ -256,7 +256,7 @@ static void read_loop(cursor_source *src)
         }
         backoff = 100;
         if (lock_squat_note(&src->st->squats, LOCK_CURSOR, NULL) < 0)
-            log_info("cursor: the session that held the reader's lock let go");
+            log_info("cursor: the session that held a lock the reader needs let go");
         log_info("reading %s.%s from cursor %llu/%lld%s", src->cfg->schema, src->cfg->table,
                  (unsigned long long)src->saved.xid, src->saved.id,
                  standby_said ? " (took over as the active relay)" : "");

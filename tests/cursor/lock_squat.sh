@@ -10,6 +10,9 @@
 #    warning in the log, and delivers nothing; once its session ends, every
 #    event arrives and the cursor's and forwarder's reasons go (the
 #    partitions' stays until the next upkeep pass, a minute on).
+# 3. It holds (shared) the lock of another cursor layout (shards = 2), as a
+#    reader of that layout would: it is named for the cursor lock, and the
+#    reader starts once it goes.
 WAL_AS=cursor
 ENG_TEST=cursorsquat
 . "$(dirname "$0")/../wal/wal_lib.sh"
@@ -100,5 +103,24 @@ grep -qE "(cursor|dead_forward) lock" "$WORK/ready.txt" &&
 scrape "$WORK/m2.txt"
 expect_eq "cursor lock squatted after" "$(value "$WORK/m2.txt" 'outbox_relay_lock_squatted{lock="cursor"}')" 0
 expect_eq "dead_forward lock squatted after" "$(value "$WORK/m2.txt" 'outbox_relay_lock_squatted{lock="dead_forward"}')" 0
+stop_relay "$RELAY_PID" 30
+
+# --- 3
+squat "hashtext('outbox-relay cursor layout'), hashtext('public.outbox/2')"
+NAMED=$(holder)
+sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 3), 'order.created', jsonb_build_object('n', g)))
+     FROM generate_series(11, 15) g" >/dev/null
+start_relay "$WORK/relay.cfg" "$WORK/relay3.log"
+for ((i = 0; i < 300; i++)); do
+    get /readyz >"$WORK/ready.txt" 2>/dev/null || true
+    grep -qF "cursor lock: held by $NAMED" "$WORK/ready.txt" && break
+    sleep 0.2
+done
+grep -qF "cursor lock: held by $NAMED" "$WORK/ready.txt" ||
+    fail "/readyz does not name the squatter of another layout's key ($NAMED): $(cat "$WORK/ready.txt")"
+expect_eq "events delivered while a layout's lock is squatted" "$(ok_events)" 10
+unsquat
+for ((i = 0; i < 300 && $(ok_events) < 15; i++)); do sleep 0.1; done
+expect_eq "events delivered once the layout's squatter is gone" "$(ok_events)" 15
 stop_relay "$RELAY_PID" 30
 echo "PASS: cursor_lock_squat"
