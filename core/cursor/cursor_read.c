@@ -31,6 +31,8 @@ static const char load_tmpl[] =
 /* clang-format on */
 
 #define FETCH_NAME "obx_cursor_fetch"
+/* The reader's lock, $1 the shard's key */
+#define READER_KEY "pg_catalog.hashtext('outbox-relay cursor'), pg_catalog.hashtext($1)"
 /* Fields after the place's two columns, in event_row's order. */
 #define FIRST_FIELD 2
 
@@ -99,10 +101,8 @@ reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *
     if (r->cfg->cursor_shards > 1)
         snprintf(key + strlen(key), sizeof key - strlen(key), "/%d", sql_cursor_shard_key(r->cfg));
     const char *params[] = {key};
-    PGresult *res = PQexecParams(r->conn,
-                                 "SELECT pg_try_advisory_lock(hashtext('outbox-relay cursor'),"
-                                 " hashtext($1))",
-                                 1, NULL, params, NULL, NULL, 0);
+    PGresult *res = PQexecParams(r->conn, "SELECT pg_try_advisory_lock(" READER_KEY ")", 1, NULL,
+                                 params, NULL, NULL, 0);
     int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
     int mine = ok && PQgetvalue(res, 0, 0)[0] == 't';
     if (!ok)
@@ -110,11 +110,18 @@ reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *
     PQclear(res);
     if (!ok)
         return cursor_reader_close(r), READER_RETRY;
-    if (!mine)
+    if (!mine) {
+        /* any role may take the key: say who, a relay or not (unknown if this fails) */
+        char ignored[256];
+        lock_holder_find(r->conn, READER_KEY, 1, 1, params, &r->holder, ignored, sizeof ignored);
         return cursor_reader_close(r), READER_BUSY;
+    }
     /* no reader of another layout runs, so its rows stay as they are */
-    if (cursor_shard_layout_lock(r->conn, r->cfg, err, err_size) != 1 ||
-        cursor_shard_raise(r->conn, r->cfg, err, err_size) < 0)
+    int layout = cursor_shard_layout_lock(r->conn, r->cfg, &r->holder, err, err_size);
+    if (layout == 0 && r->holder.pid && !r->holder.relay)
+        return cursor_reader_close(r), READER_BUSY; /* no relay's layout: a squatter */
+    memset(&r->holder, 0, sizeof r->holder);
+    if (layout != 1 || cursor_shard_raise(r->conn, r->cfg, err, err_size) < 0)
         return cursor_reader_close(r), READER_RETRY;
     if (cursor_reader_listen(r, 1, err, err_size) < 0 || load_place(r, at, err, err_size) < 0)
         return cursor_reader_close(r), READER_RETRY;

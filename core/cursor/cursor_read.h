@@ -10,13 +10,15 @@
 
 #include "config/config.h"
 #include "cursor/cursor_place.h"
+#include "db/lock_holder.h"
 #include "event/event_row.h"
 
 typedef struct cursor_reader {
     const relay_config *cfg;
     PGconn *conn;
     char *fetch_sql, *save_sql, *load_sql;
-    int listening; /* LISTENs on the outbox's channel */
+    int listening;      /* LISTENs on the outbox's channel */
+    lock_holder holder; /* after READER_BUSY: who holds the reader's lock (pid 0: unknown) */
 } cursor_reader;
 
 typedef enum { READER_OPEN, READER_BUSY, READER_RETRY } reader_open_result;
@@ -24,8 +26,8 @@ typedef enum { READER_OPEN, READER_BUSY, READER_RETRY } reader_open_result;
 void cursor_reader_init(cursor_reader *r, const relay_config *cfg);
 void cursor_reader_free(cursor_reader *r);
 
-/* Connects, takes the reader's lock (READER_BUSY: another relay holds it),
- * LISTENs, and reads the saved place into *at. READER_RETRY with err. */
+/* Connects, takes the reader's lock (READER_BUSY: another session holds
+ * it, r->holder says which), LISTENs, and reads the saved place into *at. READER_RETRY with err. */
 reader_open_result cursor_reader_open(cursor_reader *r, cursor_place *at, char *err,
                                       size_t err_size);
 void cursor_reader_close(cursor_reader *r);

@@ -109,8 +109,21 @@ int cursor_shard_raise(PGconn *conn, const relay_config *cfg, char *err, size_t 
     return ok ? 0 : -1;
 }
 
-int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+/* Who holds layout's lock in the way of this reader (any role may take it). */
+static void layout_holder(PGconn *conn, const char *table, const char *layout, lock_holder *held)
 {
+    const char *params[] = {table, layout};
+    char ignored[256];
+    lock_holder_find(conn,
+                     "pg_catalog.hashtext('outbox-relay cursor layout'),"
+                     " pg_catalog.hashtext($1::text || '/' || $2::text)",
+                     1, 2, params, held, ignored, sizeof ignored);
+}
+
+int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, lock_holder *held, char *err,
+                             size_t err_size)
+{
+    memset(held, 0, sizeof *held);
     char table[2 * SQL_NAME_MAX + 2], layout[16], others[128] = "{";
     snprintf(table, sizeof table, "%s.%s", cfg->schema, cfg->table);
     snprintf(layout, sizeof layout, "%d", cfg->cursor_shards);
@@ -127,17 +140,23 @@ int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, char *err, s
         db_error(conn, res, err, err_size);
     } else if (PQgetvalue(res, 0, 0)[0] != 't') {
         snprintf(err, err_size, "a reader of another layout of %s is starting", table);
+        layout_holder(conn, table, layout, held);
         rc = 0;
     } else {
         PQclear(res);
         res = PQexecParams(conn, others_sql, 2, NULL, theirs, NULL, NULL, 0);
         if (PQresultStatus(res) != PGRES_TUPLES_OK)
             db_error(conn, res, err, err_size);
-        else if (!PQgetisnull(res, 0, 0))
+        else if (!PQgetisnull(res, 0, 0)) {
             snprintf(err, err_size,
                      "a relay reads %s with relay.cursor.shards = %s: stop every reader of "
                      "the old layout first (docs/sources.md, Cursor mode)",
                      table, PQgetvalue(res, 0, 0));
+            char first[16];
+            snprintf(first, sizeof first, "%.*s", (int)strcspn(PQgetvalue(res, 0, 0), ","),
+                     PQgetvalue(res, 0, 0));
+            layout_holder(conn, table, first, held);
+        }
         rc = PQresultStatus(res) != PGRES_TUPLES_OK ? -1 : PQgetisnull(res, 0, 0) ? 1 : 0;
     }
     PQclear(res);

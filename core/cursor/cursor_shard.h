@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "cursor/cursor_place.h"
+#include "db/lock_holder.h"
 
 /* A saved row of the cursor table: shard `shard` of `shards`. */
 typedef struct cursor_saved {
@@ -33,7 +34,9 @@ int cursor_shard_raise(PGconn *conn, const relay_config *cfg, char *err, size_t 
 
 /* Takes this layout's lock (shared by its shards) and checks that no reader
  * of another layout holds its own: 1 taken; 0 another layout reads (err
- * names it; the session holds nothing more then); -1 with err. */
-int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
+ * names it, *held is a session in the way: a relay or not; the session
+ * holds nothing more then); -1 with err. */
+int cursor_shard_layout_lock(PGconn *conn, const relay_config *cfg, lock_holder *held, char *err,
+                             size_t err_size);
 
 #endif

@@ -10,6 +10,7 @@
 #include "cursor/cursor_retention.h"
 #include "cursor/cursor_schema.h"
 #include "db/db.h"
+#include "db/lock_holder.h"
 #include "telemetry/counters.h"
 #include "window/window.h"
 #include "window/window_publish.h"
@@ -211,6 +212,31 @@ static void settle_in_flight(cursor_source *src)
         advance(src, now_ms(), 1);
 }
 
+/* The reader's lock is held elsewhere: by a relay (this is a standby, said
+ * once), or by a session of another role, which is no relay and would
+ * otherwise stop delivery unseen (issue 54): named in the log once per
+ * holder, and in /readyz and outbox_relay_lock_squatted while it holds. */
+static void standby(cursor_source *src, int *said)
+{
+    const lock_holder *h = &src->r.holder;
+    char who[224];
+    lock_holder_text(h, who, sizeof who);
+    int squat = lock_squat_note(&src->st->squats, LOCK_CURSOR, h);
+    if (squat > 0)
+        log_warn("cursor: a lock the reader of %s.%s needs is held by %s, which is not a relay "
+                 "(not the relay's role): nothing is delivered until that session ends or lets go",
+                 src->cfg->schema, src->cfg->table, who);
+    else if (h->pid && h->relay && (squat < 0 || !*said))
+        log_info("standby: the cursor of %s.%s is held by another relay, %s; taking over when "
+                 "it is released",
+                 src->cfg->schema, src->cfg->table, who);
+    else if (!h->pid && (squat < 0 || !*said))
+        log_info("standby: the cursor of %s.%s is held by another relay; taking over when it is "
+                 "released",
+                 src->cfg->schema, src->cfg->table);
+    *said = 1;
+}
+
 static void read_loop(cursor_source *src)
 {
     int standby_said = 0, backoff = 100;
@@ -218,10 +244,7 @@ static void read_loop(cursor_source *src)
         char err[1024];
         reader_open_result r = cursor_reader_open(&src->r, &src->saved, err, sizeof err);
         if (r == READER_BUSY) {
-            if (!standby_said++)
-                log_info("standby: the cursor of %s.%s is held by another relay; taking over "
-                         "when it is released",
-                         src->cfg->schema, src->cfg->table);
+            standby(src, &standby_said);
             counters_nap(&src->st->stop, 500);
             continue;
         }
@@ -232,6 +255,8 @@ static void read_loop(cursor_source *src)
             continue;
         }
         backoff = 100;
+        if (lock_squat_note(&src->st->squats, LOCK_CURSOR, NULL) < 0)
+            log_info("cursor: the session that held a lock the reader needs let go");
         log_info("reading %s.%s from cursor %llu/%lld%s", src->cfg->schema, src->cfg->table,
                  (unsigned long long)src->saved.xid, src->saved.id,
                  standby_said ? " (took over as the active relay)" : "");

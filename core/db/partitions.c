@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "db/db.h"
+#include "db/lock_holder.h"
 #include "db/sql.h"
 
 int partitions_on(const relay_config *cfg)
@@ -187,7 +189,11 @@ int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, siz
     return exists && !partitioned && partitions_on(cfg);
 }
 
-int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+/* The partitions' lock (taken in the functions above), $1 the table */
+#define PARTITIONS_KEY "pg_catalog.hashtext('outbox-relay partitions'), pg_catalog.hashtext($1)"
+
+int partitions_make_ahead(PGconn *conn, const relay_config *cfg, lock_holder *held, char *why,
+                          size_t why_size)
 {
     char *sql = sql_render(cfg, "SELECT count(*) FROM {schema}.{n._partition_ahead}"
                                 "($1, $2, $3::interval, $4::int)");
@@ -204,17 +210,63 @@ int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size
     else
         db_error(conn, res, why, why_size);
     PQclear(res);
-    return made;
+    if (made != 0 || !held)
+        return made;
+    /* none made: none missing, or the lock is held elsewhere (the function
+     * then returns nothing), perhaps by a session that is no relay */
+    char table[2 * SQL_NAME_MAX + 2];
+    snprintf(table, sizeof table, "%s.%s", cfg->schema, cfg->table);
+    const char *key[] = {table};
+    return lock_holder_find(conn, PARTITIONS_KEY, 1, 1, key, held, why, why_size) < 0 ? -1 : 0;
 }
 
-void partitions_keep_ahead(PGconn *conn, const relay_config *cfg)
+/* init-db waits this long for another session to let go of the
+ * partitions' lock: a relay's upkeep holds it for milliseconds. */
+#define INIT_WAIT_MS 5000
+#define INIT_NAP_MS 250
+
+int partitions_init_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size)
+{
+    lock_holder held = {0};
+    for (int waited = 0;; waited += INIT_NAP_MS) {
+        if (partitions_make_ahead(conn, cfg, &held, why, why_size) < 0)
+            return -1;
+        if (!held.pid)
+            return 0;
+        if (waited >= INIT_WAIT_MS)
+            break;
+        usleep(1000 * INIT_NAP_MS);
+    }
+    /* success here would be a lie: the partitions may all be missing */
+    char who[224];
+    lock_holder_text(&held, who, sizeof who);
+    snprintf(why, why_size,
+             "no partition could be made: for %d s the partitions' lock of %s.%s was held by "
+             "%s%s; end that session (pg_terminate_backend) and run init-db again",
+             INIT_WAIT_MS / 1000, cfg->schema, cfg->table, who,
+             held.relay ? "" : ", which is not a relay (not this command's role)");
+    return -1;
+}
+
+void partitions_keep_ahead(PGconn *conn, const relay_config *cfg, lock_squats *squats)
 {
     char why[512] = "";
-    int made = partitions_make_ahead(conn, cfg, why, sizeof why);
-    if (made < 0)
+    lock_holder held = {0};
+    int made = partitions_make_ahead(conn, cfg, &held, why, sizeof why);
+    if (made < 0) {
         log_warn("partitions: making partitions ahead: %s", why);
-    else if (made > 0)
+        return;
+    }
+    if (made > 0)
         log_info("partitions: made %d partitions ahead", made);
+    if (lock_squat_note(squats, LOCK_PARTITIONS, &held) < 0)
+        log_info("partitions: the session that held the partitions' lock let go");
+    if (held.pid && !held.relay) { /* said at every pass: partitions are not being made */
+        lock_holder_text(&held, why, sizeof why);
+        log_warn("partitions: the partitions' lock of %s.%s is held by %s, which is not a relay "
+                 "(not the relay's role): no partition is made or retired until it lets go",
+                 cfg->schema, cfg->table, why);
+    }
 }
 
 PGresult *partitions_run_on(PGconn *conn, const relay_config *cfg, const char *before,

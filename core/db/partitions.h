@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 
 #include "config/config.h"
+#include "db/lock_holder.h"
 
 /* Is the outbox configured as partitioned? */
 int partitions_on(const relay_config *cfg);
@@ -28,8 +29,11 @@ extern const char *const partitions_function_suffixes[];
 int partitions_check_table(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
 
 /* Makes the partitions from the current span to `ahead` spans past it that
- * are missing. Returns how many were made, or -1 with why. */
-int partitions_make_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
+ * are missing. Returns how many were made, or -1 with why. When none were
+ * made, *held (unless NULL) is the session holding the partitions' lock
+ * (pid 0: none), which stops every other from making them. */
+int partitions_make_ahead(PGconn *conn, const relay_config *cfg, lock_holder *held, char *why,
+                          size_t why_size);
 
 /* A retiring pass's lock wait: a partition in use is skipped until the
  * next pass rather than waited for. */
@@ -45,8 +49,14 @@ PGresult *partitions_run_on(PGconn *conn, const relay_config *cfg, const char *b
  * again after it. */
 PGresult *partitions_detach(PGconn *conn, const relay_config *cfg, const char *part, int finalize);
 
+/* partitions_make_ahead for init-db: another session holding the lock is
+ * waited for a few seconds, then named in why (-1): init-db never says it
+ * succeeded having made no partition it should have. */
+int partitions_init_ahead(PGconn *conn, const relay_config *cfg, char *why, size_t why_size);
+
 /* partitions_make_ahead for a source's upkeep: logs what it made, or why
- * it could not. */
-void partitions_keep_ahead(PGconn *conn, const relay_config *cfg);
+ * it could not (a holder of the lock that is no relay at every pass, noted
+ * in squats, which may be NULL). */
+void partitions_keep_ahead(PGconn *conn, const relay_config *cfg, lock_squats *squats);
 
 #endif

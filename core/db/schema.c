@@ -308,7 +308,7 @@ static int install_objects(PGconn *conn, const relay_config *cfg, char *why, siz
                          why_size) < 0 ||
         schema_run_steps(conn, cfg, dead_letter_steps, dead_letter_step_count, why, why_size) < 0)
         return -1;
-    return partitions_make_ahead(conn, cfg, why, why_size) < 0 ? -1 : 0;
+    return partitions_init_ahead(conn, cfg, why, why_size);
 }
 
 int schema_install(PGconn *conn, const relay_config *cfg, adopt_from from, char *err,

@@ -9,7 +9,9 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "db/db.h"
+#include "db/lock_holder.h"
 #include "db/pgarray.h"
+#include "db/sql.h"
 #include "db/sql_run.h"
 #include "deliver/delivery.h"
 #include "deliver/flight.h"
@@ -43,8 +45,8 @@ static const char done_sql[] =
 /* One relay of those sharing the outbox forwards (a session lock, held
  * while its session lives): each dead event goes out once, not once per
  * relay. */
-static const char lock_sql[] =
-    "SELECT pg_try_advisory_lock(hashtext({lit.table} || ' dead_letter'))";
+#define LOCK_KEY "pg_catalog.hashtext({lit.table} || ' dead_letter')"
+static const char lock_sql[] = "SELECT pg_try_advisory_lock(" LOCK_KEY ")";
 /* clang-format on */
 
 typedef struct forwarder {
@@ -86,6 +88,29 @@ static int waited_enough(const forwarder *f, long long sent)
            (stopping(f) && now >= atomic_load(&f->st->stop_at_ms) + f->cfg->shutdown_timeout_ms);
 }
 
+/* Who holds the forwarding lock f could not take: another relay forwards,
+ * or a session of another role, no relay, stops the forwarding (issue 54):
+ * named once per holder in the log, and in /readyz and metrics. */
+static void find_leader(forwarder *f)
+{
+    char err[512];
+    char *key = sql_render(f->cfg, LOCK_KEY);
+    lock_holder h;
+    int found = lock_holder_find(f->conn, key, 0, 0, NULL, &h, err, sizeof err) == 0;
+    free(key);
+    if (!found)
+        return;
+    int squat = lock_squat_note(&f->st->squats, LOCK_DEAD_FORWARD, &h);
+    char who[224];
+    lock_holder_text(&h, who, sizeof who);
+    if (squat > 0)
+        log_warn("dead-letter output: the forwarding lock of %s.%s is held by %s, which is not a "
+                 "relay (not the relay's role): no dead event is forwarded until it lets go",
+                 f->cfg->schema, f->cfg->table, who);
+    else if (squat < 0)
+        log_info("dead-letter output: the session that held the forwarding lock let go");
+}
+
 /* Takes the outbox's forwarding lock on f's session: 1 when held. */
 static int lead(forwarder *f)
 {
@@ -96,6 +121,10 @@ static int lead(forwarder *f)
     if (!res)
         log_warn("dead-letter output: %s", err);
     PQclear(res);
+    if (held && lock_squat_note(&f->st->squats, LOCK_DEAD_FORWARD, NULL) < 0)
+        log_info("dead-letter output: the session that held the forwarding lock let go");
+    else if (res && !held)
+        find_leader(f);
     return held;
 }
 

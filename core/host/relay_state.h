@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "config/config.h"
+#include "db/lock_holder.h"
 #include "event/message.h"
 #include "host/generation.h"
 #include "host/pauses.h"
@@ -39,6 +40,7 @@ typedef struct relay_state {
     const struct source_kind *src;  /* the source's table, set once by run/ (source.h) */
 
     void *gauges; /* the source's own series (source_kind.gauges_size; its metrics renders them) */
+    lock_squats squats; /* the relay's advisory locks held by a role that is not the relay's */
 } relay_state;
 
 /* Requests a graceful stop (async-signal-safe). */

@@ -201,6 +201,18 @@ static void heartbeats(FILE *f, relay_state *st, relay_metrics *m)
           counters_oldest_transaction_ms(m, now) / 1000.0);
 }
 
+static void squats(FILE *f, relay_state *st)
+{
+    expo_family(f, "outbox_relay_lock_squatted", "gauge",
+                "1 while a session of a role other than the relay's holds the relay's advisory "
+                "lock of this kind (what it guards is stopped until it lets go), else 0.");
+    for (int k = 0; k < LOCK_KINDS; k++) {
+        char who[8];
+        fprintf(f, "outbox_relay_lock_squatted{lock=\"%s\"} %d\n", lock_kind_names[k],
+                lock_squat_read(&st->squats, (lock_kind)k, who, sizeof who));
+    }
+}
+
 char *metrics_render(relay_state *st, size_t *len)
 {
     char *body = NULL;
@@ -218,6 +230,7 @@ char *metrics_render(relay_state *st, size_t *len)
         backlog(f, m);
         heartbeats(f, st, m);
     }
+    squats(f, st);
     if (st->src->metrics)
         st->src->metrics(f, st);
     gen_release(gen);

@@ -87,6 +87,12 @@ int probe_ready(relay_state *st, char **body)
             add_reason(reasons, "database: no successful poll for %lld s",
                        (now_ms() - b.polled_at_ms) / 1000);
     }
+    for (int k = 0; k < LOCK_KINDS; k++) {
+        char who[224];
+        if (lock_squat_read(&st->squats, (lock_kind)k, who, sizeof who))
+            add_reason(reasons, "%s lock: held by %s, not a relay (another role)",
+                       lock_kind_names[k], who);
+    }
     config_gen *gen = state_take_gen(st); /* the outputs of the running config */
     for (size_t i = 0; i < gen->cfg->output_count; i++) {
         int up;

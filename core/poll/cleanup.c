@@ -42,7 +42,7 @@ void *cleanup_main(void *arg)
             continue;
         }
         if (partitions_on(cfg)) {
-            if (partition_upkeep(conn, cfg, err, sizeof err) < 0) {
+            if (partition_upkeep(conn, cfg, &st->squats, err, sizeof err) < 0) {
                 log_warn("cleanup: %s", err);
                 PQfinish(conn);
                 conn = NULL;

@@ -64,11 +64,12 @@ static int retire_one(PGconn *conn, const relay_config *cfg, const char *part, c
     return detached ? drop_detached(conn, cfg, part, lo, hi) : 0;
 }
 
-int partition_upkeep(PGconn *conn, const relay_config *cfg, char *err, size_t err_size)
+int partition_upkeep(PGconn *conn, const relay_config *cfg, lock_squats *squats, char *err,
+                     size_t err_size)
 {
     if (db_exec(conn, PARTITIONS_LOCK_TIMEOUT, err, err_size) < 0)
         return -1;
-    partitions_keep_ahead(conn, cfg);
+    partitions_keep_ahead(conn, cfg, squats);
     if (!cfg->partition_keep)
         return db_lost(conn) ? -1 : 0;
     /* dead rows move to the dead-letter table, unless each holds its aggregate */

@@ -6,9 +6,12 @@
 #include <libpq-fe.h>
 
 #include "config/config.h"
+#include "db/lock_holder.h"
 
 /* One pass on conn (a session of its own: it sets lock_timeout). Logs what
- * it made, dropped and kept. Returns -1 with err when the session failed. */
-int partition_upkeep(PGconn *conn, const relay_config *cfg, char *err, size_t err_size);
+ * it made, dropped and kept, and notes in squats a holder of the partitions'
+ * lock that is no relay. Returns -1 with err when the session failed. */
+int partition_upkeep(PGconn *conn, const relay_config *cfg, lock_squats *squats, char *err,
+                     size_t err_size);
 
 #endif

@@ -41,7 +41,7 @@ static void make_partitions(window_side *dw, PGconn **db)
 {
     char err[512];
     if (window_side_session(db, dw->st->cfg, err, sizeof err))
-        partitions_keep_ahead(*db, dw->st->cfg);
+        partitions_keep_ahead(*db, dw->st->cfg, &dw->st->squats);
 }
 
 /* Writes one job on *db, connecting first when needed. Returns 0 or -1. */
