@@ -111,6 +111,7 @@ typedef struct relay_config {
 
     int workers;
     int batch_size;
+    int max_batch_mb; /* poll mode: a batch's rows' bytes, in MiB (at least one row) */
     int lease_ms;
     int poll_interval_ms;
     int shutdown_timeout_ms;

@@ -251,6 +251,8 @@ static const setting_def table[] = {
     ENUM("relay", "retention", retention, retentions, RETAIN_MARK, FIXED),
     INT("relay", "retention_hours", retention_hours, 0, 1000000, 168, FIXED),
     INT("relay", "max_payload_bytes", max_payload_bytes, 1, (1 << 30) - 1, 1 << 20, LIVE),
+    /* poll mode: a batch's rows, in MiB (at least one row, however large) */
+    INT("relay", "max_batch_mb", max_batch_mb, 1, 1 << 20, 32, FIXED),
     STRING("relay", "drivers_dir", drivers_dir, NULL, LIVE, .check = check_relative_path,
            .derived = "the built-in drivers directory"),
     ENUM("relay", "source", source, sources, SOURCE_POLL, FIXED),

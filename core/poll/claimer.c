@@ -11,7 +11,8 @@ void claimer_configure(claimer *k, const relay_config *cfg, int run_length)
     k->min_heads = (cfg->batch_size + run_length - 1) / run_length;
     if (k->heads < k->min_heads || k->heads > k->batch_size)
         k->heads = k->batch_size;
-    snprintf(k->batch, sizeof k->batch, "%d", cfg->batch_size);
+    k->budget = (long long)cfg->max_batch_mb << 20;
+    k->limit = cfg->batch_size;
     snprintf(k->max_payload, sizeof k->max_payload, "%d", cfg->max_payload_bytes);
     snprintf(k->run, sizeof k->run, "%d", run_length);
 }
@@ -47,7 +48,7 @@ static const char *after_row(claimer *k)
 
 static void took_up_to(claimer *k, const PGresult *claim, int rows)
 {
-    k->after_row = rows == k->batch_size ? atoll(PQgetvalue(claim, rows - 1, ROW_ID)) : 0;
+    k->after_row = rows == k->limit ? atoll(PQgetvalue(claim, rows - 1, ROW_ID)) : 0;
     if (!k->after_row || !k->furthest)
         return;
     long long seen = atomic_load(k->furthest);
@@ -55,15 +56,41 @@ static void took_up_to(claimer *k, const PGresult *claim, int rows)
         ;
 }
 
+/*
+ * The claim itself stops at the budget, but it sizes every row it locks or
+ * reads first: asking for about the budget's worth of rows of the last
+ * claim's size (and one more) keeps a backlog of large rows from being
+ * sized a whole batch at a time for a few rows each.
+ */
+static int rows_that_fit(const claimer *k)
+{
+    if (!k->row_bytes)
+        return k->batch_size;
+    long long fit = k->budget / k->row_bytes + 1;
+    return fit < k->batch_size ? (int)fit : k->batch_size;
+}
+
+static void learn_row_bytes(claimer *k, const PGresult *claim, int rows)
+{
+    if (rows == 0)
+        return;
+    long long bytes = 0;
+    for (int r = 0; r < rows; r++)
+        bytes += PQgetlength(claim, r, ROW_PAYLOAD) + PQgetlength(claim, r, ROW_HEADERS);
+    k->row_bytes = bytes / rows + 1;
+}
+
 int claimer_params(claimer *k, const char *params[CLAIM_PARAMS])
 {
+    k->limit = rows_that_fit(k);
+    snprintf(k->batch, sizeof k->batch, "%d", k->limit);
     params[CLAIM_BATCH] = k->batch;
     params[CLAIM_MAX_PAYLOAD] = k->max_payload;
     if (!k->ordered) {
         params[CLAIM_AFTER_ROW] = after_row(k);
         return CLAIM_PARAMS_UNORDERED;
     }
-    snprintf(k->heads_text, sizeof k->heads_text, "%d", k->heads);
+    snprintf(k->heads_text, sizeof k->heads_text, "%d", k->heads < k->limit ? k->heads : k->limit);
     params[CLAIM_AFTER_TYPE] = k->after_type;
     params[CLAIM_AFTER_ID] = k->after_id;
     params[CLAIM_RUN] = k->run;
@@ -90,11 +117,11 @@ int claimer_params(claimer *k, const char *params[CLAIM_PARAMS])
 
 static void learn_heads(claimer *k, int heads, int rows)
 {
-    if (rows == 0 || (heads < k->heads && rows < k->batch_size))
+    if (rows == 0 || (heads < k->heads && rows < k->limit))
         return;
     int next;
-    if (rows < k->batch_size) {
-        next = (int)((long long)k->batch_size * heads / rows) + 1;
+    if (rows < k->limit) {
+        next = (int)((long long)k->limit * heads / rows) + 1;
         k->calm = PROBE_AFTER;
     } else if (k->calm > 0) {
         k->calm--;
@@ -111,6 +138,7 @@ void claimer_advance(claimer *k, const PGresult *claim)
     free(k->after_id);
     k->after_type = k->after_id = NULL;
     int rows = PQntuples(claim);
+    learn_row_bytes(k, claim, rows);
     if (!k->ordered) { /* rows come in id order */
         took_up_to(k, claim, rows);
         return;

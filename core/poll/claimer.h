@@ -1,5 +1,6 @@
 /* What one claim tells the next: where an ordered claim's walk starts,
- * how many aggregates' heads it takes, where an unordered claim starts. One
+ * how many aggregates' heads it takes, where an unordered claim starts, how
+ * many rows fit in relay.max_batch_mb. One
  * per worker (its lanes share it). */
 #ifndef OBX_CLAIMER_H
 #define OBX_CLAIMER_H
@@ -21,6 +22,10 @@ typedef struct claimer {
     atomic_llong *furthest; /* NULL: this claimer's own place only */
     int claims_after;
     char after_text[24];
+    /* relay.max_batch_mb in bytes, the last claim's bytes a row (0: none
+     * yet), and the rows the claim in flight asked for (at most batch_size) */
+    long long budget, row_bytes;
+    int limit;
     char batch[16], max_payload[24], run[16], heads_text[16];
 } claimer;
 

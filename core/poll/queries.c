@@ -50,6 +50,17 @@
     " c_attempts, c_size, c_tid"
 
 /*
+ * A batch holds at most relay.max_batch_mb of rows (@BUDGET@ bytes), and
+ * at least one: a backlog of large rows must not fill the relay's memory a
+ * batch at a time. A row's bytes are its claimed size (@SIZE@) or, where
+ * that is not read, its payload as stored: neither reads the value. Rows
+ * locked past the budget are not returned; their locks end with the
+ * claim's transaction.
+ */
+#define BYTES(o) "coalesce(" o ".c_size, pg_column_size(" o ".c_payload), 0)"
+#define WITHIN_BUDGET(o) o ".c_before < @BUDGET@"
+
+/*
  * A claim only locks: the lease is the worker's transaction, held while the
  * batch is in flight, so an event is written once, when it is recorded. A
  * relay that dies or stops answering loses its locks with its session
@@ -59,9 +70,13 @@
  * the first; claimer.c says when).
  */
 static const char claim_unordered[] =
-    "SELECT" CLAIM_COLUMNS ", NULL, NULL, NULL, NULL FROM {table} t WHERE " CLAIMABLE("t")
+    "WITH c AS (SELECT" CLAIM_COLUMNS ", NULL::text AS c_lt, NULL::text AS c_la,"
+    " NULL::bigint AS c_n, NULL::boolean AS due FROM {table} t WHERE " CLAIMABLE("t")
     " AND t.{c.id} > coalesce($3::bigint, '-9223372036854775808')"
-    " ORDER BY t.{c.id} LIMIT $1 FOR UPDATE SKIP LOCKED";
+    " ORDER BY t.{c.id} LIMIT $1 FOR UPDATE SKIP LOCKED)"
+    " SELECT" CLAIMED ", c_lt, c_la, c_n, due FROM (SELECT c.*,"
+    " sum(" BYTES("c") ") OVER (ORDER BY c.c_id) - " BYTES("c") " AS c_before FROM c) c"
+    " WHERE " WITHIN_BUDGET("c") " ORDER BY c_id";
 
 #define AGG(o) o ".{c.aggregate_type}, " o ".{c.aggregate_id}"
 
@@ -144,11 +159,16 @@ static const char claim_ordered[] =
      * only guards that. The heads are read locked (they are this
      * transaction's already): a head updated since the statement's snapshot
      * is read as it is now, where the mark will find it. */
+    /* the budget is spent in the walk's order (from the aggregate after
+     * $3/$4, wrapping), each aggregate's rows by id: only ends of runs go */
     " SELECT" CLAIMED ", (SELECT h.t FROM heads h ORDER BY h.n DESC LIMIT 1),"
     " (SELECT h.a FROM heads h ORDER BY h.n DESC LIMIT 1), (SELECT count(*) FROM heads), c.due"
+    " FROM (SELECT u.*, sum(" BYTES("u") ") OVER (ORDER BY coalesce((u.c_type, u.c_agg)"
+    "  <= ($3::text, $4::text), false), u.c_type, u.c_agg, u.c_id) - " BYTES("u") " AS c_before"
     " FROM (SELECT * FROM (SELECT" CLAIM_COLUMNS ", true AS due FROM {table} t"
     "  WHERE t.{c.id} = ANY (ARRAY(SELECT id FROM heads)) FOR UPDATE OF t) hd"
-    "  UNION ALL SELECT" CLAIMED ", r.due FROM runs r) c LIMIT 2 * $1";
+    "  UNION ALL SELECT" CLAIMED ", r.due FROM runs r) u) c WHERE " WITHIN_BUDGET("c")
+    " LIMIT 2 * $1";
 
 /* on_dead = "block": a dead event holds back every later one of its aggregate. */
 static const char no_dead_before[] =
@@ -264,6 +284,9 @@ static int prepare(PGconn *conn, const relay_config *cfg, const char *name, cons
     text = text_fill(text, "@BEHIND_DEAD@", block ? behind_dead : "");
     text = text_fill(text, "@MARKED@", queries_mark_returns_ids(cfg) ? marked_ids : marked_count);
     text = text_fill(text, "@TID@", plain ? "t.ctid" : "NULL::tid");
+    char budget[32];
+    snprintf(budget, sizeof budget, "%lld", (long long)cfg->max_batch_mb << 20);
+    text = text_fill(text, "@BUDGET@", budget);
     text =
         text_fill(text, "@AT@", plain ? "ctid = ANY ($1::tid[])" : "{c.id} = ANY ($1::bigint[])");
     char *sql = sql_render(cfg, text);

@@ -20,6 +20,7 @@ static relay_config cfg_of(int batch, ordering_mode ordering)
     memset(&cfg, 0, sizeof cfg);
     cfg.batch_size = batch;
     cfg.max_payload_bytes = 1000;
+    cfg.max_batch_mb = 32;
     cfg.ordering = ordering;
     return cfg;
 }
@@ -178,6 +179,37 @@ static void test_unordered_claims_start_after_a_full_claim(void **state)
     claimer_free(&k);
 }
 
+/* A claim asks for about max_batch_mb of rows of the last claim's size, so
+ * that the rows past the budget are not sized for nothing; small rows
+ * again: the whole batch. */
+static void test_large_rows_ask_for_what_fits_the_budget(void **state)
+{
+    (void)state;
+    relay_config cfg = cfg_of(500, ORDERING_NONE);
+    cfg.max_batch_mb = 1;
+    claimer k = {0};
+    claimer_configure(&k, &cfg, 1);
+    const char *p[CLAIM_PARAMS];
+    claimer_params(&k, p);
+    assert_string_equal(p[CLAIM_BATCH], "500"); /* nothing known yet */
+    static char big[100 * 1024];
+    memset(big, 'x', sizeof big - 1);
+    claim_row r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = claim_row_of("1", "A", "1", "e");
+        r[i].v[ROW_PAYLOAD] = big;
+    }
+    PGresult *res = claim_result(r, 3);
+    claimer_advance(&k, res);
+    PQclear(res);
+    claimer_params(&k, p);
+    assert_string_equal(p[CLAIM_BATCH], "11"); /* 1 MiB of 100 kB rows, and one more */
+    advance(&k, 11, 11, "x"); /* rows of a few bytes */
+    claimer_params(&k, p);
+    assert_string_equal(p[CLAIM_BATCH], "500");
+    claimer_free(&k);
+}
+
 /* Workers sharing a place start after the furthest row any of them took,
  * each from the first row after its own claim that was not full. */
 static void test_workers_share_the_furthest_place(void **state)
@@ -216,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_single_events_cost_one_half_batch_in_seventeen),
         cmocka_unit_test(test_unordered_claims_start_after_a_full_claim),
         cmocka_unit_test(test_workers_share_the_furthest_place),
+        cmocka_unit_test(test_large_rows_ask_for_what_fits_the_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
