@@ -288,7 +288,7 @@ void cursor_run(relay_state *st)
     window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
     cursor_reader_init(&src->r, src->cfg);
     if (window_publisher_init(&src->pub, st, &src->w, cursor_retention_upkeep, NULL) < 0)
-        atomic_store(&st->failed, 1);
+        state_fail(st, "its outputs could not start (the log says why)");
     else
         read_loop(src);
     cursor_reader_free(&src->r);

@@ -7,6 +7,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/clock.h"
 #include "config/config.h"
@@ -31,7 +33,9 @@ typedef struct relay_state {
         drain; /* exit once nothing is pending (a fan-out target: set once its source ends) */
 
     atomic_int stop;         /* 1: stop claiming and finish; set by signals */
-    atomic_int failed;       /* a worker could not start: exit non-zero */
+    atomic_int failed;       /* ended for good (state_fail): exit non-zero */
+    _Atomic(char *) fatal;   /* why it failed, set once: /readyz and the engine's log say it */
+    atomic_int running;      /* its threads run (set by run/): outbox_relay_source_up */
     atomic_llong stop_at_ms; /* when stop was requested (monotonic) */
     relay_stats stats;
     atomic_llong claim_place; /* claimer.c: the furthest row the workers' unordered claims took */
@@ -48,6 +52,20 @@ static inline void state_request_stop(relay_state *st, long long now)
 {
     if (atomic_exchange(&st->stop, 1) == 0)
         atomic_store(&st->stop_at_ms, now);
+}
+
+/* The source cannot go on (its slot is gone, its threads could not start):
+ * why (one line, no secret: /readyz shows it) is kept, the first one only,
+ * before failed is set, so whoever sees failed can read it. */
+static inline void state_fail(relay_state *st, const char *why)
+{
+    char *mine = strdup(why);
+    if (mine) /* libpq's messages end in a newline */
+        mine[strcspn(mine, "\n")] = '\0';
+    char *none = NULL;
+    if (!mine || !atomic_compare_exchange_strong(&st->fatal, &none, mine))
+        free(mine);
+    atomic_store(&st->failed, 1);
 }
 
 /* The current generation, with one more user the caller must release. */

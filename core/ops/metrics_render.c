@@ -221,6 +221,12 @@ char *metrics_render(relay_state *st, size_t *len)
         return NULL;
     /* the outputs and routes of the running config generation (live reload) */
     config_gen *gen = state_take_gen(st);
+    /* kept after a fatal end (run/engine.c), so a source that stopped shows
+     * as down rather than vanish from the scrape */
+    expo_family(f, "outbox_relay_source_up", "gauge",
+                "1 while the source's threads run; 0 before they start (its database not "
+                "reached yet) and after it ended for good (the log and /readyz say why).");
+    fprintf(f, "outbox_relay_source_up %d\n", atomic_load(&st->running));
     legacy_totals(f, st);
     outputs_up(f, st, gen);
     relay_metrics *m = st->metrics;

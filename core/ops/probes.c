@@ -30,6 +30,15 @@ static void add_reason(json_t *reasons, const char *fmt, ...)
     json_array_append_new(reasons, json_string(text)); /* jansson escapes it */
 }
 
+/* A source that ended for good, and why (relay_state.fatal). */
+static void fatal_reason(json_t *reasons, relay_state *st)
+{
+    const char *why = atomic_load(&st->fatal);
+    const char *name = st->cfg->source_name;
+    add_reason(reasons, "%s%s%sended: %s", name ? "source " : "", name ? name : "", name ? " " : "",
+               why ? why : "(no reason given)");
+}
+
 static json_t *answer(json_t *reasons, const char *good, const char *bad)
 {
     int ok = json_array_size(reasons) == 0;
@@ -46,7 +55,7 @@ int probe_health(relay_state *st, char **body)
     json_t *reasons = json_array();
     relay_metrics *m = st->metrics;
     if (atomic_load(&st->failed))
-        add_reason(reasons, "a worker could not start");
+        fatal_reason(reasons, st);
     long long now = now_ms();
     config_gen *gen = state_take_gen(st); /* poll_interval_ms may have changed live */
     long long stale_ms = m ? counters_stale_ms(m, gen->cfg) : 0;
@@ -69,7 +78,9 @@ int probe_ready(relay_state *st, char **body)
 {
     json_t *reasons = json_array();
     relay_metrics *m = st->metrics;
-    if (atomic_load(&st->stop))
+    if (atomic_load(&st->failed)) /* it has stopped for good: say why */
+        fatal_reason(reasons, st);
+    else if (atomic_load(&st->stop))
         add_reason(reasons, "stopping");
     if (!m) {
         add_reason(reasons, "database: not measured");

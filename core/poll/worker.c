@@ -309,7 +309,7 @@ void *worker_main(void *arg)
     worker *w = arg;
     counters_thread_register(w->st->metrics, w->index); /* counters: liveness */
     if (outputs_ensure(&w->dl.outs, 1) < 0) {
-        atomic_store(&w->st->failed, 1);
+        state_fail(w->st, "a worker's outputs could not start (the log says why)");
         state_request_stop(w->st, now_ms());
         return NULL;
     }

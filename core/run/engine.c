@@ -18,7 +18,8 @@
 #include "telemetry/counters.h"
 #include "telemetry/tracing.h"
 
-static atomic_llong stop_signal_ms;  /* a stop signal's time, for the engine's thread to pass on */
+static atomic_llong stop_signal_ms;  /* a stop's time (a signal's, or a source's fatal end's), for
+                                      * the engine's thread to pass on */
 static long long first_signal_ms;    /* written only by on_signal, which blocks the others */
 static volatile sig_atomic_t hangup; /* SIGHUP seen, the reload not yet done */
 
@@ -209,6 +210,25 @@ static void drain_targets(engine *e, const outbox_run *source)
     }
 }
 
+/* r ended for good (relay_state.fatal says why). With several sources the
+ * process stops as on SIGTERM: the others finish what they have in flight,
+ * then it exits 1 and the service manager restarts it (docs/sources.md),
+ * rather than relay on with one outbox silently left behind (issue 54). r
+ * stays in the set meanwhile: /readyz names it and why, and its series stay,
+ * with outbox_relay_source_up 0. One outbox: the process ends with it. */
+static void ended_for_good(engine *e, const outbox_run *r)
+{
+    if (!e->set.labelled)
+        return;
+    const char *why = atomic_load(&r->st->fatal);
+    speak_for(r);
+    log_error("source %s ended: %s; stopping the other sources, then exiting 1",
+              r->st->cfg->source_name, why ? why : "(no reason given)");
+    speak_for(NULL);
+    long long none = 0;
+    atomic_compare_exchange_strong(&stop_signal_ms, &none, now_ms());
+}
+
 /* After the deadline, what a source still runs may take this long: the
  * statement that releases its in-flight rows is the one a stop waits for. */
 #define RELEASE_GRACE_MS 500
@@ -240,6 +260,8 @@ static size_t tick(engine *e)
         } else if (r->src->join(r->run, 0)) {
             run_end(r);
             drain_targets(e, r);
+            if (atomic_load(&st->failed))
+                ended_for_good(e, r);
         } else {
             config_gen *gen = state_take_gen(st);
             stalled |= counters_stalled(st->metrics, gen->cfg, now_ms());
@@ -253,7 +275,7 @@ static size_t tick(engine *e)
                                                              RELEASE_GRACE_MS);
             }
         }
-        if (r->ended)
+        if (r->ended && !atomic_load(&st->failed)) /* a failed one stays: see ended_for_good */
             source_set_remove(&e->set, st);
         else
             live++;

@@ -119,6 +119,7 @@ void run_free(outbox_run *r)
     counters_free(st->metrics);
     free(st->gauges);
     config_free((relay_config *)st->cfg);
+    free(atomic_load(&st->fatal));
     free(st);
     free(r);
 }
@@ -134,6 +135,7 @@ int run_start(outbox_run *r)
         r->src->describe(st->cfg, st->drain, line, sizeof line);
         log_info("relay starting: %s", line);
         r->run = r->src->start(st, r->payload_type);
+        atomic_store(&st->running, 1);
         pthread_create(&r->poller, NULL, backlog_main, st); /* operator pauses, backlog gauges */
         int dead_letters = 0; /* a dead_letter group, the global one or a route's, names one */
         for (size_t i = 0; i < st->cfg->output_count; i++)
@@ -180,6 +182,7 @@ void run_end(outbox_run *r)
 {
     relay_state *st = r->st;
     r->ended = 1;
+    atomic_store(&st->running, 0);
     if (!r->run)
         return;
     state_request_stop(st, now_ms());

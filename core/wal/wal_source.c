@@ -223,7 +223,7 @@ void wal_run(relay_state *st)
     window_init(&src->w, src->cfg->ordering == ORDERING_AGGREGATE);
     wal_decoder_init(&src->dec, src->cfg, &src->gauges->ignored);
     if (window_publisher_init(&src->pub, st, &src->w, wal_slot_upkeep, &src->slot) < 0) {
-        atomic_store(&st->failed, 1);
+        state_fail(st, "its outputs could not start (the log says why)");
         goto out;
     }
     if (st->drain)
@@ -244,7 +244,7 @@ void wal_run(relay_state *st)
             log_error("%s; the relay cannot continue (`outbox-relay init-db -c %s`, or "
                       "--reset-slot for an invalidated slot: see docs/sources.md, Slot safety)",
                       err, src->cfg->path);
-            atomic_store(&st->failed, 1);
+            state_fail(st, err);
             break;
         }
         if (r == WAL_OPEN_RETRY) {
@@ -265,7 +265,9 @@ void wal_run(relay_state *st)
         if (rc == 0)
             break;
         if (rc == -2) {
-            atomic_store(&st->failed, 1);
+            char why[256];
+            snprintf(why, sizeof why, "replication slot %s was invalidated", src->cfg->wal_slot);
+            state_fail(st, why);
             break;
         }
         /* lost: what was not confirmed comes again from the slot */
