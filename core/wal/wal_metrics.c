@@ -2,6 +2,11 @@
 
 #include "telemetry/exposition.h"
 
+long long wal_backlog_bytes(const relay_state *st)
+{
+    return atomic_load(&((wal_gauges *)st->gauges)->lag_bytes);
+}
+
 /* WAL mode: how much the slot holds back, and whether this process streams. */
 void wal_metrics(FILE *f, const relay_state *st)
 {

@@ -18,6 +18,9 @@ typedef struct wal_gauges {
     atomic_llong ignored; /* logical messages with the relay's prefix ignored */
 } wal_gauges;
 
+/* source_kind.backlog_bytes: the slot's lag, as last checked. */
+long long wal_backlog_bytes(const relay_state *st);
+
 /* source_kind.metrics. */
 void wal_metrics(FILE *f, const relay_state *st);
 
