@@ -42,49 +42,21 @@ static void amount(const progress *p, long long pending, char *out, size_t out_s
     snprintf(out, out_size, "%s %s of WAL", n, mb ? "MB" : "kB");
 }
 
-static void begin_interval(progress *p, long long now, long long pending, long long done)
+/* The line at an interval's end, if it is worth one. */
+static int interval_line(progress *p, const char *name, long long now, long long pending,
+                         long long done, long long min, int waiting, char *line, size_t line_size)
 {
-    p->sampled = 1;
-    p->at_ms = now;
-    p->pending = pending;
-    p->done = done;
-}
-
-int progress_sample(progress *p, const char *name, long long now, long long pending, long long done,
-                    char *line, size_t line_size)
-{
-    if (!p->sampled) {
-        begin_interval(p, now, pending, done);
-        return 0;
-    }
-    long long min = p->bytes ? PROGRESS_MIN_BYTES : PROGRESS_MIN_EVENTS;
-    /* A few events that nothing finished may be stuck, not drained: the
-     * interval's end says. The slot's lag never reaches 0 (what the server
-     * wrote since the last confirm), so bytes have no such case. */
-    int waiting = !p->bytes && pending > 0 && done == p->done;
-    char what[48], left[48], rate[32], took[48];
-    if (p->backlog && pending < min && !waiting) { /* at once, not at the interval's end */
-        progress_count(what, sizeof what, done - p->since_done);
-        progress_duration(took, sizeof took, now - p->since_ms);
-        snprintf(line, line_size, "backlog of %s drained: %s events in %s", name, what, took);
-        p->backlog = 0;
-        begin_interval(p, now, pending, done);
-        return 1;
-    }
-    long long dt = now - p->at_ms;
-    if (dt < PROGRESS_INTERVAL_MS)
-        return 0;
-    long long shrunk = p->pending - pending;
+    long long dt = now - p->at_ms, shrunk = p->pending - pending;
     int stuck = shrunk <= 0 && pending > 0 && (pending >= min || waiting);
-    if (pending < min && !stuck) { /* idle, or a small flow that keeps up */
-        begin_interval(p, now, pending, done);
+    if (pending < min && !stuck) /* idle, or a small flow that keeps up */
         return 0;
-    }
-    if (!p->backlog) {
-        p->backlog = 1;
+    if (!p->seen) { /* a few stuck events */
+        p->seen = 1;
         p->since_ms = p->at_ms;
         p->since_done = p->done;
     }
+    p->logged = 1;
+    char what[48], rate[32], left[48];
     amount(p, pending, what, sizeof what);
     progress_count(rate, sizeof rate, (done - p->done) * 1000 / dt);
     if (stuck) {
@@ -96,6 +68,55 @@ int progress_sample(progress *p, const char *name, long long now, long long pend
     }
     snprintf(line, line_size, "backlog of %s: %s pending, %s events/s over the last %lld s, %s",
              name, what, rate, (dt + 500) / 1000, left);
-    begin_interval(p, now, pending, done);
     return 1;
+}
+
+static void begin_interval(progress *p, long long now, long long pending, long long done)
+{
+    p->sampled = 1;
+    p->at_ms = now;
+    p->pending = pending;
+    p->done = done;
+}
+
+int progress_sample(progress *p, const char *name, long long now, long long pending, long long done,
+                    char *line, size_t line_size)
+{
+    if (pending < 0) /* a 0 taken for it would make the first line "not shrinking" */
+        return 0;
+    if (!p->sampled) {
+        begin_interval(p, now, pending, done);
+        p->prev_ms = now;
+        p->prev_done = done;
+    }
+    long long min = p->bytes ? PROGRESS_MIN_BYTES : PROGRESS_MIN_EVENTS;
+    /* A few events that nothing finished may be stuck, not drained: the
+     * interval's end says. The slot's lag never reaches 0 (what the server
+     * wrote since the last confirm), so bytes have no such case. */
+    int waiting = !p->bytes && pending > 0 && done == p->done;
+    int said = 0;
+    if (p->seen && pending < min && !waiting) { /* over: said at once, not at the interval's end */
+        if (p->logged) {
+            char n[32], took[32];
+            progress_count(n, sizeof n, done - p->since_done);
+            progress_duration(took, sizeof took, now - p->since_ms);
+            snprintf(line, line_size, "backlog of %s drained: %s events in %s", name, n, took);
+            said = 1;
+        }
+        p->seen = p->logged = 0; /* a burst gone within an interval was never worth a line */
+        begin_interval(p, now, pending, done);
+    } else if (!p->seen && pending >= min) {
+        /* It appeared: shrink and rate from here (from the idle sample
+         * before, the first line would always say "not shrinking"). */
+        p->seen = 1;
+        p->since_ms = p->prev_ms;
+        p->since_done = p->prev_done;
+        begin_interval(p, now, pending, done);
+    } else if (now - p->at_ms >= PROGRESS_INTERVAL_MS) {
+        said = interval_line(p, name, now, pending, done, min, waiting, line, line_size);
+        begin_interval(p, now, pending, done);
+    }
+    p->prev_ms = now;
+    p->prev_done = done;
+    return said;
 }

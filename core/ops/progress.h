@@ -20,12 +20,15 @@
 typedef struct progress {
     int bytes;   /* pending is bytes of WAL, not events (set once, before the first sample) */
     int sampled; /* the interval below has begun */
-    int backlog; /* a backlog line was logged: the drained line is owed */
+    int seen;    /* a backlog is on, since since_ms */
+    int logged;  /* a line about it was logged: the drained line is owed */
     long long at_ms, pending, done; /* the interval's first sample */
+    long long prev_ms, prev_done;   /* the sample before */
     long long since_ms, since_done; /* where the backlog began */
 } progress;
 
-/* One sample: now (monotonic ms), pending (events, or bytes), done (events
+/* One sample: now (monotonic ms), pending (events, or bytes; negative: not
+ * known yet, the sample is skipped), done (events
  * finished, published or dead, since the relay started; it never goes
  * down). Writes the line to log (without the level) into line and returns 1,
  * or returns 0 with nothing to say. name: the outbox, as "public.outbox". */

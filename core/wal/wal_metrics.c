@@ -4,7 +4,8 @@
 
 long long wal_backlog_bytes(const relay_state *st)
 {
-    return atomic_load(&((wal_gauges *)st->gauges)->lag_bytes);
+    wal_gauges *g = st->gauges;
+    return atomic_load(&g->lag_known) ? atomic_load(&g->lag_bytes) : -1;
 }
 
 /* WAL mode: how much the slot holds back, and whether this process streams. */

@@ -85,6 +85,27 @@ static void test_drain_reports_then_drained_once(void **state)
         assert_null(sample(&p, t, 0, 100000));
 }
 
+static void test_burst_measured_from_its_start(void **state)
+{
+    (void)state;
+    progress p = {0};
+    assert_null(sample(&p, 0, 0, 0));
+    assert_null(sample(&p, 5000, 0, 0));
+    /* 16,000 came at once: not "not shrinking" against the idle sample */
+    assert_null(sample(&p, 10000, 16000, 1000));
+    assert_null(sample(&p, 15000, 10000, 7000));
+    assert_string_equal(sample(&p, 20000, 5000, 12000),
+                        "backlog of public.outbox: 5,000 pending, 1,100 events/s over the last "
+                        "10 s, about 5 s left");
+    assert_string_equal(sample(&p, 25000, 0, 17000),
+                        "backlog of public.outbox drained: 17,000 events in 20 s");
+    /* a burst gone before an interval's end: never a line */
+    assert_null(sample(&p, 30000, 4000, 17000));
+    assert_null(sample(&p, 35000, 0, 21000));
+    for (long long t = 40000; t <= 80000; t += 5000)
+        assert_null(sample(&p, t, 0, 21000));
+}
+
 static void test_stuck_or_growing_says_not_shrinking(void **state)
 {
     (void)state;
@@ -115,6 +136,7 @@ static void test_wal_bytes(void **state)
 {
     (void)state;
     progress p = {.bytes = 1};
+    assert_null(sample(&p, 0, -1, 0)); /* the slot not checked yet: skipped */
     assert_null(sample(&p, 0, 80L << 20, 0));
     assert_string_equal(sample(&p, 10000, 50L << 20, 30000),
                         "backlog of public.outbox: 50 MB of WAL pending, 3,000 events/s over the "
@@ -132,6 +154,7 @@ int main(void)
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_idle_and_small_flow_say_nothing),
         cmocka_unit_test(test_drain_reports_then_drained_once),
+        cmocka_unit_test(test_burst_measured_from_its_start),
         cmocka_unit_test(test_stuck_or_growing_says_not_shrinking),
         cmocka_unit_test(test_wal_bytes),
     };
