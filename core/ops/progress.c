@@ -63,7 +63,8 @@ static int interval_line(progress *p, const char *name, long long now, long long
         snprintf(left, sizeof left, "not shrinking");
     } else {
         char eta[32];
-        progress_duration(eta, sizeof eta, (long long)((double)pending * dt / shrunk));
+        long long ms = (long long)((double)pending * dt / shrunk);
+        progress_duration(eta, sizeof eta, ms < 1000 ? 1000 : ms); /* never "about 0 s" */
         snprintf(left, sizeof left, "about %s left", eta);
     }
     snprintf(line, line_size, "backlog of %s: %s pending, %s events/s over the last %lld s, %s",
@@ -82,13 +83,18 @@ static void begin_interval(progress *p, long long now, long long pending, long l
 int progress_sample(progress *p, const char *name, long long now, long long pending, long long done,
                     char *line, size_t line_size)
 {
-    if (pending < 0) /* a 0 taken for it would make the first line "not shrinking" */
-        return 0;
-    if (!p->sampled) {
-        begin_interval(p, now, pending, done);
+    /* Not known: a 0 taken for it would make the first line "not shrinking";
+     * but a backlog seen next counts its events from here. */
+    int known = pending >= 0;
+    if (!known || !p->had_prev) {
+        p->had_prev = 1;
         p->prev_ms = now;
         p->prev_done = done;
     }
+    if (!known)
+        return 0;
+    if (!p->sampled)
+        begin_interval(p, now, pending, done);
     long long min = p->bytes ? PROGRESS_MIN_BYTES : PROGRESS_MIN_EVENTS;
     /* A few events that nothing finished may be stuck, not drained: the
      * interval's end says. The slot's lag never reaches 0 (what the server

@@ -23,7 +23,8 @@ typedef struct progress {
     int seen;    /* a backlog is on, since since_ms */
     int logged;  /* a line about it was logged: the drained line is owed */
     long long at_ms, pending, done; /* the interval's first sample */
-    long long prev_ms, prev_done;   /* the sample before */
+    int had_prev;                   /* prev_ms and prev_done are set */
+    long long prev_ms, prev_done;   /* the sample before (its pending known or not) */
     long long since_ms, since_done; /* where the backlog began */
 } progress;
 

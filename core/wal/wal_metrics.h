@@ -19,8 +19,8 @@ typedef struct wal_gauges {
     atomic_llong ignored; /* logical messages with the relay's prefix ignored */
 } wal_gauges;
 
-/* source_kind.backlog_bytes: the slot's lag, as last checked; -1 before
- * the first check. */
+/* source_kind.backlog_bytes: the slot's lag, as last checked, while the
+ * window holds unfinished events (else 0); -1 before the first check. */
 long long wal_backlog_bytes(const relay_state *st);
 
 /* source_kind.metrics. */

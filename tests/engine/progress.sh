@@ -47,8 +47,12 @@ what='[0-9,]+'
 [ "$MODE" = wal ] && what='[0-9,]+ [kM]B of WAL'
 line="backlog of public\.outbox: $what pending, [0-9,]+ events/s over the last 1[0-9] s, (about ([0-9]+ h )?([0-9]+ min )?[0-9]+ s left|not shrinking)$"
 grep -qE "$line" "$LOG" || fail "no progress line in $LOG: $(grep backlog "$LOG")"
-# at least one with an ETA: the backlog shrank over an interval
-grep -E "$line" "$LOG" | grep -q " left$" || fail "no ETA: $(grep backlog "$LOG")"
+# at least one with an ETA: the backlog shrank over an interval (not in WAL
+# mode: its slot's lag counts the whole server's WAL, which other tests'
+# databases may grow faster than the relay confirms; docs/operations.md)
+if [ "$MODE" != wal ]; then
+    grep -E "$line" "$LOG" | grep -q " left$" || fail "no ETA: $(grep backlog "$LOG")"
+fi
 drained="backlog of public\.outbox drained: [0-9,]+ events in ([0-9]+ min )?[0-9]+ s$"
 expect_eq "drained lines" "$(grep -cE "$drained" "$LOG")" 1
 # the drained line counts this relay's events: all of them (the poller's

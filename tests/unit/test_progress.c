@@ -136,16 +136,19 @@ static void test_wal_bytes(void **state)
 {
     (void)state;
     progress p = {.bytes = 1};
-    assert_null(sample(&p, 0, -1, 0)); /* the slot not checked yet: skipped */
+    assert_null(sample(&p, -5000, -1, 0)); /* the slot not checked yet: its events count */
     assert_null(sample(&p, 0, 80L << 20, 0));
     assert_string_equal(sample(&p, 10000, 50L << 20, 30000),
                         "backlog of public.outbox: 50 MB of WAL pending, 3,000 events/s over the "
                         "last 10 s, about 17 s left");
+    assert_string_equal(sample(&p, 20000, 2L << 20, 50000),
+                        "backlog of public.outbox: 2 MB of WAL pending, 2,000 events/s over the "
+                        "last 10 s, about 1 s left");
     /* what the server wrote since the last confirm stays: drained all the same */
-    assert_string_equal(sample(&p, 15000, 20 << 10, 60000),
-                        "backlog of public.outbox drained: 60,000 events in 15 s");
-    assert_null(sample(&p, 25000, 20 << 10, 60000));
+    assert_string_equal(sample(&p, 25000, 20 << 10, 60000),
+                        "backlog of public.outbox drained: 60,000 events in 30 s");
     assert_null(sample(&p, 35000, 20 << 10, 60000));
+    assert_null(sample(&p, 45000, 20 << 10, 60000));
 }
 
 int main(void)
