@@ -97,8 +97,8 @@ int progress_sample(progress *p, const char *name, long long now, long long pend
         begin_interval(p, now, pending, done);
     long long min = p->bytes ? PROGRESS_MIN_BYTES : PROGRESS_MIN_EVENTS;
     /* A few events that nothing finished may be stuck, not drained: the
-     * interval's end says. The slot's lag never reaches 0 (what the server
-     * wrote since the last confirm), so bytes have no such case. */
+     * interval's end says. The slot's lag counts no events (and keeps what
+     * the server wrote since the last confirm), so bytes have no such case. */
     int waiting = !p->bytes && pending > 0 && done == p->done;
     int said = 0;
     if (p->seen && pending < min && !waiting) { /* over: said at once, not at the interval's end */
