@@ -55,7 +55,8 @@ set(OBX_SLOW_TESTS
   engine_partition_managed engine_pg_restart engine_pipeline engine_purge engine_replay engine_sources
   engine_sql_injection fuzz_smoke kafka_driver_hang kafka_driver_hang_one kafka_e2e kafka_e2e_sigstop
   metrics_prometheus_alerts metrics_values mqtt_driver mqtt_driver_hang mqtt_e2e mqtt_e2e_sigstop
-  mqtt_outage mqtt_restart mqtt_restart_order poll_fanout poll_pause rmq_driver_alarm
+  mqtt_outage mqtt_restart mqtt_restart_order poll_fanout poll_pause poll_progress wal_progress
+  cursor_progress rmq_driver_alarm
   rmq_driver_channel_errors rmq_driver_faults rmq_e2e rmq_e2e_alarm rmq_e2e_faults rmq_e2e_nack
   rmq_e2e_outage rmq_e2e_sigstop wal_aggregate_seq wal_churn wal_crash
   wal_dead_output wal_failover wal_fanout wal_huge_payload wal_kafka_e2e wal_mqtt_e2e wal_partitions

@@ -36,6 +36,9 @@ typedef struct source_kind {
      * in flight, dead, oldest pending's age in seconds). NULL: the outbox
      * rows' relay columns, as poll mode keeps them. */
     const char *backlog;
+    /* The backlog the progress lines follow, in bytes (WAL mode: what its
+     * slot holds); NULL: the backlog query's pending count, in events. */
+    long long (*backlog_bytes)(const relay_state *st);
 
     /* The bytes of relay_state.gauges, the series the source keeps beside
      * the shared ones (0: none), and their rendering for /metrics (NULL:

@@ -13,6 +13,7 @@
 #include "db/sql.h"
 #include "host/source.h"
 #include "ops/control.h"
+#include "ops/progress.h"
 #include "telemetry/counters.h"
 
 /* SQL text reads best as written. */
@@ -63,8 +64,24 @@ static void connect_once(relay_state *st, PGconn **conn, char *err, size_t err_s
         store_failure(st->metrics, err);
 }
 
-/* One backlog poll on conn for the metrics; dropped (NULL) on failure, with err. */
-static void poll_once(relay_state *st, PGconn **conn, const char *sql, char *err, size_t err_size)
+/* A poll's sample for the progress lines: what is pending (WAL mode: the
+ * bytes its slot holds, source_kind.backlog_bytes) and what has finished. */
+static void log_progress(relay_state *st, progress *pr, long long pending)
+{
+    char name[256], line[512];
+    if (st->src->backlog_bytes)
+        pending = st->src->backlog_bytes(st);
+    pr->bytes = st->src->backlog_bytes != NULL;
+    long long done = atomic_load(&st->stats.published) + atomic_load(&st->stats.dead);
+    snprintf(name, sizeof name, "%s.%s", st->cfg->schema, st->cfg->table);
+    if (progress_sample(pr, name, now_ms(), pending, done, line, sizeof line))
+        log_info("%s", line);
+}
+
+/* One backlog poll on conn for the metrics and the progress lines; dropped
+ * (NULL) on failure, with err. */
+static void poll_once(relay_state *st, PGconn **conn, const char *sql, progress *pr, char *err,
+                      size_t err_size)
 {
     relay_metrics *m = st->metrics;
     PGresult *res = PQexec(*conn, sql);
@@ -87,8 +104,10 @@ static void poll_once(relay_state *st, PGconn **conn, const char *sql, char *err
     b->dead =
         atoll(PQgetvalue(res, 0, 2)) + (PQnfields(res) > 4 ? atoll(PQgetvalue(res, 0, 4)) : 0);
     b->oldest_pending_s = atof(PQgetvalue(res, 0, 3));
+    long long pending = b->pending;
     pthread_mutex_unlock(&m->lock);
     PQclear(res);
+    log_progress(st, pr, pending);
 }
 
 /* What an operator paused, each second: logged when it changes (the run
@@ -117,6 +136,7 @@ void *backlog_main(void *arg)
                                     : partitions_on(st->cfg) ? backlog_partitioned_sql
                                                              : backlog_sql);
     PGconn *conn = NULL;
+    progress pr = {0};
     int failing = 0;
     char err[512] = "";
     for (long long next = 0, next_pauses = 0; !atomic_load(&st->stop); usleep(100000)) {
@@ -129,7 +149,7 @@ void *backlog_main(void *arg)
         connect_once(st, &conn, err, sizeof err);
         if (conn && backlog_due) {
             next = now + BACKLOG_POLL_MS;
-            poll_once(st, &conn, sql, err, sizeof err);
+            poll_once(st, &conn, sql, &pr, err, sizeof err);
         }
         read_pauses(st, conn);
         if ((conn == NULL) != failing) { /* say it once per change, not per poll */

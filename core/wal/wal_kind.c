@@ -30,6 +30,7 @@ static void *start(relay_state *st, const char *payload_type)
 const source_kind wal_kind = {
     .gauges_size = sizeof(wal_gauges),
     .metrics = wal_metrics,
+    .backlog_bytes = wal_backlog_bytes,
     .name = "wal",
     .has_slot = 1,
     .thread = "wal-stream",

@@ -2,6 +2,18 @@
 
 #include "telemetry/exposition.h"
 
+long long wal_backlog_bytes(const relay_state *st)
+{
+    wal_gauges *g = st->gauges;
+    if (!atomic_load(&g->lag_known))
+        return -1;
+    /* The lag counts every database's WAL since the last confirm: on a busy
+     * server it is megabytes while the relay idles. Nothing of ours waits
+     * when the window holds no unfinished event (the stream reads ahead as
+     * far as the window lets it). */
+    return atomic_load(&g->window_bytes) ? atomic_load(&g->lag_bytes) : 0;
+}
+
 /* WAL mode: how much the slot holds back, and whether this process streams. */
 void wal_metrics(FILE *f, const relay_state *st)
 {

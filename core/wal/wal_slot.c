@@ -71,6 +71,7 @@ void wal_slot_upkeep(void *arg, relay_state *st, PGconn **db)
         return;
     }
     atomic_store(&((wal_gauges *)st->gauges)->lag_bytes, bytes);
+    atomic_store(&((wal_gauges *)st->gauges)->lag_known, 1);
     long long limit = (long long)cfg->wal_lag_warn_mb * 1024 * 1024;
     if (bytes > limit && !wt->lag_warned)
         log_warn("replication slot %s holds %lld MB of WAL (over relay.wal.lag_warn_mb = %d); "
