@@ -219,7 +219,7 @@ static void settle_in_flight(cursor_source *src)
 static void standby(cursor_source *src, int *said)
 {
     const lock_holder *h = &src->r.holder;
-    char who[224];
+    char who[LOCK_HOLDER_TEXT];
     lock_holder_text(h, who, sizeof who);
     int squat = lock_squat_note(&src->st->squats, LOCK_CURSOR, h);
     if (squat > 0)

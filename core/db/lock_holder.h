@@ -27,7 +27,8 @@ typedef struct lock_holder {
 int lock_holder_find(PGconn *conn, const char *key, int two_keys, int nparams,
                      const char *const *params, lock_holder *h, char *err, size_t err_size);
 
-/* "pid 123 (role r, database d, application a)" */
+/* "pid 123 (role r, database d, application a)": room for the longest */
+#define LOCK_HOLDER_TEXT 256
 void lock_holder_text(const lock_holder *h, char *out, size_t size);
 
 /* The advisory locks a relay takes, as outbox_relay_lock_squatted's
@@ -40,7 +41,7 @@ extern const char *const lock_kind_names[LOCK_KINDS];
 typedef struct lock_squats {
     atomic_int busy; /* a spin lock over the fields below: written rarely, read per scrape */
     int pid[LOCK_KINDS];
-    char who[LOCK_KINDS][224];
+    char who[LOCK_KINDS][LOCK_HOLDER_TEXT];
 } lock_squats;
 
 /* What holds kind's key now (h NULL or a relay: no squatter; s may be

@@ -238,7 +238,7 @@ int partitions_init_ahead(PGconn *conn, const relay_config *cfg, char *why, size
         usleep(1000 * INIT_NAP_MS);
     }
     /* success here would be a lie: the partitions may all be missing */
-    char who[224];
+    char who[LOCK_HOLDER_TEXT];
     lock_holder_text(&held, who, sizeof who);
     snprintf(why, why_size,
              "no partition could be made: for %d s the partitions' lock of %s.%s was held by "

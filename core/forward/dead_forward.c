@@ -101,7 +101,7 @@ static void find_leader(forwarder *f)
     if (!found)
         return;
     int squat = lock_squat_note(&f->st->squats, LOCK_DEAD_FORWARD, &h);
-    char who[224];
+    char who[LOCK_HOLDER_TEXT];
     lock_holder_text(&h, who, sizeof who);
     if (squat > 0)
         log_warn("dead-letter output: the forwarding lock of %s.%s is held by %s, which is not a "
