@@ -84,13 +84,13 @@ struct obx_instance {
     pthread_cond_t cond; /* connection state changes, stop */
     pthread_cond_t idle; /* nothing left in flight (flush) */
     struct mosquitto *mosq; /* the current client; swapped by the loop thread with mu held */
+    struct mosquitto *dead; /* a dropped client, destroyed by the loop thread without mu */
     mosq_track track;
     int connected;      /* CONNACK 0 seen, connection not lost since */
     int connecting;     /* a connect is under way (loop thread) */
     int kick;           /* probe: connect now, skip the backoff */
     int stopping;       /* the loop thread must exit */
     int closed;         /* close has started: callbacks complete nothing */
-    int reset;          /* the loop thread must drop this connection (a publish timed out) */
     int ever_connected;
     int connect_attempts;
     int last_connect_code; /* CONNACK reason or libmosquitto error of the last failure */

@@ -52,18 +52,31 @@ static void mosq_drop_locked(mosq_inst *inst, const char *why)
         if (!inst->last_connect_err[0])
             snprintf(inst->last_connect_err, sizeof inst->last_connect_err, "%s", why);
         /* the first failure and then every 10th: an outage should not flood the log */
-        if (inst->connect_attempts % 10 == 1)
+        if (inst->connect_attempts % 10 == 1 && !inst->stopping)
             inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
                             "connect to %s failed (attempt %d): %s; retrying in %lld ms",
                             inst->url_shown, inst->connect_attempts, inst->last_connect_err,
                             (long long)inst->backoff_ms);
     }
-    inst->connected = inst->connecting = inst->reset = 0;
-    if (inst->mosq) {
-        mosquitto_destroy(inst->mosq);
+    inst->connected = inst->connecting = 0;
+    if (inst->mosq) { /* destroyed without mu (it takes libmosquitto's callback lock) */
+        inst->dead = inst->mosq;
         inst->mosq = NULL;
     }
     pthread_cond_broadcast(&inst->cond);
+}
+
+/* Destroys a dropped client (mu held on entry and exit, released around:
+ * the callbacks take libmosquitto's callback lock, then mu). */
+static void mosq_bury_locked(mosq_inst *inst)
+{
+    struct mosquitto *m = inst->dead;
+    if (!m)
+        return;
+    inst->dead = NULL;
+    pthread_mutex_unlock(&inst->mu);
+    mosquitto_destroy(m);
+    pthread_mutex_lock(&inst->mu);
 }
 
 /* Starts a connect with a fresh client (mu held on entry and exit). */
@@ -72,11 +85,16 @@ static void mosq_start_connect_locked(mosq_inst *inst)
     char err[MOSQ_DETAIL_MAX];
     inst->connect_attempts++;
     inst->last_connect_err[0] = inst->lost_why[0] = 0;
-    inst->mosq = mosq_client_new(inst, err, sizeof err);
-    if (!inst->mosq) {
-        mosq_drop_locked(inst, err);
+    pthread_mutex_unlock(&inst->mu); /* made without mu, as it is destroyed */
+    struct mosquitto *fresh = mosq_client_new(inst, err, sizeof err);
+    pthread_mutex_lock(&inst->mu);
+    if (!fresh || inst->stopping) {
+        if (fresh)
+            mosquitto_destroy(fresh); /* never used: no callback can hold its locks */
+        mosq_drop_locked(inst, fresh ? "closing" : err);
         return;
     }
+    inst->mosq = fresh;
     inst->n_clients++;
     inst->connecting = 1;
     struct mosquitto *m = inst->mosq;
@@ -121,6 +139,7 @@ static int mosq_timed_out_locked(mosq_inst *inst, int64_t now)
 /* Sends DISCONNECT and ends the client at close (mu held). */
 static void mosq_goodbye_locked(mosq_inst *inst)
 {
+    mosq_bury_locked(inst);
     struct mosquitto *m = inst->mosq;
     if (!m)
         return;
@@ -133,7 +152,9 @@ static void mosq_goodbye_locked(mosq_inst *inst)
     }
     inst->connected = inst->connecting = 0;
     inst->mosq = NULL;
+    pthread_mutex_unlock(&inst->mu);
     mosquitto_destroy(m);
+    pthread_mutex_lock(&inst->mu);
 }
 
 void *mosq_loop_main(void *arg)
@@ -142,6 +163,7 @@ void *mosq_loop_main(void *arg)
     int64_t next_connect_ms = 0, connect_deadline_ms = 0;
     pthread_mutex_lock(&inst->mu);
     while (!inst->stopping) {
+        mosq_bury_locked(inst);
         int64_t now = mosq_now_ms();
         if (!inst->mosq) {
             if (now < next_connect_ms && !inst->kick) {
