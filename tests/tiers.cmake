@@ -7,7 +7,8 @@
 #   db        PostgreSQL only (the memory or file driver as the broker)
 #   kafka     PostgreSQL and the Kafka mock cluster (or a private one)
 #   rabbitmq  PostgreSQL and RabbitMQ (the shared one, or a private one)
-#   mqtt      PostgreSQL and Mosquitto (mostly private ones)
+#   mqtt      PostgreSQL and Mosquitto (mostly private ones): the mqtt and
+#             mosquitto drivers (mosq_*)
 #   webhook   PostgreSQL and the test's own HTTP receiver
 # extra:
 #   unit      the cmocka unit tests (local); spec: the SQL specs (db)
@@ -32,7 +33,7 @@ set(OBX_TIER_RULES
   "^(engine|wal)_(churn|failover)$" rabbitmq
   "^engine_check_connect$" kafka,rabbitmq
   "^(poll|wal)_(routing|dead_output)$" rabbitmq
-  "^(mqtt_|wal_mqtt_)" mqtt
+  "^(mqtt_|wal_mqtt_|mosq_)" mqtt
   "^webhook_" webhook
   "^spec_" db,spec
   "^(engine_|wal_|cursor_|poll_|metrics_)" db
@@ -40,7 +41,7 @@ set(OBX_TIER_RULES
 )
 
 set(OBX_FAULT_TESTS
-  "^(kafka|rmq|mqtt|engine|wal|cursor|webhook|poll)_(.*_)?(sigstop|hang|hang_one|outage|faults|pg_restart|failover|alarm|churn|slot_lost)$"
+  "^(kafka|rmq|mqtt|mosq|engine|wal|cursor|webhook|poll)_(.*_)?(sigstop|hang|hang_one|outage|faults|pg_restart|failover|alarm|churn|slot_lost)$"
   "^(engine_max_connections|engine_hung_broker|wal_standby_hung|kafka_driver_recover)$"
   "^(mqtt_restart|mqtt_restart_order|mqtt_stop_hung|chaos_quick|metrics_prometheus_alerts|metrics_socket)$"
 )

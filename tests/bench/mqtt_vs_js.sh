@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/bench/mqtt_vs_js.sh: outbox-relay's MQTT driver against a
+# tests/bench/mqtt_vs_js.sh: outbox-relay's MQTT drivers against a
 # straightforward relay on mqtt.js (tests/bench/mqtt_js/mqtt_js_relay.js:
 # claim FOR UPDATE SKIP LOCKED in id order, publish QoS 1, await the PUBACKs,
 # mark published_at, commit), and the memory driver with the same relay
@@ -7,6 +7,7 @@
 #
 #   tests/bench/mqtt_vs_js.sh [--events N] [--rounds N] [--broker tuned|stock]
 #                             [--setups "ORDERING AGGREGATES;..."] [--paho-lib DIR]
+#                             [--who "memory mqtt mosquitto js paho mosq"]
 #
 # Setups (default "none 1000;aggregate 100"): EVENTS events (default 20,000,
 # payload about 200 bytes) over AGGREGATES aggregates, topics
@@ -17,7 +18,10 @@
 # reversed every other round (memory, mqtt, js; js, mqtt, memory; ...), each on
 # a fresh copy of one template database; wall time of the whole process
 # (connects and exit included), its CPU (user+sys, /usr/bin/time), rows left
-# unpublished (must be 0). --paho-lib DIR adds a contender: the driver with
+# unpublished (must be 0). mqtt is the paho driver (driver = "mqtt"),
+# mosquitto the libmosquitto one (driver = "mosquitto"), with the same
+# options. --who picks the contenders (default all of them).
+# --paho-lib DIR adds a contender: the driver with
 # the paho library in DIR first on the library path (e.g. one built with
 # -DPAHO_HIGH_PERFORMANCE=ON). paho: the broker's limit through Debian's paho,
 # no database (bench_broker mqtt: 2 clients, each keeping 64 publishes in
@@ -36,6 +40,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/bench_lib.sh"
 
 EVENTS=20000 ROUNDS=3 BROKER=tuned SETUPS="none 1000;aggregate 100" PAHO_LIB=
+WHO_ARG="memory mqtt mosquitto js paho mosq"
 OUT=${OUT:-$HERE/results}
 while [ $# -gt 0 ]; do
     case $1 in
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
         --broker) BROKER=$2; shift ;;
         --setups) SETUPS=$2; shift ;;
         --paho-lib) PAHO_LIB=$2; shift ;;
+        --who) WHO_ARG=$2; shift ;;
         --out) OUT=$2; shift ;;
         -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) fail "unknown option $1 (see --help)" ;;
@@ -52,9 +58,11 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$OBX_BIN" ] || fail "relay $OBX_BIN missing: build $OBX_BUILD (Release) or set OBX_BIN"
 [ -x /usr/bin/time ] || fail "/usr/bin/time missing (package time)"
-command -v node >/dev/null || fail "node missing"
 JS=$HERE/mqtt_js
-[ -d "$JS/node_modules/mqtt" ] || (cd "$JS" && npm ci --no-audit --no-fund >/dev/null) || fail "npm ci in $JS failed"
+if [[ " $WHO_ARG " == *" js "* ]]; then
+    command -v node >/dev/null || fail "node missing"
+    [ -d "$JS/node_modules/mqtt" ] || (cd "$JS" && npm ci --no-audit --no-fund >/dev/null) || fail "npm ci in $JS failed"
+fi
 WORK=$(mktemp -d /tmp/obx-mvj.XXXXXX) && chmod 777 "$WORK"
 PFX=${TEST_DB_PREFIX:-}mvj_$$
 PORT=$((20000 + $$ % 20000))
@@ -111,6 +119,7 @@ contend() {
     case $1 in
         memory) cfg "$WORK/run.cfg" "$db" memory "$2" "" ;;
         mqtt) cfg "$WORK/run.cfg" "$db" mqtt "$2" "$mq" ;;
+        mosquitto) cfg "$WORK/run.cfg" "$db" mosquitto "$2" "$mq" ;;
         mqtt-paho) cfg "$WORK/run.cfg" "$db" mqtt "$2" "$mq"; env=(LD_LIBRARY_PATH="$PAHO_LIB") ;;
         paho) cmd=("$TOOLS/bench_broker" mqtt -u "tcp://127.0.0.1:$PORT" -t outbox -p -a "$3" -n "$EVENTS"
                    -w 2 -b "$EVENTS" -i 64) ;;
@@ -140,7 +149,7 @@ contend() {
 [ -x "$TOOLS/bench_broker" ] || fail "$TOOLS/bench_broker missing: build $OBX_BUILD (target bench_broker)"
 command -v mosquitto_pub >/dev/null || fail "mosquitto_pub missing (package mosquitto-clients)"
 for ((i = 0; i < EVENTS; i++)); do printf '{"n": %d, "pad": "%0180d"}\n' "$i" 0; done >"$WORK/lines"
-WHO=(memory mqtt js paho mosq)
+read -r -a WHO <<<"$WHO_ARG"
 [ -n "$PAHO_LIB" ] && WHO+=(mqtt-paho)
 mkdir -p "$OUT"
 TSV=$OUT/mqtt_vs_js.tsv
@@ -163,22 +172,25 @@ for s in "${SETS[@]}"; do
 done
 
 {
-    echo "# MQTT driver against mqtt.js and the memory driver ($(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$OBX_SRC" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    echo "# MQTT drivers against mqtt.js and the memory driver ($(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$OBX_SRC" rev-parse --short HEAD 2>/dev/null || echo '?'))"
     echo
-    echo "$EVENTS events per run, about 200-byte payloads, topics outbox/\${aggregate_type}/\${aggregate_id}; relay 2 workers, batch 500, mqtt options url and qos = 1 only; mqtt.js batch 500, 2 workers for ordering none, 1 for aggregate; paho = bench_broker, 2 clients of 64 in flight, no database; mosq = mosquitto_pub -l, one client, one topic, no database; Mosquitto $BROKER ($(dpkg-query -W -f='${Version}' mosquitto 2>/dev/null)); $ROUNDS rounds, contenders in turn, order reversed every other round. ev/s = events / wall time of the whole process; CPU = its user+sys seconds."
+    echo "$EVENTS events per run, about 200-byte payloads, topics outbox/\${aggregate_type}/\${aggregate_id}; relay 2 workers, batch 500, mqtt and mosquitto options url and qos = 1 only; mqtt.js batch 500, 2 workers for ordering none, 1 for aggregate; paho = bench_broker, 2 clients of 64 in flight, no database; mosq = mosquitto_pub -l, one client, one topic, no database; Mosquitto $BROKER ($(dpkg-query -W -f='${Version}' mosquitto 2>/dev/null)); $ROUNDS rounds, contenders in turn, order reversed every other round. ev/s = events / wall time of the whole process; CPU = its user+sys seconds."
     echo
     echo '| round | ordering | aggregates | who | wall s | ev/s | CPU s | load |'
     echo '|---:|---|---:|---|---:|---:|---:|---:|'
     tail -n +2 "$TSV" | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $5, $6, $7, $8, $9 }'
     echo
-    echo 'Ratios per round (same round, events/s): mqtt / memory, mqtt / js, mqtt / paho alone; paho alone and mosquitto_pub / memory'
+    echo 'Ratios per round (same round, events/s): mqtt (paho driver) / memory, mqtt / js, mqtt / paho alone; paho alone and mosquitto_pub / memory; mosquitto (libmosquitto driver) / memory, / js, / mqtt (a contender not run: nan)'
     echo
-    echo '| ordering | aggregates | round | mqtt / memory | mqtt / js | mqtt / paho | paho / memory | mosq / memory |'
-    echo '|---|---:|---:|---:|---:|---:|---:|---:|'
+    echo '| ordering | aggregates | round | mqtt / memory | mqtt / js | mqtt / paho | paho / memory | mosq / memory | mosquitto / memory | mosquitto / js | mosquitto / mqtt |'
+    echo '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
     tail -n +2 "$TSV" | awk -F'\t' '{ k = $2 "|" $3 "|" $1; e[k, $5] = $7; if (!(k in seen)) { seen[k] = 1; keys[++n] = k } }
         END { for (i = 1; i <= n; i++) { k = keys[i]; split(k, p, "|");
-              printf "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p[1], p[2], p[3], e[k, "mqtt"] / e[k, "memory"],
-                     e[k, "mqtt"] / e[k, "js"], e[k, "mqtt"] / e[k, "paho"], e[k, "paho"] / e[k, "memory"],
-                     e[k, "mosq"] / e[k, "memory"] } }'
+              printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], p[3],
+                     r(e[k, "mqtt"], e[k, "memory"]), r(e[k, "mqtt"], e[k, "js"]), r(e[k, "mqtt"], e[k, "paho"]),
+                     r(e[k, "paho"], e[k, "memory"]), r(e[k, "mosq"], e[k, "memory"]),
+                     r(e[k, "mosquitto"], e[k, "memory"]), r(e[k, "mosquitto"], e[k, "js"]),
+                     r(e[k, "mosquitto"], e[k, "mqtt"]) } }
+        function r(a, b) { return a == "" || b == "" ? "nan" : sprintf("%.2f", a / b) }'
 } > "$OUT/mqtt_vs_js.md"
 cat "$OUT/mqtt_vs_js.md"
