@@ -57,7 +57,7 @@ libdir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -pri
 outbox-relay drivers >"$work/drivers.txt"
 grep -q "^drivers in $libdir/outbox-relay/drivers " "$work/drivers.txt" ||
     fail "drivers not listed from $libdir/outbox-relay/drivers: $(head -1 "$work/drivers.txt")"
-for d in file kafka mqtt rabbitmq webhook; do
+for d in file kafka mosquitto mqtt rabbitmq webhook; do
     grep -qE "^$d +[^ ]+ +ABI ${abi//./\\.} " "$work/drivers.txt" || fail "driver $d missing from: $(cat "$work/drivers.txt")"
 done
 if grep -q refused "$work/drivers.txt"; then fail "a driver was refused: $(grep refused "$work/drivers.txt")"; fi
