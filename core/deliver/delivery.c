@@ -111,32 +111,56 @@ static void learn_health(delivery *d, const settle_item *it)
     int answered = it->v.kind == VERDICT_COMPLETED || it->v.kind == VERDICT_REFUSED;
     if (!answered)
         return;
-    if (it->v.kind == VERDICT_COMPLETED && it->v.status == OBX_OK)
+    if (it->v.kind == VERDICT_COMPLETED && it->v.status == OBX_OK) {
         outputs_succeeded(&d->outs, it->output);
-    else if (it->v.status == OBX_UNAVAILABLE)
+        health_proved(outputs_health(&d->outs, it->output), it->since_ms);
+    } else if (it->v.status == OBX_UNAVAILABLE)
         health_down(outputs_health(&d->outs, it->output), it->v.detail);
     else if (it->v.status == OBX_FATAL && it->output < d->outs.count)
         atomic_store(&d->outs.out[it->output].broken, 1);
 }
 
+/* A broker's answer that a message can never succeed is the message's own
+ * fault only when the output took something sent as late (health.h, the
+ * circuit breaker): else it is retried, or deferred as in an outage. A
+ * driver's refusal before sending (a bad destination) is the message's. */
+static verdict judged(delivery *d, const settle_item *it)
+{
+    verdict v = it->v;
+    if (v.kind != VERDICT_COMPLETED || v.status != OBX_PERMANENT)
+        return v;
+    switch (
+        health_refused(outputs_health(&d->outs, it->output), it->since_ms, it->attempt, v.detail)) {
+    case REFUSAL_OWN: break;
+    case REFUSAL_SUSPECT: v.status = OBX_RETRIABLE; break;
+    case REFUSAL_OUTAGE: v.status = OBX_UNAVAILABLE; break;
+    }
+    return v;
+}
+
 void delivery_settle(delivery *d, const settle_item *items, size_t count, decision *out)
 {
+    /* every acknowledgement first: it proves the output for the refusals */
     for (size_t i = 0; i < count; i++)
         learn_health(d, &items[i]);
+    verdict *v = malloc((count ? count : 1) * sizeof *v);
+    for (size_t i = 0; i < count; i++)
+        v[i] = items[i].v.kind == VERDICT_DROPPED ? items[i].v : judged(d, &items[i]);
     for (size_t i = 0; i < count; i++) {
         const settle_item *it = &items[i];
         if (it->v.kind == VERDICT_DROPPED) { /* no output: counted on its route alone */
-            outcome_decide(&d->policy, &it->v, it->attempt, it->after_failure, 0, 0, &out[i]);
+            outcome_decide(&d->policy, &v[i], it->attempt, it->after_failure, 0, 0, &out[i]);
             if (out[i].outcome == OUTCOME_PUBLISHED)
                 counters_dropped(d->st->metrics, d->cfg, it->route);
             continue;
         }
         long long pause = outputs_pause_ms(&d->outs, it->output);
         double r = (double)rand_r(&d->rand_state) / ((double)RAND_MAX + 1.0);
-        outcome_decide(&d->policy, &it->v, it->attempt, it->after_failure,
-                       pause > 100 ? pause : 100, r, &out[i]);
+        outcome_decide(&d->policy, &v[i], it->attempt, it->after_failure, pause > 100 ? pause : 100,
+                       r, &out[i]);
         counters_observe_completion(d->st->metrics, d->cfg, it->output, it->route, it->offered,
                                     it->created_at_us, it->since_ms, out[i].outcome,
                                     it->v.kind == VERDICT_REFUSED);
     }
+    free(v);
 }

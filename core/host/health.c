@@ -1,5 +1,6 @@
 #include "host/health.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -22,10 +23,10 @@ void health_destroy(output_health *h)
     pthread_mutex_destroy(&h->lock);
 }
 
-long long health_down(output_health *h, const char *reason)
+/* Caller holds the lock. */
+static long long go_down(output_health *h, const char *reason)
 {
     long long now = now_ms();
-    pthread_mutex_lock(&h->lock);
     if (!h->down) {
         h->down = 1;
         h->up_at_ms = 0;
@@ -41,9 +42,53 @@ long long health_down(output_health *h, const char *reason)
     }
     if (h->probe_at_ms < now + h->backoff_ms)
         h->probe_at_ms = now + h->backoff_ms;
-    long long pause = h->backoff_ms;
+    return h->backoff_ms;
+}
+
+long long health_down(output_health *h, const char *reason)
+{
+    pthread_mutex_lock(&h->lock);
+    long long pause = go_down(h, reason);
     pthread_mutex_unlock(&h->lock);
     return pause;
+}
+
+void health_proved(output_health *h, long long sent_ms)
+{
+    pthread_mutex_lock(&h->lock);
+    if (!h->proved || sent_ms >= h->ok_sent_ms) {
+        h->proved = 1;
+        h->ok_sent_ms = sent_ms;
+        h->refusals = 0;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+refusal_kind health_refused(output_health *h, long long sent_ms, unsigned attempt,
+                            const char *reason)
+{
+    refusal_kind kind = REFUSAL_SUSPECT;
+    pthread_mutex_lock(&h->lock);
+    if (h->proved && sent_ms <= h->ok_sent_ms) {
+        kind = REFUSAL_OWN;
+    } else if (h->down) {
+        /* sent before the pause, or as the probe of an output without one */
+        go_down(h, reason);
+        kind = REFUSAL_OUTAGE;
+    } else if (attempt >= HEALTH_SUSPECT_TRIES) {
+        kind = REFUSAL_OWN; /* refused again and again while the output is up */
+    } else if (++h->refusals >= HEALTH_REFUSALS) {
+        char why[512];
+        snprintf(why, sizeof why,
+                 "%d messages in a row refused for good and nothing acknowledged since they "
+                 "were sent (the last: %s): taken as the output's fault",
+                 h->refusals, reason && reason[0] ? reason : "no reason given");
+        go_down(h, why);
+        h->refusals = 0;
+        kind = REFUSAL_OUTAGE;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return kind;
 }
 
 void health_up(output_health *h, int acked)

@@ -68,6 +68,9 @@ static void carry_health(const config_gen *old, config_gen *next)
         to->probe_at_ms = from->probe_at_ms;
         to->backoff_ms = from->backoff_ms;
         to->outages = from->outages;
+        to->proved = from->proved;
+        to->ok_sent_ms = from->ok_sent_ms;
+        to->refusals = from->refusals;
         pthread_mutex_unlock(&from->lock);
     }
 }

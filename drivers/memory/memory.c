@@ -52,6 +52,9 @@ static const obx_option mem_options[] = {
      "while this file exists the output is unavailable: messages are refused as such"},
     {"refuse_event_type", OBX_OPT_STRING, 0,
      "refuse events of this event_type at publish as retriable, with a reason"},
+    {"refuse_all_file", OBX_OPT_STRING, 0,
+     "while this file exists every message completes as permanent (an endpoint that refuses "
+     "everything; its probe fails)"},
     {"hang_file", OBX_OPT_STRING, 0,
      "while this file exists the \"broker\" hangs: messages are accepted, none is completed"},
     {NULL, 0, 0, NULL},
@@ -75,6 +78,7 @@ struct obx_instance {
     const char *permanent_event_type;
     const char *retriable_event_type;
     const char *unavailable_file;
+    const char *refuse_all_file;
     const char *refuse_event_type;
     const char *hang_file;
     int64_t fatal_after;
@@ -319,6 +323,7 @@ static obx_instance *mem_create(const obx_host *host, char *errstr, size_t errst
     host->get_string(ctx, "permanent_event_type", &inst->permanent_event_type);
     host->get_string(ctx, "retriable_event_type", &inst->retriable_event_type);
     host->get_string(ctx, "unavailable_file", &inst->unavailable_file);
+    host->get_string(ctx, "refuse_all_file", &inst->refuse_all_file);
     host->get_string(ctx, "refuse_event_type", &inst->refuse_event_type);
     host->get_string(ctx, "hang_file", &inst->hang_file);
     host->get_int(ctx, "fatal_after", &inst->fatal_after);
@@ -384,6 +389,8 @@ static int mem_grow(obx_instance *inst)
 
 static obx_status mem_decide(obx_instance *inst, const obx_message *m)
 {
+    if (inst->refuse_all_file && access(inst->refuse_all_file, F_OK) == 0)
+        return OBX_PERMANENT;
     if (inst->permanent_event_type && m->event_type &&
         strcmp(inst->permanent_event_type, m->event_type) == 0)
         return OBX_PERMANENT;
@@ -576,8 +583,9 @@ static void mem_destroy(obx_instance *inst)
 static obx_status mem_probe(obx_instance *inst, int timeout_ms)
 {
     (void)timeout_ms;
-    return inst->unavailable_file && access(inst->unavailable_file, F_OK) == 0 ? OBX_UNAVAILABLE
-                                                                               : OBX_OK;
+    int refusing = inst->refuse_all_file && access(inst->refuse_all_file, F_OK) == 0;
+    int unavailable = inst->unavailable_file && access(inst->unavailable_file, F_OK) == 0;
+    return refusing || unavailable ? OBX_UNAVAILABLE : OBX_OK;
 }
 
 static const obx_driver_def mem_def = {
