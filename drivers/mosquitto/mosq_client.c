@@ -11,7 +11,8 @@
 
 #include "mosq_loop.h"
 #include "mosq_track.h"
-#include "mosq_verdict.h"
+#include "mqc_host.h"
+#include "mqc_verdict.h"
 
 static pthread_once_t mosq_once = PTHREAD_ONCE_INIT;
 
@@ -39,13 +40,8 @@ static void mosq_on_connect(struct mosquitto *m, void *obj, int rc, int flags,
             inst->connecting = 0;
             inst->backoff_ms = inst->reconnect_min_ms;
             inst->last_connect_err[0] = 0;
-            if (inst->connect_attempts > 1 || inst->ever_connected)
-                inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
-                                "connected to %s as %s after %d attempt(s)", inst->url_shown,
-                                inst->client_id, inst->connect_attempts);
-            else
-                inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s",
-                                inst->url_shown, inst->client_id);
+            mqc_log_connected(inst->host, inst->url_shown, inst->client_id, inst->connect_attempts,
+                              inst->ever_connected);
             inst->connect_attempts = 0;
             inst->ever_connected = 1;
         } else {
@@ -102,7 +98,7 @@ static void mosq_on_publish(struct mosquitto *m, void *obj, int mid, int reason,
             snprintf(detail, sizeof detail, "%s 0x%02x %s", pkt, (unsigned)reason,
                      mosquitto_reason_string(reason));
         free(rs);
-        obx_status st = mosq_reason_status(reason);
+        obx_status st = mqc_reason_status(reason);
         mosq_track_complete(inst, e, st == OBX_UNAVAILABLE ? inst->unavailable : st, reason,
                             detail);
     }
@@ -126,8 +122,8 @@ static int mosq_client_tls(mosq_inst *inst, struct mosquitto *m)
     int rc;
     if (!inst->tls_ca) /* the system's trust store, as OpenSSL's default paths */
         mosquitto_int_option(m, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
-    rc = mosquitto_tls_set(m, inst->tls_ca, inst->tls_ca ? NULL : "/etc/ssl/certs",
-                           inst->tls_cert, inst->tls_key, mosq_pw_cb);
+    rc = mosquitto_tls_set(m, inst->tls_ca, inst->tls_ca ? NULL : "/etc/ssl/certs", inst->tls_cert,
+                           inst->tls_key, mosq_pw_cb);
     if (rc == MOSQ_ERR_SUCCESS)
         rc = mosquitto_tls_opts_set(m, inst->tls_verify ? 1 : 0, NULL, NULL);
     if (rc == MOSQ_ERR_SUCCESS)

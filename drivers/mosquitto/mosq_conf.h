@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "mosq_int.h"
+#include "mqc_conf.h"
 
 extern const obx_option mosq_options[];
 extern const obx_option_spec mosq_option_specs[];
@@ -14,7 +15,5 @@ int mosq_read_options(mosq_inst *inst, char *errstr, size_t errstr_size);
 /* Parses tcp:// mqtt:// ssl:// mqtts:// [user[:password]@]host[:port] (host
  * may be [v6]); -1 with errstr. mosq_url.c */
 int mosq_url_parse(const char *url, mosq_url *out, char *errstr, size_t errstr_size);
-/* The url as it may be printed: any user:password@ masked as ***@. */
-void mosq_url_mask(const char *url, char *out, size_t size);
 
 #endif

@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "mqc_shape.h"
 #include "obx/cloudevents.h"
 #include "obx/driver.h"
 
@@ -74,23 +75,23 @@ struct obx_instance {
     int64_t publish_timeout_ms, window_wait_ms, connect_timeout_ms;
     int64_t reconnect_min_ms, reconnect_max_ms;
     int64_t message_expiry_s; /* 0: none */
-    const char *content_type; /* a template; NULL: the row's own */
+    mqc_templates tpl;        /* content_type; NULL: the row's own */
     obx_ce_config ce;
 
     pthread_t loop;
     int loop_started;
 
     pthread_mutex_t mu;
-    pthread_cond_t cond; /* connection state changes, stop */
-    pthread_cond_t idle; /* nothing left in flight (flush) */
+    pthread_cond_t cond;    /* connection state changes, stop */
+    pthread_cond_t idle;    /* nothing left in flight (flush) */
     struct mosquitto *mosq; /* the current client; swapped by the loop thread with mu held */
     struct mosquitto *dead; /* a dropped client, destroyed by the loop thread without mu */
     mosq_track track;
-    int connected;      /* CONNACK 0 seen, connection not lost since */
-    int connecting;     /* a connect is under way (loop thread) */
-    int kick;           /* probe: connect now, skip the backoff */
-    int stopping;       /* the loop thread must exit */
-    int closed;         /* close has started: callbacks complete nothing */
+    int connected;  /* CONNACK 0 seen, connection not lost since */
+    int connecting; /* a connect is under way (loop thread) */
+    int kick;       /* probe: connect now, skip the backoff */
+    int stopping;   /* the loop thread must exit */
+    int closed;     /* close has started: callbacks complete nothing */
     int ever_connected;
     int connect_attempts;
     int last_connect_code; /* CONNACK reason or libmosquitto error of the last failure */

@@ -13,26 +13,9 @@
 
 #include "mosq_loop.h"
 #include "mosq_track.h"
+#include "mqc_host.h"
 
 #define MOSQ_TICK_MS 100
-
-int64_t mosq_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void mosq_abstime(int64_t ms_from_now, struct timespec *ts)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms_from_now / 1000;
-    ts->tv_nsec += (ms_from_now % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
 
 /* Ends the current client (mu held; the host thread publishes only with mu
  * held, so nobody else is inside it): what was in flight goes back
@@ -113,7 +96,7 @@ static void mosq_start_connect_locked(mosq_inst *inst)
 /* After a failure, the backoff: when the next connect may start. */
 static int64_t mosq_backoff_locked(mosq_inst *inst)
 {
-    int64_t at = mosq_now_ms() + inst->backoff_ms;
+    int64_t at = mqc_now_ms() + inst->backoff_ms;
     inst->backoff_ms *= 2;
     if (inst->backoff_ms > inst->reconnect_max_ms)
         inst->backoff_ms = inst->reconnect_max_ms;
@@ -164,11 +147,11 @@ void *mosq_loop_main(void *arg)
     pthread_mutex_lock(&inst->mu);
     while (!inst->stopping) {
         mosq_bury_locked(inst);
-        int64_t now = mosq_now_ms();
+        int64_t now = mqc_now_ms();
         if (!inst->mosq) {
             if (now < next_connect_ms && !inst->kick) {
                 struct timespec ts;
-                mosq_abstime(next_connect_ms - now, &ts);
+                mqc_abstime(next_connect_ms - now, &ts);
                 pthread_cond_timedwait(&inst->cond, &inst->mu, &ts);
                 continue;
             }
@@ -176,7 +159,7 @@ void *mosq_loop_main(void *arg)
             mosq_start_connect_locked(inst);
             if (!inst->mosq)
                 next_connect_ms = mosq_backoff_locked(inst);
-            connect_deadline_ms = mosq_now_ms() + inst->connect_timeout_ms;
+            connect_deadline_ms = mqc_now_ms() + inst->connect_timeout_ms;
             continue;
         }
         struct mosquitto *m = inst->mosq;
@@ -185,7 +168,7 @@ void *mosq_loop_main(void *arg)
         pthread_mutex_lock(&inst->mu);
         if (inst->stopping)
             break;
-        now = mosq_now_ms();
+        now = mqc_now_ms();
         if (rc != MOSQ_ERR_SUCCESS || (inst->connecting && inst->last_connect_err[0])) {
             char why[MOSQ_DETAIL_MAX];
             if (inst->lost_why[0])
@@ -213,16 +196,12 @@ void *mosq_loop_main(void *arg)
 
 obx_status mosq_probe(mosq_inst *inst, int timeout_ms)
 {
-    struct timespec ts;
-    mosq_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
     pthread_mutex_lock(&inst->mu);
     if (!inst->connected && !inst->mosq && !inst->closed) {
         inst->kick = 1; /* the host is asking now: no need to sit out the backoff */
         pthread_cond_broadcast(&inst->cond);
     }
-    while (!inst->connected && !inst->closed && timeout_ms > 0)
-        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
-            break;
+    mqc_wait_connected_locked(&inst->mu, &inst->cond, &inst->connected, &inst->closed, timeout_ms);
     obx_status st = inst->connected && !inst->closed ? OBX_OK : OBX_UNAVAILABLE;
     pthread_mutex_unlock(&inst->mu);
     return st;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "mosq_int.h"
+#include "mqc_clock.h"
 
 /* Once per process: mosquitto_lib_init. */
 void mosq_lib_init(void);
@@ -17,9 +18,5 @@ struct mosquitto *mosq_client_new(mosq_inst *inst, char *errstr, size_t errstr_s
 void *mosq_loop_main(void *arg);
 /* ABI 1.1 probe: connected, or connected within timeout_ms. */
 obx_status mosq_probe(mosq_inst *inst, int timeout_ms);
-
-/* The monotonic clock, and ms_from_now as an absolute time for the conds. */
-int64_t mosq_now_ms(void);
-void mosq_abstime(int64_t ms_from_now, struct timespec *ts);
 
 #endif

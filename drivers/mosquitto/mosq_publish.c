@@ -1,41 +1,27 @@
 /*
  * mosquitto driver: handing a batch to libmosquitto. Each message is checked
- * and shaped (mosq_check.c) without the lock, then given to
+ * and shaped (mosq_props.c) without the lock, then given to
  * mosquitto_publish_v5 and tracked under it; libmosquitto sends in call
  * order, keeps at most min(max_in_flight, the broker's Receive Maximum)
  * unacknowledged and queues the rest, so a batch never waits for room. A
  * message is OK only on its PUBACK (PUBCOMP at QoS 2) with a success reason
  * code (mosq_client.c).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "mosq_check.h"
+#include "mosq_props.h"
 #include "mosq_loop.h"
 #include "mosq_publish.h"
 #include "mosq_track.h"
+#include "mqc_host.h"
 #include "obx/driver_util.h"
 
-/* Refuses m now. A 1.0 host cannot take a refusal's reason, so a PERMANENT
- * one is accepted and completed at once with it (nothing is sent). */
+/* Refuses m now (mqc_refuse: a 1.0 host gets PERMANENT ones completed). */
 static obx_status mosq_refuse(mosq_inst *inst, const obx_message *m, obx_status status,
                               const char *why)
 {
-    const obx_host *host = inst->host;
-    if (inst->has_refuse) {
-        host->refuse(host->host_ctx, m->token, 0, why);
-        return status;
-    }
-    if (status != OBX_PERMANENT)
-        return status;
-    host->log(host->host_ctx, OBX_LOG_WARN, "event %s: %s (destination \"%.200s\")", m->event_id,
-              why, m->destination);
-    pthread_mutex_lock(&inst->mu);
-    inst->n_failed++;
-    host->complete(host->host_ctx, m->token, OBX_PERMANENT, 0, why);
-    pthread_mutex_unlock(&inst->mu);
-    return OBX_OK;
+    return mqc_refuse(inst->host, inst->has_refuse, &inst->mu, &inst->n_failed, m, status, why);
 }
 
 /* libmosquitto's refusal of a publish: whose fault, and why. */
@@ -51,29 +37,13 @@ static obx_status mosq_send_rc_status(const mosq_inst *inst, int rc, const char 
     case MOSQ_ERR_INVAL:
     case MOSQ_ERR_MALFORMED_UTF8:
     case MOSQ_ERR_DUPLICATE_PROPERTY:
-    case MOSQ_ERR_QOS_NOT_SUPPORTED:
-        *why = mosquitto_strerror(rc);
-        return OBX_PERMANENT;
+    case MOSQ_ERR_QOS_NOT_SUPPORTED: *why = mosquitto_strerror(rc); return OBX_PERMANENT;
     case MOSQ_ERR_NO_CONN:
     case MOSQ_ERR_CONN_LOST:
         *why = "connection lost before the message could be sent";
         return inst->unavailable;
-    default:
-        *why = mosquitto_strerror(rc);
-        return OBX_RETRIABLE;
+    default: *why = mosquitto_strerror(rc); return OBX_RETRIABLE;
     }
-}
-
-/* Waits (mu held) up to window_wait_ms for a (re)connection. */
-static void mosq_wait_connected_locked(mosq_inst *inst)
-{
-    if (inst->connected || inst->closed || inst->window_wait_ms <= 0)
-        return;
-    struct timespec ts;
-    mosq_abstime(inst->window_wait_ms, &ts);
-    while (!inst->connected && !inst->closed)
-        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
-            break;
 }
 
 /* Hands one shaped message to libmosquitto and tracks it; OK or why not. */
@@ -87,12 +57,12 @@ static obx_status mosq_send(mosq_inst *inst, const obx_message *m, uint64_t agg,
         *why = "connection lost before the message could be sent";
         st = inst->closed ? OBX_RETRIABLE : inst->unavailable;
     } else {
-        int rc = mosquitto_publish_v5(inst->mosq, &mid, m->destination, (int)sh->body_len,
-                                      sh->body, inst->qos, false, sh->props);
+        int rc = mosquitto_publish_v5(inst->mosq, &mid, m->destination, (int)sh->msg.body_len,
+                                      sh->msg.body, inst->qos, false, sh->props);
         if (rc != MOSQ_ERR_SUCCESS)
             st = mosq_send_rc_status(inst, rc, why);
         else if (mosq_track_push(inst, m->token, agg, mid,
-                                 mosq_now_ms() + inst->publish_timeout_ms) < 0) {
+                                 mqc_now_ms() + inst->publish_timeout_ms) < 0) {
             *why = "out of memory"; /* sent untracked: at worst a duplicate */
             st = OBX_RETRIABLE;
         }
@@ -107,7 +77,9 @@ obx_status mosq_publish_batch(mosq_inst *inst, const obx_message *msgs, size_t c
     char why_nc[2 * MOSQ_DETAIL_MAX];
     pthread_mutex_lock(&inst->mu);
     inst->n_batches++;
-    mosq_wait_connected_locked(inst);
+    /* up to window_wait_ms for a (re)connection */
+    mqc_wait_connected_locked(&inst->mu, &inst->cond, &inst->connected, &inst->closed,
+                              inst->window_wait_ms);
     int closed = inst->closed, connected = inst->connected;
     snprintf(why_nc, sizeof why_nc, "not connected to %.100s%s%s", inst->url_shown,
              inst->last_connect_err[0] ? ": " : "", inst->last_connect_err);

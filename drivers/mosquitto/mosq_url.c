@@ -9,16 +9,6 @@
 
 #include "mosq_conf.h"
 
-void mosq_url_mask(const char *url, char *out, size_t size)
-{
-    const char *rest = strstr(url, "://");
-    const char *at = rest ? strrchr(rest + 3, '@') : NULL;
-    if (!at)
-        snprintf(out, size, "%s", url);
-    else
-        snprintf(out, size, "%.*s***%s", (int)(rest + 3 - url), url, at);
-}
-
 static int mosq_copy(char *dst, size_t size, const char *s, size_t len)
 {
     if (len >= size)
@@ -50,7 +40,8 @@ int mosq_url_parse(const char *url, mosq_url *out, char *errstr, size_t errstr_s
         const char *colon = memchr(p, ':', (size_t)(at - p));
         size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
         if (mosq_copy(out->user, sizeof out->user, p, ulen) ||
-            (colon && mosq_copy(out->pass, sizeof out->pass, colon + 1, (size_t)(at - colon - 1)))) {
+            (colon &&
+             mosq_copy(out->pass, sizeof out->pass, colon + 1, (size_t)(at - colon - 1)))) {
             snprintf(errstr, errstr_size, "option url: user name or password too long");
             return -1;
         }

@@ -3,8 +3,9 @@
  * destroy) and the definition. Options are read in mosq_conf.c (the url in
  * mosq_url.c), the client and its callbacks are in mosq_client.c, the loop
  * thread in mosq_loop.c, publishing in mosq_publish.c (messages checked and
- * shaped in mosq_check.c), the publishes in flight and their completions in
- * mosq_track.c, whose fault an answer is in mosq_verdict.c.
+ * given their properties in mosq_props.c), the publishes in flight and their
+ * completions in mosq_track.c. What the mqtt driver does alike (options both
+ * take, whose fault an answer is, the message checks) is in drivers/mqtt_common.
  *
  * One libmosquitto client and one loop thread per instance, where the mqtt
  * driver's paho shares one send and one receive thread among every client
@@ -21,18 +22,14 @@
 #include "mosq_loop.h"
 #include "mosq_publish.h"
 #include "mosq_track.h"
-#include "mosq_verdict.h"
-
-#define MOSQ_FIRST_CONNECT_WAIT_MS 2000
+#include "mqc_host.h"
 
 static void mosq_close(mosq_inst *inst);
 
 static void mosq_free(mosq_inst *inst)
 {
     mosq_track_free(&inst->track);
-    pthread_cond_destroy(&inst->cond);
-    pthread_cond_destroy(&inst->idle);
-    pthread_mutex_destroy(&inst->mu);
+    mqc_sync_destroy(&inst->mu, &inst->cond, &inst->idle);
     free(inst);
 }
 
@@ -46,13 +43,7 @@ static mosq_inst *mosq_create(const obx_host *host, char *errstr, size_t errstr_
     inst->host = host;
     inst->has_refuse = OBX_HOST_HAS(host, refuse);
     inst->unavailable = inst->has_refuse ? OBX_UNAVAILABLE : OBX_RETRIABLE;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&inst->cond, &ca);
-    pthread_cond_init(&inst->idle, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&inst->mu, NULL);
+    mqc_sync_init(&inst->mu, &inst->cond, &inst->idle);
     if (mosq_read_options(inst, errstr, errstr_size) < 0)
         goto fail;
     mosq_lib_init();
@@ -69,22 +60,8 @@ static mosq_inst *mosq_create(const obx_host *host, char *errstr, size_t errstr_
     }
     inst->loop_started = 1;
 
-    /* Wait briefly for the first connect so the first batch is not refused
-     * wholesale; a broker that is down is not a config error (the loop
-     * keeps trying), but refused credentials are. */
-    struct timespec ts;
-    mosq_abstime(MOSQ_FIRST_CONNECT_WAIT_MS, &ts);
-    pthread_mutex_lock(&inst->mu);
-    while (!inst->connected && !inst->last_connect_err[0])
-        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
-            break;
-    int fatal = !inst->connected && mosq_connack_fatal(inst->last_connect_code);
-    char why[MOSQ_DETAIL_MAX];
-    snprintf(why, sizeof why, "%s", inst->last_connect_err);
-    pthread_mutex_unlock(&inst->mu);
-    if (fatal) {
-        snprintf(errstr, errstr_size, "broker %s refused the connection: %s", inst->url_shown,
-                 why);
+    if (mqc_first_connect_refused(&inst->mu, &inst->cond, &inst->connected, inst->last_connect_err,
+                                  &inst->last_connect_code, inst->url_shown, errstr, errstr_size)) {
         mosq_close(inst);
         goto fail;
     }
@@ -97,7 +74,7 @@ fail:
 static size_t mosq_flush(mosq_inst *inst, int timeout_ms)
 {
     struct timespec ts;
-    mosq_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
+    mqc_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
     pthread_mutex_lock(&inst->mu);
     while (inst->track.live > 0 && timeout_ms > 0)
         if (pthread_cond_timedwait(&inst->idle, &inst->mu, &ts) == ETIMEDOUT)
@@ -144,17 +121,6 @@ static void mosq_destroy(mosq_inst *inst)
     mosq_free(inst);
 }
 
-static obx_status mosq_probe_entry(obx_instance *inst, int timeout_ms)
-{
-    return mosq_probe(inst, timeout_ms);
-}
-
-static obx_status mosq_publish_entry(obx_instance *inst, const obx_message *msgs, size_t count,
-                                     obx_status *accept)
-{
-    return mosq_publish_batch(inst, msgs, count, accept);
-}
-
 static const obx_driver_def mosq_def = {
     OBX_DRIVER_DEF_HEAD,
     .name = "mosquitto",
@@ -167,9 +133,9 @@ static const obx_driver_def mosq_def = {
      * (nothing given back is sent again), and the later events of an
      * aggregate in flight after an earlier one failed fail too (mosq_track.c) */
     .flags = OBX_DRIVER_IN_ORDER,
-    .probe = mosq_probe_entry,
+    .probe = mosq_probe,
     .create = mosq_create,
-    .publish_batch = mosq_publish_entry,
+    .publish_batch = mosq_publish_batch,
     .poll = NULL, /* completions come from the loop thread */
     .flush = mosq_flush,
     .close = mosq_close,

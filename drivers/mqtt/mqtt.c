@@ -2,11 +2,12 @@
  * MQTT 5 driver: instance life cycle (create, flush, close, destroy).
  * Options are read in mqtt_conf.c, the connection and timeouts are managed
  * in mqtt_conn.c, publishing and acknowledgements are in mqtt_publish.c,
- * completions in mqtt_complete.c, whose fault an answer is in mqtt_verdict.c,
- * one paho client per connection in mqtt_client.c. Each file's header
+ * completions in mqtt_complete.c, one paho client per connection in
+ * mqtt_client.c; what the mosquitto driver does alike (options both take,
+ * whose fault an answer is, the message checks) is in drivers/mqtt_common. Each file's header
  * declares what it defines; they depend one way: mqtt -> mqtt_conf ->
- * mqtt_conn -> mqtt_client, mqtt_publish -> mqtt_item, mqtt_complete,
- * mqtt_verdict -> mqtt_int.h (the types).
+ * mqtt_conn -> mqtt_client, mqtt_publish -> mqtt_item, mqtt_complete ->
+ * mqtt_int.h (the types).
  *
  * Offline buffering is off on purpose: the outbox row is the buffer. While
  * disconnected, publishes are refused UNAVAILABLE and the host retries the
@@ -21,14 +22,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mqc_clock.h"
+#include "mqc_host.h"
 #include "mqtt_client.h"
-#include "mqtt_clock.h"
 #include "mqtt_complete.h"
 #include "mqtt_conf.h"
 #include "mqtt_conn.h"
 #include "mqtt_publish.h"
-
-#define MQTT_FIRST_CONNECT_WAIT_MS 2000
 
 /* ------------------------------------------------------------ create */
 
@@ -36,9 +36,7 @@ static void mqtt_free(mqtt_inst *inst)
 {
     mqtt_client_destroy_all(inst);
     free(inst->pctx);
-    pthread_cond_destroy(&inst->cond);
-    pthread_cond_destroy(&inst->idle);
-    pthread_mutex_destroy(&inst->mu);
+    mqc_sync_destroy(&inst->mu, &inst->cond, &inst->idle);
     free(inst->slots);
     free(inst->free_idx);
     while (inst->queue_head) { /* close completed them; only a failed create gets here first */
@@ -61,13 +59,7 @@ static mqtt_inst *mqtt_create(const obx_host *host, char *errstr, size_t errstr_
     inst->host = host;
     inst->has_refuse = OBX_HOST_HAS(host, refuse);
     inst->unavailable = inst->has_refuse ? OBX_UNAVAILABLE : OBX_RETRIABLE;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&inst->cond, &ca);
-    pthread_cond_init(&inst->idle, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&inst->mu, NULL);
+    mqc_sync_init(&inst->mu, &inst->cond, &inst->idle);
 
     if (mqtt_read_options(inst, errstr, errstr_size))
         goto fail;
@@ -103,25 +95,8 @@ static mqtt_inst *mqtt_create(const obx_host *host, char *errstr, size_t errstr_
     }
     inst->timer_started = 1;
 
-    /* Wait briefly for the first connect so the first batch is not refused
-     * wholesale; a broker that is down is not a config error (we keep
-     * retrying), but refused credentials are. */
-    struct timespec ts;
-    mqtt_abstime(MQTT_FIRST_CONNECT_WAIT_MS, &ts);
-    pthread_mutex_lock(&inst->mu);
-    while (!inst->connected && !inst->last_connect_err[0])
-        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
-            break;
-    int code = inst->last_connect_code;
-    int auth_refused = !inst->connected && (code == MQTTREASONCODE_BAD_USER_NAME_OR_PASSWORD ||
-                                            code == MQTTREASONCODE_NOT_AUTHORIZED ||
-                                            code == MQTTREASONCODE_CLIENT_IDENTIFIER_NOT_VALID ||
-                                            code == MQTTREASONCODE_BANNED);
-    char why[MQTT_DETAIL_MAX];
-    snprintf(why, sizeof why, "%s", inst->last_connect_err);
-    pthread_mutex_unlock(&inst->mu);
-    if (auth_refused) {
-        snprintf(errstr, errstr_size, "broker %s refused the connection: %s", inst->url_shown, why);
+    if (mqc_first_connect_refused(&inst->mu, &inst->cond, &inst->connected, inst->last_connect_err,
+                                  &inst->last_connect_code, inst->url_shown, errstr, errstr_size)) {
         mqtt_close(inst);
         mqtt_free(inst);
         return NULL;
@@ -138,7 +113,7 @@ fail:
 static size_t mqtt_flush(mqtt_inst *inst, int timeout_ms)
 {
     struct timespec ts;
-    mqtt_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
+    mqc_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
     pthread_mutex_lock(&inst->mu);
     while (inst->inflight + inst->queued > 0 && timeout_ms > 0)
         if (pthread_cond_timedwait(&inst->idle, &inst->mu, &ts) == ETIMEDOUT)
@@ -195,7 +170,7 @@ static void mqtt_close(mqtt_inst *inst)
         dopts.context = inst;
         if (MQTTAsync_disconnect(inst->client, &dopts) == MQTTASYNC_SUCCESS) {
             struct timespec ts;
-            mqtt_abstime(1500, &ts);
+            mqc_abstime(1500, &ts);
             pthread_mutex_lock(&inst->mu);
             while (!inst->disconnect_done)
                 if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
@@ -231,17 +206,6 @@ static void mqtt_destroy(mqtt_inst *inst)
     mqtt_free(inst);
 }
 
-static obx_status mqtt_probe_entry(obx_instance *inst, int timeout_ms)
-{
-    return mqtt_probe(inst, timeout_ms);
-}
-
-static obx_status mqtt_publish_entry(obx_instance *inst, const obx_message *msgs, size_t count,
-                                     obx_status *accept)
-{
-    return mqtt_publish_batch(inst, msgs, count, accept);
-}
-
 static const obx_driver_def mqtt_def = {
     OBX_DRIVER_DEF_HEAD,
     .name = "mqtt",
@@ -254,9 +218,9 @@ static const obx_driver_def mqtt_def = {
      * order of an aggregate's run, and the later events of an aggregate in
      * flight after an earlier one failed fail too (mqtt_complete.c). */
     .flags = OBX_DRIVER_IN_ORDER,
-    .probe = mqtt_probe_entry,
+    .probe = mqtt_probe,
     .create = mqtt_create,
-    .publish_batch = mqtt_publish_entry,
+    .publish_batch = mqtt_publish_batch,
     .poll = NULL, /* completions come from paho's and the timer thread */
     .flush = mqtt_flush,
     .close = mqtt_close,

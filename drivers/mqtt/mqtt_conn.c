@@ -11,12 +11,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "mqc_clock.h"
+#include "mqc_host.h"
+#include "mqc_verdict.h"
 #include "mqtt_client.h"
-#include "mqtt_clock.h"
 #include "mqtt_complete.h"
 #include "mqtt_conn.h"
 #include "mqtt_publish.h"
-#include "mqtt_verdict.h"
 
 #define MQTT_TIMER_TICK_MS 50
 /* At most this many nudges unanswered (a hung broker gets no more). */
@@ -55,13 +56,8 @@ void mqtt_on_connect_ok(void *ctx, MQTTAsync_successData5 *resp)
         inst->connected = 1;
         inst->connecting = 0;
         inst->backoff_ms = inst->reconnect_min_ms;
-        if (inst->connect_attempts > 1 || inst->ever_connected)
-            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO,
-                            "connected to %s as %s after %d attempt(s)", inst->url_shown,
-                            inst->client_id, inst->connect_attempts);
-        else
-            inst->host->log(inst->host->host_ctx, OBX_LOG_INFO, "connected to %s as %s",
-                            inst->url_shown, inst->client_id);
+        mqc_log_connected(inst->host, inst->url_shown, inst->client_id, inst->connect_attempts,
+                          inst->ever_connected);
         inst->connect_attempts = 0;
         inst->ever_connected = 1;
         pthread_cond_broadcast(&inst->cond);
@@ -91,7 +87,7 @@ void mqtt_on_connect_fail(void *ctx, MQTTAsync_failureData5 *resp)
                             "connect to %s failed (attempt %d): %s; retrying in %lld ms",
                             inst->url_shown, inst->connect_attempts, inst->last_connect_err,
                             (long long)inst->backoff_ms);
-        inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
+        inst->next_connect_ms = mqc_now_ms() + inst->backoff_ms;
         inst->backoff_ms *= 2;
         if (inst->backoff_ms > inst->reconnect_max_ms)
             inst->backoff_ms = inst->reconnect_max_ms;
@@ -119,8 +115,8 @@ static void mqtt_lost_locked(mqtt_inst *inst, const char *why)
         inst->host->log(inst->host->host_ctx, OBX_LOG_WARN,
                         "%s (%s); %d publish(es) in flight or queued given back, reconnecting", why,
                         inst->url_shown, n);
-    if (!inst->connecting && inst->next_connect_ms < mqtt_now_ms() + inst->backoff_ms)
-        inst->next_connect_ms = mqtt_now_ms() + inst->backoff_ms;
+    if (!inst->connecting && inst->next_connect_ms < mqc_now_ms() + inst->backoff_ms)
+        inst->next_connect_ms = mqc_now_ms() + inst->backoff_ms;
     pthread_cond_broadcast(&inst->cond);
 }
 
@@ -201,7 +197,7 @@ static void mqtt_nudge(mqtt_inst *inst, MQTTAsync client, int gen)
 /* A broker that acknowledges nothing, for this host (1.0: RETRIABLE). */
 static obx_status mqtt_pushback(const mqtt_inst *inst)
 {
-    obx_status st = mqtt_timeout_status();
+    obx_status st = mqc_timeout_status();
     return st == OBX_UNAVAILABLE ? inst->unavailable : st;
 }
 
@@ -215,7 +211,7 @@ void *mqtt_timer_main(void *arg)
     int64_t seen_ms = 0;
     pthread_mutex_lock(&inst->mu);
     while (!inst->stopping) {
-        int64_t now = mqtt_now_ms();
+        int64_t now = mqc_now_ms();
         int timed_out = 0;
         for (int i = 0; i < inst->window; i++) {
             mqtt_slot *s = &inst->slots[i];
@@ -285,7 +281,7 @@ void *mqtt_timer_main(void *arg)
             continue;
         }
         struct timespec ts;
-        mqtt_abstime(
+        mqc_abstime(
             tail && inst->nudge_ms < MQTT_TIMER_TICK_MS ? inst->nudge_ms : MQTT_TIMER_TICK_MS, &ts);
         pthread_cond_timedwait(&inst->cond, &inst->mu, &ts);
     }
@@ -295,17 +291,13 @@ void *mqtt_timer_main(void *arg)
 
 obx_status mqtt_probe(mqtt_inst *inst, int timeout_ms)
 {
-    struct timespec ts;
-    mqtt_abstime(timeout_ms > 0 ? timeout_ms : 0, &ts);
     pthread_mutex_lock(&inst->mu);
     if (!inst->connected && !inst->connecting && !inst->closed) {
         /* the host is asking now: no need to sit out the backoff */
         inst->next_connect_ms = 0;
         pthread_cond_broadcast(&inst->cond);
     }
-    while (!inst->connected && !inst->closed && timeout_ms > 0)
-        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
-            break;
+    mqc_wait_connected_locked(&inst->mu, &inst->cond, &inst->connected, &inst->closed, timeout_ms);
     obx_status st = inst->connected && !inst->closed ? OBX_OK : OBX_UNAVAILABLE;
     pthread_mutex_unlock(&inst->mu);
     return st;

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "mqc_shape.h"
 #include "obx/cloudevents.h"
 #include "obx/driver.h"
 
@@ -111,8 +112,7 @@ struct obx_instance {
     int64_t publish_timeout_ms;
     int64_t window_wait_ms;   /* how long one publish_batch may wait for the connection */
     int64_t nudge_ms;         /* a stalled tail's nudge (mqtt_conn.c); 0: none */
-    const char *content_type; /* a template; NULL: use the message's own */
-    const char *response_topic, *correlation_data; /* templates; NULL: not sent */
+    mqc_templates tpl;        /* content_type, response_topic, correlation_data */
     obx_ce_config ce;         /* format = "cloudevents": how messages are shaped */
     int64_t message_expiry_s; /* 0: none */
     int64_t reconnect_min_ms, reconnect_max_ms;

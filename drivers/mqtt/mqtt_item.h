@@ -13,8 +13,5 @@
  * thread's next call; *out NULL). */
 const char *mqtt_item_make(const mqtt_inst *inst, const obx_message *m, uint64_t agg,
                            mqtt_item **out);
-/* NULL when the topic can be published, else why not. */
-const char *mqtt_topic_problem(const char *topic);
-int mqtt_utf8_ok(const unsigned char *s, size_t len);
 
 #endif

@@ -11,19 +11,20 @@
 #include <string.h>
 #include <time.h>
 
-#include "mqtt_clock.h"
+#include "mqc_clock.h"
+#include "mqc_host.h"
+#include "mqc_verdict.h"
 #include "mqtt_complete.h"
 #include "mqtt_item.h"
 #include "mqtt_publish.h"
-#include "mqtt_verdict.h"
 #include "obx/driver_util.h"
 
 /* ------------------------------------------------------------ checks */
 
-/* mqtt_reason_status for this host: a 1.0 host knows no UNAVAILABLE. */
+/* mqc_reason_status for this host: a 1.0 host knows no UNAVAILABLE. */
 static obx_status mqtt_reason(const mqtt_inst *inst, int reason)
 {
-    obx_status st = mqtt_reason_status(reason);
+    obx_status st = mqc_reason_status(reason);
     return st == OBX_UNAVAILABLE ? inst->unavailable : st;
 }
 
@@ -154,7 +155,7 @@ static void mqtt_sent_locked(mqtt_inst *inst, mqtt_slot *slot, int rc, int ptoke
     }
     slot->state = MQTT_SLOT_INFLIGHT;
     slot->ptoken = ptoken;
-    slot->deadline_ms = mqtt_now_ms() + inst->publish_timeout_ms;
+    slot->deadline_ms = mqc_now_ms() + inst->publish_timeout_ms;
     for (int i = 0; i < 2; i++) {
         mqtt_early *e = &slot->early[i];
         if (e->used && e->ptoken == ptoken) {
@@ -257,25 +258,11 @@ void mqtt_pump(mqtt_inst *inst)
 
 /* ------------------------------------------------------------ publish */
 
-/* Refuses m now. A 1.0 host cannot take the reason of a refusal, so a
- * PERMANENT one is accepted and completed at once with it (nothing is sent). */
+/* Refuses m now (mqc_refuse: a 1.0 host gets PERMANENT ones completed). */
 static obx_status mqtt_refuse(mqtt_inst *inst, const obx_message *m, obx_status status,
                               const char *why)
 {
-    const obx_host *host = inst->host;
-    if (inst->has_refuse) {
-        host->refuse(host->host_ctx, m->token, 0, why);
-        return status;
-    }
-    if (status != OBX_PERMANENT)
-        return status;
-    host->log(host->host_ctx, OBX_LOG_WARN, "event %s: %s (destination \"%.200s\")", m->event_id,
-              why, m->destination);
-    pthread_mutex_lock(&inst->mu);
-    inst->n_failed++;
-    host->complete(host->host_ctx, m->token, OBX_PERMANENT, 0, why);
-    pthread_mutex_unlock(&inst->mu);
-    return OBX_OK;
+    return mqc_refuse(inst->host, inst->has_refuse, &inst->mu, &inst->n_failed, m, status, why);
 }
 
 static int mqtt_agg_in(const uint64_t *set, size_t n, uint64_t agg)
@@ -293,11 +280,8 @@ static void mqtt_wait_connected_locked(mqtt_inst *inst)
     if (inst->connected || inst->closed || inst->window_wait_ms <= 0)
         return;
     inst->n_conn_waits++;
-    struct timespec ts;
-    mqtt_abstime(inst->window_wait_ms, &ts);
-    while (!inst->connected && !inst->closed)
-        if (pthread_cond_timedwait(&inst->cond, &inst->mu, &ts) == ETIMEDOUT)
-            break;
+    mqc_wait_connected_locked(&inst->mu, &inst->cond, &inst->connected, &inst->closed,
+                              inst->window_wait_ms);
 }
 
 obx_status mqtt_publish_batch(mqtt_inst *inst, const obx_message *msgs, size_t count,

@@ -3,7 +3,7 @@
 # then create against a broker that refuses anonymous clients (CONNACK 0x87)
 # must fail with the reason, as the mqtt driver's does.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/mosq_lib.sh"
+. "$(dirname "$0")/../mqtt/mqtt_lib.sh"
 
 mq_private conformance
 mq_denied denied

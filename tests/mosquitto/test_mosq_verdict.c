@@ -1,4 +1,4 @@
-/* The mosquitto driver's verdict table: the mqtt driver's mapping of PUBACK
+/* The verdict table the mosquitto driver uses (the mqtt driver's too): PUBACK
  * and CONNACK reason codes (drivers/mqtt/README.md, "Whose fault an answer is"). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "mosq_verdict.h"
+#include "mqc_verdict.h"
 
 static void puback_codes(void **state)
 {
@@ -16,23 +16,23 @@ static void puback_codes(void **state)
     const int unavailable[] = {0x97, 0x89};
     const int retriable[] = {0x80, 0x83, 0x91, 0x8F};
     for (size_t i = 0; i < 4; i++)
-        assert_int_equal(mosq_reason_status(permanent[i]), OBX_PERMANENT);
+        assert_int_equal(mqc_reason_status(permanent[i]), OBX_PERMANENT);
     for (size_t i = 0; i < 2; i++)
-        assert_int_equal(mosq_reason_status(unavailable[i]), OBX_UNAVAILABLE);
+        assert_int_equal(mqc_reason_status(unavailable[i]), OBX_UNAVAILABLE);
     for (size_t i = 0; i < 4; i++)
-        assert_int_equal(mosq_reason_status(retriable[i]), OBX_RETRIABLE);
+        assert_int_equal(mqc_reason_status(retriable[i]), OBX_RETRIABLE);
 }
 
 static void connack_codes(void **state)
 {
     (void)state;
-    assert_true(mosq_connack_fatal(0x85));
-    assert_true(mosq_connack_fatal(0x86));
-    assert_true(mosq_connack_fatal(0x87));
-    assert_true(mosq_connack_fatal(0x8A));
-    assert_false(mosq_connack_fatal(0x88)); /* server unavailable: retried */
-    assert_false(mosq_connack_fatal(0x89)); /* server busy */
-    assert_false(mosq_connack_fatal(-1));   /* no CONNACK: connection refused */
+    assert_true(mqc_connack_fatal(0x85));
+    assert_true(mqc_connack_fatal(0x86));
+    assert_true(mqc_connack_fatal(0x87));
+    assert_true(mqc_connack_fatal(0x8A));
+    assert_false(mqc_connack_fatal(0x88)); /* server unavailable: retried */
+    assert_false(mqc_connack_fatal(0x89)); /* server busy */
+    assert_false(mqc_connack_fatal(-1));   /* no CONNACK: connection refused */
 }
 
 int main(void)

@@ -3,7 +3,16 @@ MQTT_TEST_BIN=${MQTT_TEST_BIN:?MQTT_TEST_BIN must name the directory with msub a
 # msub is a test tool: leaks inside paho (a connect pending at destroy) are not ours
 MSUB=(env ASAN_OPTIONS=detect_leaks=0 "$MQTT_TEST_BIN/msub")
 MHARNESS=$MQTT_TEST_BIN/mharness
-MQTT_SO=${OBX_DRIVERS:-$(dirname "$OBX_BIN")/drivers}/mqtt.so
+# The driver under test: a scenario the same for both MQTT drivers is one
+# script, registered as mqtt_NAME and (with MQTT_DRIVER=mosquitto) mosq_NAME
+# (tests/mosquitto/CMakeLists.txt). MQ_TEST is the test names' prefix.
+MQTT_DRIVER=${MQTT_DRIVER:-mqtt}
+case $MQTT_DRIVER in
+mqtt) MQ_TEST=mqtt ;;
+mosquitto) MQ_TEST=mosq ;;
+*) fail "MQTT_DRIVER=$MQTT_DRIVER: mqtt or mosquitto" ;;
+esac
+MQTT_SO=${OBX_DRIVERS:-$(dirname "$OBX_BIN")/drivers}/$MQTT_DRIVER.so
 # the test's own directory: its brokers' and subscribers' files, by name
 MQ_ROOT=$(mktemp -d /tmp/obx-mqtt.XXXXXX)
 chmod 755 "$MQ_ROOT"
@@ -31,19 +40,54 @@ mq_cleanup() {
 }
 
 # mq_relay_cfg FILE URL TOPIC_PREFIX [RELAY_EXTRA] [MQTT_EXTRA]: a relay config
-# publishing every event to TOPIC_PREFIX/<aggregate_type>.
+# publishing every event to TOPIC_PREFIX/<aggregate_type> through MQTT_DRIVER.
 mq_relay_cfg() {
     cat >"$1" <<CFG
 database = { conninfo = "\${TEST_DSN}"; };
 relay = { workers = 2; batch_size = 500; ordering = "aggregate"; poll_interval_ms = 200;
           drivers_dir = "\${OBX_DRIVERS}"; ${4:-max_attempts = 5;}
           backoff = { initial_ms = 100; max_ms = 1000; multiplier = 2.0; jitter = 0.2; }; };
-outputs = ( { name = "mq"; driver = "mqtt";
+outputs = ( { name = "mq"; driver = "$MQTT_DRIVER";
               options = { url = "$2"; client_id_prefix = "relay-test-"; max_in_flight = 500;
                           content_type = "application/json"; ${5:-} }; } );
 routes = ( { event_type = "*"; aggregate_type = "*"; output = "mq";
              destination = "$3/\${aggregate_type}"; } );
 CFG
+}
+
+# mq_relay_start CFG: `run --drain` in the background, its log in
+# $PMQ_DIR/relay.log; sets RELAY_PID (mq_relay_wait waits for it).
+mq_relay_start() {
+    "$OBX_BIN" run -c "$1" --drain >"$PMQ_DIR/relay.log" 2>&1 &
+    RELAY_PID=$!
+    MQ_BG_PIDS="${MQ_BG_PIDS:-} $RELAY_PID"
+}
+mq_relay_wait() {
+    local rc=0
+    wait "$RELAY_PID" || rc=$?
+    [ "$rc" -eq 0 ] || { tail -20 "$PMQ_DIR/relay.log"; fail "relay run --drain exited $rc"; }
+}
+
+# mq_ran_driver: the relay's log shows MQTT_DRIVER ran the output (the host
+# names the driver on every line it logs for it).
+mq_ran_driver() {
+    grep -q "($MQTT_DRIVER)" "$PMQ_DIR/relay.log" ||
+        { grep -m3 'closed ' "$PMQ_DIR/relay.log"; fail "the output did not run the $MQTT_DRIVER driver"; }
+}
+
+# mq_published: the rows published so far.
+mq_published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
+
+# mq_stop_after N MIN: once MIN of the N rows are published (60 s at most),
+# stops the private broker with the relay mid-stream; sets MQ_BEFORE, the
+# rows published then.
+mq_stop_after() {
+    local _
+    for _ in $(seq 600); do [ "$(mq_published)" -ge "$2" ] && break; sleep 0.1; done
+    MQ_BEFORE=$(mq_published)
+    [ "$MQ_BEFORE" -lt "$1" ] || fail "relay finished before the broker could be stopped"
+    note "stopping mosquitto after $MQ_BEFORE of $1 published"
+    bash -c "$PMQ_STOP" || fail "mosquitto stop"
 }
 
 # msub_start NAME URL FILTER EXPECTED [ARGS...]: the subscriber in the

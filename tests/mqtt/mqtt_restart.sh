@@ -21,24 +21,14 @@ sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $AGGS), 'order.created'
      FROM generate_series(1, $N) g" >/dev/null
 
 msub_start restart "$PMQ_URL" 'obx/restart/#' "$N" -P -H tenant=acme -T 300 -l 3000 -o "$PMQ_DIR/received.ids"
-"$OBX_BIN" run -c "$CFG" --drain >"$PMQ_DIR/relay.log" 2>&1 &
-RELAY_PID=$!
-MQ_BG_PIDS="$MQ_BG_PIDS $RELAY_PID"
-
-published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
-for _ in $(seq 600); do [ "$(published)" -ge $((N / 4)) ] && break; sleep 0.1; done
-before=$(published)
-[ "$before" -lt "$N" ] || fail "relay finished before the broker could be stopped"
-note "stopping mosquitto after $before of $N published"
-bash -c "$PMQ_STOP" || fail "mosquitto stop"
+mq_relay_start "$CFG"
+mq_stop_after "$N" $((N / 4))
 sleep 3
-during=$(published)
+during=$(mq_published)
 note "starting mosquitto again ($during published while it was down)"
 bash -c "$PMQ_START" || fail "mosquitto start"
 
-rc=0
-wait "$RELAY_PID" || rc=$?
-[ "$rc" -eq 0 ] || { tail -20 "$PMQ_DIR/relay.log"; fail "relay run --drain exited $rc"; }
+mq_relay_wait
 rc=0
 wait "$MSUB_PID" || rc=$?
 cat "$MSUB_OUT"
@@ -50,7 +40,7 @@ if [ "$rc" -ne 0 ]; then
     fail "subscriber did not get every published event"
 fi
 
-expect_eq "published rows" "$(published)" "$N"
+expect_eq "published rows" "$(mq_published)" "$N"
 expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
 retried=$(sql "SELECT count(*) FROM outbox WHERE attempts > 1")
 grep -q "connection lost\|server sent DISCONNECT" "$PMQ_DIR/relay.log" || fail "the relay never saw the connection drop"

@@ -23,28 +23,18 @@ sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % $AGGS), 'order.created'
          jsonb_build_object('n', g))) FROM generate_series(1, $N) g" >/dev/null
 
 msub_start restartorder "$PMQ_URL" 'obx/rorder/#' "$N" -P -T 300 -l 3000
-"$OBX_BIN" run -c "$CFG" --drain >"$PMQ_DIR/relay.log" 2>&1 &
-RELAY_PID=$!
-MQ_BG_PIDS="$MQ_BG_PIDS $RELAY_PID"
-
-published() { sql "SELECT count(*) FROM outbox WHERE published_at IS NOT NULL"; }
-for _ in $(seq 600); do [ "$(published)" -ge $((N / 4)) ] && break; sleep 0.1; done
-before=$(published)
-[ "$before" -lt "$N" ] || fail "relay finished before the broker could be stopped"
-note "stopping mosquitto after $before of $N published"
-bash -c "$PMQ_STOP" || fail "mosquitto stop"
+mq_relay_start "$CFG"
+mq_stop_after "$N" $((N / 4))
 sleep 3
 bash -c "$PMQ_START" || fail "mosquitto start"
 
-rc=0
-wait "$RELAY_PID" || rc=$?
-[ "$rc" -eq 0 ] || { tail -20 "$PMQ_DIR/relay.log"; fail "relay run --drain exited $rc"; }
+mq_relay_wait
 msub_wait
-expect_eq "published rows" "$(published)" "$N"
+expect_eq "published rows" "$(mq_published)" "$N"
 expect_eq "dead rows" "$(sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL")" 0
 expect_eq "order violations" "$(msub_field order_violations)" 0
 grep -q "connection lost\|server sent DISCONNECT" "$PMQ_DIR/relay.log" || fail "the relay never saw the connection drop"
 fresh=$(sed -n 's/.*fresh clients \([0-9]*\).*/\1/p' "$PMQ_DIR/relay.log" | awk '{ s += $1 } END { print s + 0 }')
 [ "$fresh" -ge 1 ] || fail "no fresh client after the lost connection"
-echo "PASS mqtt_restart_order ($N events over $AGGS aggregates, stopped at $before published," \
+echo "PASS mqtt_restart_order ($N events over $AGGS aggregates, stopped at $MQ_BEFORE published," \
      "received $(msub_field unique), duplicates $(msub_field duplicates), fresh clients $fresh)"

@@ -1,6 +1,5 @@
 /*
- * MQTT driver: the verdict on a broker's answer, in one table (the README's
- * "Whose fault an answer is" is this file in prose).
+ * MQTT 5 drivers: the verdict on a broker's answer, in one table.
  *
  * Pushback is the broker's state, not the event's: it pauses the output and
  * counts no attempt, so a throttling or hung broker never dead-letters good
@@ -10,20 +9,17 @@
  * dead-letter it (a poison event must end dead); as RETRIABLE a broker-wide
  * 0x80 costs attempts that max_attempts bounds and last_error shows.
  */
-#include <MQTTReasonCodes.h>
+#include "mqc_verdict.h"
 
-#include "mqtt_verdict.h"
-
-obx_status mqtt_reason_status(int reason)
+obx_status mqc_reason_status(int reason)
 {
     switch (reason) {
-    case MQTTREASONCODE_NOT_AUTHORIZED:         /* 0x87: the ACL will not change by retrying */
-    case MQTTREASONCODE_TOPIC_NAME_INVALID:     /* 0x90 */
-    case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */
-    case MQTTREASONCODE_PACKET_TOO_LARGE:       /* 0x95: this message is over the broker's limit */
-        return OBX_PERMANENT;
-    case MQTTREASONCODE_QUOTA_EXCEEDED: /* 0x97: the broker's rate or queue limit */
-    case MQTTREASONCODE_SERVER_BUSY: /* 0x89 */ return OBX_UNAVAILABLE;
+    case 0x87: /* Not authorized: the ACL will not change by retrying */
+    case 0x90: /* Topic name invalid */
+    case 0x95: /* Packet too large: this message is over the broker's limit */
+    case 0x99: /* Payload format invalid */ return OBX_PERMANENT;
+    case 0x97: /* Quota exceeded: the broker's rate or queue limit */
+    case 0x89: /* Server busy */ return OBX_UNAVAILABLE;
     default: /* 0x80 unspecified, 0x83 implementation specific, 0x91 id in use, ... */
         return OBX_RETRIABLE;
     }
@@ -32,7 +28,14 @@ obx_status mqtt_reason_status(int reason)
 /* The broker holds the connection and answers nothing: hung or overloaded,
  * either way the output's state (Mosquitto acknowledges every QoS 1/2
  * publish it takes, or drops the connection). */
-obx_status mqtt_timeout_status(void)
+obx_status mqc_timeout_status(void)
 {
     return OBX_UNAVAILABLE;
+}
+
+int mqc_connack_fatal(int reason)
+{
+    /* 0x85 client identifier not valid, 0x86 bad user name or password,
+     * 0x87 not authorized, 0x8A banned */
+    return reason == 0x85 || reason == 0x86 || reason == 0x87 || reason == 0x8A;
 }

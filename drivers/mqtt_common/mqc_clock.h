@@ -1,11 +1,11 @@
-/* MQTT driver: the monotonic clock every part of the driver reads. */
-#ifndef OBX_MQTT_CLOCK_H
-#define OBX_MQTT_CLOCK_H
+/* MQTT 5 drivers: the monotonic clock their timeouts and conds use. */
+#ifndef OBX_MQC_CLOCK_H
+#define OBX_MQC_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>
 
-static inline int64_t mqtt_now_ms(void)
+static inline int64_t mqc_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -14,7 +14,7 @@ static inline int64_t mqtt_now_ms(void)
 
 /* ms_from_now as an absolute time for pthread_cond_timedwait (the conds use
  * CLOCK_MONOTONIC). */
-static inline void mqtt_abstime(int64_t ms_from_now, struct timespec *ts)
+static inline void mqc_abstime(int64_t ms_from_now, struct timespec *ts)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
     ts->tv_sec += ms_from_now / 1000;
