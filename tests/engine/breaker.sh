@@ -8,19 +8,9 @@
 # published, none is dead, each aggregate's order holds, and the log says
 # the output was taken as at fault. A poison event afterwards (refused
 # while the others are taken) is still dead-lettered.
-MODE=${SOURCE_MODE:-poll}
-ENG_TEST=breaker_$MODE
-OPTS="refuse_all_file = \"\$WORK_REFUSE\"; permanent_event_type = \"order.poison\";"
-if [ "$MODE" = poll ]; then
-    . "$(dirname "$0")/engine_lib.sh"
-    fresh_db breaker_poll
-    write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50;" "${OPTS//\$WORK_REFUSE/$WORK/refuse}"
-else
-    WAL_AS=$MODE
-    . "$(dirname "$0")/../wal/wal_lib.sh"
-    fresh_wal_db "breaker_$MODE"
-    write_wal_cfg "$WORK/relay.cfg" "" "${OPTS//\$WORK_REFUSE/$WORK/refuse}"
-fi
+. "$(dirname "$0")/source_lib.sh" breaker
+source_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50;" \
+    "refuse_all_file = \"$WORK/refuse\"; permanent_event_type = \"order.poison\";"
 CFG=$WORK/relay.cfg
 init_db "$CFG"
 

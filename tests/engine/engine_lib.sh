@@ -282,3 +282,19 @@ stop_relay() {
 
 # peak_rss_kb PID: the process's peak resident set (VmHWM) in kB.
 peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+
+# squatter_role: a LOGIN role SQ (${TEST_DB}_squatter, roles are the
+# server's) with CREATE on the test database's public schema, as a hostile
+# application role would have it; it and the database are dropped at exit.
+# as_squatter SQL runs SQL as that role.
+squatter_role() {
+    SQ=${TEST_DB}_squatter
+    psql -qAt -d postgres -c "DROP ROLE IF EXISTS $SQ" >/dev/null
+    psql -qAt -d postgres -c "CREATE ROLE $SQ LOGIN" >/dev/null
+    eng_extra_cleanup() {
+        psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $TEST_DB WITH (FORCE)" >/dev/null 2>&1 || true
+        psql -qAt -d postgres -c "DROP ROLE IF EXISTS $SQ" >/dev/null 2>&1 || true
+    }
+    sql "GRANT CREATE ON SCHEMA public TO $SQ" >/dev/null
+}
+as_squatter() { psql -qAt -v ON_ERROR_STOP=1 "$TEST_DSN user=$SQ" -c "$1"; }

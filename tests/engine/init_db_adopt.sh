@@ -10,24 +10,13 @@
 # - --from now: the 100 rows are never sent, the rows written after are
 #   (consumer-side count); --from beginning: all 100 wait to be sent (WAL
 #   mode refuses it: its slot sees only what commits after it is made).
-MODE=${SOURCE_MODE:-poll}
-ENG_TEST=init_db_adopt_$MODE
-if [ "$MODE" = poll ]; then
-    . "$(dirname "$0")/engine_lib.sh"
-    fresh_db init_db_adopt_poll
-    SRC=""
-else
-    WAL_AS=$MODE
-    . "$(dirname "$0")/../wal/wal_lib.sh"
-    fresh_wal_db "init_db_adopt_$MODE"
-    SRC="source = \"$MODE\"; wal = { slot = \"$TEST_DB\"; };"
-fi
+. "$(dirname "$0")/source_lib.sh" init_db_adopt
 
 # cfg FILE COLUMNS: a memory-driver config on the Debezium table
 cfg() {
     cat >"$1" <<EOF
 database = { conninfo = "\${TEST_DSN}"; columns = { $2 }; };
-relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; $SRC };
+relay = { drivers_dir = "\${OBX_DRIVERS}"; poll_interval_ms = 200; $SOURCE };
 outputs = ( { name = "mem"; driver = "memory"; options = { record_file = "$REC"; }; } );
 EOF
 }

@@ -6,18 +6,8 @@
 # --older-than (2), a bad replay --since/--until (2, the accepted forms
 # named); a relative time ('1 hour ago') is taken; status's wording when
 # nothing waits.
-MODE=${SOURCE_MODE:-poll}
-ENG_TEST=operator_args_$MODE
-if [ "$MODE" = poll ]; then
-    . "$(dirname "$0")/engine_lib.sh"
-    fresh_db operator_args_poll
-    write_cfg "$WORK/relay.cfg" "" ""
-else
-    WAL_AS=$MODE
-    . "$(dirname "$0")/../wal/wal_lib.sh"
-    fresh_wal_db "operator_args_$MODE"
-    write_wal_cfg "$WORK/relay.cfg" "" ""
-fi
+. "$(dirname "$0")/source_lib.sh" operator_args
+source_cfg "$WORK/relay.cfg" "" ""
 CFG=$WORK/relay.cfg
 UUID=0f8fad5b-d9cb-469f-a165-70867728950e
 

@@ -10,18 +10,7 @@
 #  - `resume --output mem`: every mem event is published, in order per
 #    aggregate;
 #  - (poll) a control table the relay cannot read stops `run`, in one line.
-MODE=${SOURCE_MODE:-poll}
-ENG_TEST=pause_start_$MODE
-if [ "$MODE" = poll ]; then
-    . "$(dirname "$0")/engine_lib.sh"
-    fresh_db pause_start_poll
-    SOURCE=""
-else # the cursor source on a PostgreSQL of its own (wal_lib.sh)
-    WAL_AS=$MODE
-    . "$(dirname "$0")/../wal/wal_lib.sh"
-    fresh_wal_db "pause_start_$MODE"
-    SOURCE="source = \"$MODE\"; wal = { slot = \"$TEST_DB\"; };"
-fi
+. "$(dirname "$0")/source_lib.sh" pause_start
 . "$(dirname "$0")/pause_lib.sh"
 N=2000
 # large batches: the more a first claim or read takes, the surer a late pause shows

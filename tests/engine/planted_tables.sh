@@ -14,15 +14,7 @@ ENG_TEST=planted_tables
 . "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_planted
-SQ=${TEST_DB}_squatter
-psql -qAt -d postgres -c "DROP ROLE IF EXISTS $SQ" >/dev/null
-psql -qAt -d postgres -c "CREATE ROLE $SQ LOGIN" >/dev/null
-eng_extra_cleanup() {
-    psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $TEST_DB WITH (FORCE)" >/dev/null 2>&1 || true
-    psql -qAt -d postgres -c "DROP ROLE IF EXISTS $SQ" >/dev/null 2>&1 || true
-}
-sql "GRANT CREATE ON SCHEMA public TO $SQ" >/dev/null
-as_squatter() { psql -qAt -v ON_ERROR_STOP=1 "$TEST_DSN user=$SQ" -c "$1"; }
+squatter_role
 as_squatter "CREATE SEQUENCE public.planted_ran;
   GRANT USAGE, UPDATE, SELECT ON SEQUENCE public.planted_ran TO PUBLIC;
   CREATE FUNCTION public.planted() RETURNS text LANGUAGE plpgsql AS \$\$

@@ -5,22 +5,12 @@
 # lines (and the 5 s between backlog polls) with a margin. The log must hold a line with what is left, the rate and an ETA
 # (WAL mode counts its slot's WAL), then the drained line with the count;
 # before the backlog and after it, while idle, no progress line at all.
-MODE=${SOURCE_MODE:-poll}
-ENG_TEST=progress_$MODE
 N=30000
 # 200 ms per completion: one worker's two lanes of 100, or 200 in WAL and
 # cursor mode's window
-if [ "$MODE" = poll ]; then
-    . "$(dirname "$0")/engine_lib.sh"
-    fresh_db progress_poll
-    write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 100;" "delay_ms = 200;"
-else
-    WAL_AS=$MODE
-    WAL_OPTS="max_in_flight = 200;"
-    . "$(dirname "$0")/../wal/wal_lib.sh"
-    fresh_wal_db "progress_$MODE"
-    write_wal_cfg "$WORK/relay.cfg" "" "delay_ms = 200;"
-fi
+WAL_OPTS="max_in_flight = 200;"
+. "$(dirname "$0")/source_lib.sh" progress
+source_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 100;" "delay_ms = 200;"
 CFG=$WORK/relay.cfg
 LOG=$WORK/relay.log
 init_db "$CFG"

@@ -14,14 +14,7 @@ ENG_TEST=search_path
 . "$(dirname "$0")/engine_lib.sh"
 
 fresh_db eng_search_path
-SQ=${TEST_DB}_squatter
-psql -qAt -d postgres -c "DROP ROLE IF EXISTS $SQ" >/dev/null
-psql -qAt -d postgres -c "CREATE ROLE $SQ LOGIN" >/dev/null
-eng_extra_cleanup() {
-    psql -qAt -d postgres -c "DROP DATABASE IF EXISTS $TEST_DB WITH (FORCE)" >/dev/null 2>&1 || true
-    psql -qAt -d postgres -c "DROP ROLE IF EXISTS $SQ" >/dev/null 2>&1 || true
-}
-sql "GRANT CREATE ON SCHEMA public TO $SQ" >/dev/null
+squatter_role
 
 # the squatter's objects, made before init-db
 psql -qAt -v ON_ERROR_STOP=1 "$TEST_DSN user=$SQ" >/dev/null <<'EOF' || fail "planting"

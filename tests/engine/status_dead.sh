@@ -5,18 +5,8 @@
 # outbox rows with dead_at; WAL and cursor: the dead-letter table); --dead N
 # for more, --dead 0 for none; --json as "dead_events". And status before
 # init-db says, in one line, to run init-db, not a PostgreSQL error.
-MODE=${SOURCE_MODE:-poll}
-ENG_TEST=status_dead_$MODE
-if [ "$MODE" = poll ]; then
-    . "$(dirname "$0")/engine_lib.sh"
-    fresh_db status_dead_poll
-    write_cfg "$WORK/relay.cfg" "" "permanent_event_type = \"order.poison\";"
-else
-    WAL_AS=$MODE
-    . "$(dirname "$0")/../wal/wal_lib.sh"
-    fresh_wal_db "status_dead_$MODE"
-    write_wal_cfg "$WORK/relay.cfg" "" "permanent_event_type = \"order.poison\";"
-fi
+. "$(dirname "$0")/source_lib.sh" status_dead
+source_cfg "$WORK/relay.cfg" "" "permanent_event_type = \"order.poison\";"
 CFG=$WORK/relay.cfg
 
 # before init-db: one line, naming what to run
