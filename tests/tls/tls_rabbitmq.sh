@@ -5,8 +5,9 @@
 # relay's output (tls_ca, tls_cert, tls_key, url amqps://localhost:PORT)
 # publishes N events to a queue it declares; rconsume reads every one back
 # (over the broker's plain listener: the consumer is not under test). With
-# the wrong CA as tls_ca, and with a client certificate from the wrong CA,
-# `check-config --connect` exits 1 naming the output.
+# the wrong CA as tls_ca, with a client certificate from the wrong CA and
+# with none, `check-config --connect` exits 1 naming the output and the
+# certificate problem.
 ENG_TEST=tls_rabbitmq
 . "$(dirname "$0")/tls_lib.sh"
 RCONSUME=${RCONSUME:?RCONSUME must name the rconsume helper}
@@ -48,11 +49,13 @@ fresh_db tls_rabbitmq
 Q=obx_tls_$$
 X=obx_tls_x
 rmq_cfg() { # FILE CA CERT KEY
+    local certs=""
+    [ -z "$3" ] || certs="tls_cert = \"$3\"; tls_key = \"$4\";"
     cat >"$1" <<CFG
 database = { conninfo = "\${TEST_DSN}"; };
 relay = { workers = 2; batch_size = 100; poll_interval_ms = 200; drivers_dir = "\${OBX_DRIVERS}"; max_attempts = 3; };
 outputs = ( { name = "rabbit_tls"; driver = "rabbitmq";
-              options = { url = "amqps://guest:guest@localhost:$SSLP"; tls_ca = "$2"; tls_cert = "$3"; tls_key = "$4";
+              options = { url = "amqps://guest:guest@localhost:$SSLP"; tls_ca = "$2"; $certs
                           declare_exchange = "$X"; declare_queue = "$Q"; bind_routing_key = "orders.#"; }; } );
 routes = ( { event_type = "*"; aggregate_type = "*"; output = "rabbit_tls"; destination = "$X/orders.\${event_type}"; } );
 CFG
@@ -71,15 +74,18 @@ echo "$r"
 expect_eq "unique events consumed" "$(sed -n 's/.*\bunique=\([0-9]*\).*/\1/p' <<<"$r")" "$N"
 note "$N events over amqps with a client certificate, all consumed"
 
-# check_refused NAME CA CERT KEY: check-config --connect exits 1 naming the output
+# check_refused NAME CA CERT KEY PATTERN: check-config --connect exits 1
+# naming the output, with PATTERN (what was refused) on that line
 check_refused() {
     rmq_cfg "$WORK/$1.cfg" "$2" "$3" "$4"
     run_bounded 60 "$WORK/check-$1.log" "$OBX_BIN" check-config -c "$WORK/$1.cfg" --connect
     [ "$EXIT_RC" -eq 1 ] || { cat "$WORK/check-$1.log" >&2; fail "$1: check-config --connect exited $EXIT_RC, want 1"; }
-    grep -q "output rabbit_tls (rabbitmq)" "$WORK/check-$1.log" ||
-        { cat "$WORK/check-$1.log" >&2; fail "$1: the error does not name the output"; }
+    grep -q "output rabbit_tls (rabbitmq).*$5" "$WORK/check-$1.log" ||
+        { cat "$WORK/check-$1.log" >&2; fail "$1: no error naming the output with '$5'"; }
     note "$1: $(grep -m1 'output rabbit_tls (rabbitmq)' "$WORK/check-$1.log")"
 }
-check_refused wrong-ca "$TLS/wrong-ca.pem" "$TLS/client.pem" "$TLS/client.key"
-check_refused wrong-client "$TLS/ca.pem" "$TLS/wrong-client.pem" "$TLS/wrong-client.key"
+check_refused wrong-ca "$TLS/wrong-ca.pem" "$TLS/client.pem" "$TLS/client.key" 'SSL peer cert verification failed'
+check_refused wrong-client "$TLS/ca.pem" "$TLS/wrong-client.pem" "$TLS/wrong-client.key" 'refused the client certificate'
+# no client certificate at all
+check_refused no-cert "$TLS/ca.pem" "" "" 'may require a client certificate'
 echo "PASS tls_rabbitmq"
