@@ -8,7 +8,8 @@
 # `run --drain` publish N events to the memory driver, and every one is in
 # its record. With the wrong CA as sslrootcert, init-db and run fail at
 # once (bounded, non-zero) saying the server's certificate was not
-# verified; with no client certificate the server refuses the relay.
+# verified; with no client certificate the server refuses the relay. WAL
+# mode at the end: its replication connection over the same conninfo.
 ENG_TEST=tls_pg
 . "$(dirname "$0")/tls_lib.sh"
 
@@ -105,4 +106,23 @@ run_bounded 60 "$WORK/nocert.log" "$OBX_BIN" init-db -c "$WORK/nocert.cfg"
 [ "$EXIT_RC" -ne 0 ] || fail "init-db without a client certificate exited 0"
 grep -qi 'certificate' "$WORK/nocert.log" || { cat "$WORK/nocert.log" >&2; fail "no client certificate: the error does not say so"; }
 note "no client certificate: exit $EXIT_RC, $(grep -m1 -io '[^:]*certificate.*' "$WORK/nocert.log")"
+# WAL mode: the stream's replication connection (replication=database)
+# takes the same conninfo, so the same verification
+fresh_db tls_pg_wal
+REC=$WORK/wal-record.jsonl
+write_cfg "$WORK/wal.cfg" "source = \"wal\"; wal = { slot = \"$TEST_DB\"; }; workers = 2; batch_size = 100;" ""
+sed -i "s|conninfo = \"\${TEST_DSN}\"|conninfo = \"$(conninfo "$TLS/ca.pem" "$TLS/client.pem" "$TLS/client.key")\"|" "$WORK/wal.cfg"
+run_bounded 60 "$WORK/wal-init-db.log" "$OBX_BIN" init-db -c "$WORK/wal.cfg"
+[ "$EXIT_RC" -eq 0 ] || { cat "$WORK/wal-init-db.log" >&2; fail "WAL mode: init-db over TLS exited $EXIT_RC"; }
+sql "SELECT count(outbox_enqueue('Order', 'agg-' || (g % 20), 'order.created',
+         jsonb_build_object('n', g))) FROM generate_series(1, $N) g" >/dev/null
+drain "$WORK/wal.cfg" "$WORK/wal-relay.log" 120
+load_record
+expect_eq "WAL mode: outbox events without an ok line" \
+    "$(sql "SELECT count(*) FROM outbox o WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.event_id = o.event_id AND r.status = 'ok')")" 0
+expect_eq "WAL mode: events in the record" "$(sql "SELECT count(DISTINCT event_id) FROM r WHERE status = 'ok'")" "$N"
+grep 'replication connection authorized: user=relay' "$PGDIR/pg/server.log" >"$WORK/relay-repl" ||
+    fail "WAL mode: no replication session of role relay in the server's log"
+grep -v 'SSL enabled' "$WORK/relay-repl" && fail "WAL mode: a replication session without TLS"
+note "WAL mode: $N events over $(wc -l <"$WORK/relay-repl") TLS replication session(s)"
 echo "PASS tls_pg"
