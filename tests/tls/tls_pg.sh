@@ -6,10 +6,11 @@
 # it without TLS. The relay connects with sslmode=verify-full (the server's
 # certificate must chain to sslrootcert and name the host), init-db and a
 # `run --drain` publish N events to the memory driver, and every one is in
-# its record. With the wrong CA as sslrootcert, init-db and run fail at
-# once (bounded, non-zero) saying the server's certificate was not
-# verified; with no client certificate the server refuses the relay. WAL
-# mode at the end: its replication connection over the same conninfo.
+# its record. With the wrong CA as sslrootcert, init-db, check-config
+# --connect and run fail at once (bounded, exit 1) saying the server's
+# certificate was not verified; with no client certificate the server
+# refuses the relay. WAL mode at the end: its replication connection over
+# the same conninfo.
 ENG_TEST=tls_pg
 . "$(dirname "$0")/tls_lib.sh"
 
@@ -88,11 +89,12 @@ note "$N events published over $(wc -l <"$WORK/relay-sessions") verified TLS ses
 BAD=$(conninfo "$TLS/wrong-ca.pem" "$TLS/client.pem" "$TLS/client.key")
 tls_cfg "$WORK/wrong-ca.cfg" "$BAD"
 sql "SELECT outbox_enqueue('Order', 'agg-x', 'order.created', '{}')" >/dev/null
-for cmd in init-db run; do
+for cmd in init-db check-config run; do
     args=(-c "$WORK/wrong-ca.cfg")
     [ "$cmd" = run ] && args+=(--drain)
+    [ "$cmd" = check-config ] && args+=(--connect)
     run_bounded 60 "$WORK/wrong-ca-$cmd.log" "$OBX_BIN" "$cmd" "${args[@]}"
-    [ "$EXIT_RC" -ne 0 ] || { cat "$WORK/wrong-ca-$cmd.log" >&2; fail "$cmd with the wrong CA exited 0"; }
+    [ "$EXIT_RC" -eq 1 ] || { cat "$WORK/wrong-ca-$cmd.log" >&2; fail "$cmd with the wrong CA exited $EXIT_RC, want 1"; }
     grep -q 'certificate verify failed' "$WORK/wrong-ca-$cmd.log" ||
         { cat "$WORK/wrong-ca-$cmd.log" >&2; fail "$cmd with the wrong CA: no certificate error in its output"; }
     note "$cmd, wrong CA: exit $EXIT_RC, $(grep -m1 -o '[^:]*certificate verify failed.*' "$WORK/wrong-ca-$cmd.log")"
