@@ -69,7 +69,7 @@ tls_check_verified() {
         fail "the server certificate verifies against the wrong CA"
 }
 
-# wait_port PORT SECONDS: until something listens on 127.0.0.1:PORT.
+# tls_wait_port PORT SECONDS: until something listens on 127.0.0.1:PORT.
 tls_wait_port() {
     local i
     for ((i = 0; i < $2 * 10; i++)); do
