@@ -19,13 +19,14 @@ tls_check_verified
 fresh_db tls_kafka
 
 KP=$(free_ports 1)
-# s_server_start NAME: a TLS server that requires a client certificate
-# from the test CA; its output in $WORK/NAME.out
+# s_server_start NAME [CERT]: a TLS server (certificate CERT, default
+# server) that requires a client certificate from the test CA; its output
+# in $WORK/NAME.out
 # (its stdin a FIFO held open: at end of input s_server quits)
 mkfifo "$WORK/s_server.in"
 exec 7<>"$WORK/s_server.in"
 s_server_start() {
-    openssl s_server -accept "127.0.0.1:$KP" -cert "$TLS/server.pem" -key "$TLS/server.key" \
+    openssl s_server -accept "127.0.0.1:$KP" -cert "$TLS/${2:-server}.pem" -key "$TLS/${2:-server}.key" \
         -CAfile "$TLS/ca.pem" -Verify 1 -verify_return_error <&7 >"$WORK/$1.out" 2>&1 &
     S_PID=$!
     ENG_PIDS+=("$S_PID")
@@ -76,4 +77,14 @@ grep -q 'output kafka_tls (kafka).*certificate verify failed' "$WORK/check-wrong
     { cat "$WORK/check-wrong-ca.log" >&2; fail "wrong CA: no line naming the output and the certificate problem"; }
 ! grep -a -q 'depth=0 CN = relay' "$WORK/wrong-ca.out" || fail "s_server got the relay's certificate although the relay should have refused the server's"
 note "wrong CA: $(grep -m1 -o 'output kafka_tls (kafka).*certificate verify failed' "$WORK/check-wrong-ca.log" | cut -c1-220)"
+# the right CA, but s_server's certificate names other.example: librdkafka
+# checks the name (ssl.endpoint.identification.algorithm, https by default)
+s_server_start wrong-name other
+run_bounded 60 "$WORK/check-wrong-name.log" "$OBX_BIN" check-config -c "$WORK/good.cfg" --connect
+s_server_stop
+[ "$EXIT_RC" -eq 1 ] || { cat "$WORK/check-wrong-name.log" >&2; fail "check-config --connect to a certificate for another name exited $EXIT_RC, want 1"; }
+grep -q 'output kafka_tls (kafka).*certificate verify failed' "$WORK/check-wrong-name.log" ||
+    { cat "$WORK/check-wrong-name.log" >&2; fail "certificate for another name: no line naming the output and the certificate problem"; }
+! grep -a -q 'depth=0 CN = relay' "$WORK/wrong-name.out" || fail "s_server got the relay's certificate although the relay should have refused the server's name"
+note "certificate for another name: $(grep -m1 -o 'output kafka_tls (kafka).*certificate verify failed' "$WORK/check-wrong-name.log" | cut -c1-220)"
 echo "PASS tls_kafka"

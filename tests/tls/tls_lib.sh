@@ -6,6 +6,8 @@
 #   client.pem client.key   CN=relay (clientAuth), for the relay
 #   wrong-ca.pem            a second, unrelated CA (the wrong-CA cases)
 #   wrong-client.pem .key   CN=relay, signed by the wrong CA
+#   other.pem other.key     CN=other.example, SAN DNS:other.example only, signed
+#                           by the CA: a server certificate for another name
 # Source after setting ENG_TEST. Files are world-readable but the keys
 # (0600, root's): a server that drops to its own user gets its own copy
 # (tls_key_for USER DIR).
@@ -25,6 +27,8 @@ tls_make_certs() {
         tls_leaf server ca localhost "subjectAltName=DNS:localhost,IP:127.0.0.1
 extendedKeyUsage=serverAuth"
         tls_leaf client ca relay "extendedKeyUsage=clientAuth"
+        tls_leaf other ca other.example "subjectAltName=DNS:other.example
+extendedKeyUsage=serverAuth"
         tls_leaf wrong-client wrong-ca relay "extendedKeyUsage=clientAuth"
         chmod 644 ./*.pem
         chmod 600 ./*.key
@@ -47,14 +51,14 @@ tls_leaf() {
             -days 2 -extfile "$1.ext" -out "$1.pem" 2>/dev/null
 }
 
-# tls_key_for USER DIR: the server's certificate, key and the CA in DIR,
-# owned by USER (the key 0600), for a server that runs as USER.
+# tls_key_for USER DIR: the server's certificates (server, other), keys and
+# the CA in DIR, owned by USER (the keys 0600), for a server that runs as USER.
 tls_key_for() {
     mkdir -p "$2"
-    cp "$TLS/server.pem" "$TLS/server.key" "$TLS/ca.pem" "$2/"
-    chown "$1:" "$2" "$2/server.pem" "$2/server.key" "$2/ca.pem"
+    cp "$TLS/server.pem" "$TLS/server.key" "$TLS/other.pem" "$TLS/other.key" "$TLS/ca.pem" "$2/"
+    chown "$1:" "$2" "$2"/*.pem "$2"/*.key
     chmod 755 "$2"
-    chmod 600 "$2/server.key"
+    chmod 600 "$2"/*.key
 }
 
 # tls_subject FILE: the certificate's subject, as openssl prints it.
@@ -65,6 +69,8 @@ tls_subject() { openssl x509 -in "$1" -noout -subject; }
 tls_check_verified() {
     openssl verify -CAfile "$TLS/ca.pem" "$TLS/server.pem" "$TLS/client.pem" >/dev/null ||
         fail "the test certificates do not verify against their CA"
+    openssl verify -CAfile "$TLS/ca.pem" "$TLS/other.pem" >/dev/null ||
+        fail "the other-name certificate does not verify against the CA"
     ! openssl verify -CAfile "$TLS/wrong-ca.pem" "$TLS/server.pem" >/dev/null 2>&1 ||
         fail "the server certificate verifies against the wrong CA"
 }

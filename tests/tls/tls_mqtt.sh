@@ -6,8 +6,10 @@
 # as the user name, no anonymous clients). The relay publishes N events over
 # ssl://localhost with tls_ca, tls_cert and tls_key; mosquitto_sub, over TLS
 # with its own verification, gets every one. With the wrong CA as tls_ca,
-# `check-config --connect` fails (exit 1, bounded), naming the output; with
-# a client certificate from the wrong CA the broker refuses the relay.
+# `check-config --connect` fails (exit 1, bounded), naming the output; so
+# it does with a client certificate from the wrong CA (the broker refuses
+# it), and against a second listener whose certificate, from the right CA,
+# names another host (the name is checked).
 ENG_TEST=tls_${TLS_MQTT_DRIVER:=mqtt}
 . "$(dirname "$0")/tls_lib.sh"
 
@@ -16,7 +18,7 @@ tls_make_certs
 tls_check_verified
 
 # the private broker, its files owned by mosquitto (it drops root at start)
-MQP=$(free_ports 1)
+MQP=$(free_ports 2)
 MQDIR=$WORK/mosquitto
 tls_key_for mosquitto "$MQDIR"
 cat >"$MQDIR/mosquitto.conf" <<CONF
@@ -24,6 +26,12 @@ listener $MQP 127.0.0.1
 cafile $MQDIR/ca.pem
 certfile $MQDIR/server.pem
 keyfile $MQDIR/server.key
+require_certificate true
+use_identity_as_username true
+listener $((MQP + 1)) 127.0.0.1
+cafile $MQDIR/ca.pem
+certfile $MQDIR/other.pem
+keyfile $MQDIR/other.key
 require_certificate true
 use_identity_as_username true
 allow_anonymous false
@@ -40,6 +48,7 @@ mosquitto -c "$MQDIR/mosquitto.conf" </dev/null >"$WORK/mosquitto.log" 2>&1 &
 MQ_PID=$!
 ENG_AT_EXIT+=('kill "$MQ_PID"; wait "$MQ_PID"')
 tls_wait_port "$MQP" 30
+tls_wait_port $((MQP + 1)) 30
 
 fresh_db "$ENG_TEST"
 SUB=(mosquitto_sub -h localhost -p "$MQP" --cafile "$TLS/ca.pem" --cert "$TLS/client.pem"
@@ -59,12 +68,12 @@ timeout 30 "${SUB[@]}" -E >"$WORK/sub-first.log" 2>&1 ||
 # setup happen once, before any connect (drivers/mosquitto, not this test).
 WORKERS=2
 [ "$TLS_MQTT_DRIVER" = mosquitto ] && WORKERS=1
-mqtt_cfg() { # FILE CA CERT KEY
+mqtt_cfg() { # FILE CA CERT KEY [PORT]
     cat >"$1" <<CFG
 database = { conninfo = "\${TEST_DSN}"; };
 relay = { workers = $WORKERS; batch_size = 100; poll_interval_ms = 200; drivers_dir = "\${OBX_DRIVERS}"; max_attempts = 3; };
 outputs = ( { name = "mq_tls"; driver = "$TLS_MQTT_DRIVER";
-              options = { url = "ssl://localhost:$MQP"; client_id_prefix = "relay-tls-$$-"; qos = 1;
+              options = { url = "ssl://localhost:${5:-$MQP}"; client_id_prefix = "relay-tls-$$-"; qos = 1;
                           connect_timeout_ms = 5000; tls_ca = "$2"; tls_cert = "$3"; tls_key = "$4"; }; } );
 routes = ( { event_type = "*"; aggregate_type = "*"; output = "mq_tls"; destination = "obx/tls/\${aggregate_type}"; } );
 CFG
@@ -101,4 +110,18 @@ run_bounded 60 "$WORK/check-wrong-client.log" "$OBX_BIN" check-config -c "$WORK/
 grep -q "output mq_tls ($TLS_MQTT_DRIVER)" "$WORK/check-wrong-client.log" ||
     { cat "$WORK/check-wrong-client.log" >&2; fail "unknown client certificate: the error does not name the output"; }
 note "unknown client certificate: $(grep -m1 'output mq_tls' "$WORK/check-wrong-client.log")"
+# the right CA, but the certificate names other.example: refused by name
+# (the listener itself works: a client that skips the name check gets in)
+timeout 30 mosquitto_sub -h localhost -p $((MQP + 1)) --cafile "$TLS/ca.pem" --cert "$TLS/client.pem" \
+    --key "$TLS/client.key" --insecure -t x -E -i "tls-name-$$" >"$WORK/sub-insecure.log" 2>&1 ||
+    { cat "$WORK/sub-insecure.log" >&2; fail "the other-name listener does not work"; }
+! timeout 30 mosquitto_sub -h localhost -p $((MQP + 1)) --cafile "$TLS/ca.pem" --cert "$TLS/client.pem" \
+    --key "$TLS/client.key" -t x -E -i "tls-name-$$" >"$WORK/sub-name.log" 2>&1 ||
+    fail "mosquitto_sub accepted a certificate for another name"
+mqtt_cfg "$WORK/wrong-name.cfg" "$TLS/ca.pem" "$TLS/client.pem" "$TLS/client.key" $((MQP + 1))
+run_bounded 60 "$WORK/check-wrong-name.log" "$OBX_BIN" check-config -c "$WORK/wrong-name.cfg" --connect
+[ "$EXIT_RC" -eq 1 ] || { cat "$WORK/check-wrong-name.log" >&2; fail "check-config --connect to a certificate for another name exited $EXIT_RC, want 1"; }
+grep -q "output mq_tls ($TLS_MQTT_DRIVER)" "$WORK/check-wrong-name.log" ||
+    { cat "$WORK/check-wrong-name.log" >&2; fail "certificate for another name: the error does not name the output"; }
+note "certificate for another name: $(grep -m1 'output mq_tls' "$WORK/check-wrong-name.log")"
 echo "PASS $ENG_TEST"

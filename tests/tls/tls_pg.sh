@@ -9,8 +9,9 @@
 # its record. With the wrong CA as sslrootcert, init-db, check-config
 # --connect and run fail at once (bounded, exit 1) saying the server's
 # certificate was not verified; with no client certificate the server
-# refuses the relay. WAL mode at the end: its replication connection over
-# the same conninfo.
+# refuses the relay. WAL mode: its replication connection over the same
+# conninfo. Last, the server's certificate swapped for one from the same CA
+# for other.example: verify-full refuses it by name.
 ENG_TEST=tls_pg
 . "$(dirname "$0")/tls_lib.sh"
 
@@ -127,4 +128,21 @@ grep 'replication connection authorized: user=relay' "$PGDIR/pg/server.log" >"$W
     fail "WAL mode: no replication session of role relay in the server's log"
 grep -v 'SSL enabled' "$WORK/relay-repl" && fail "WAL mode: a replication session without TLS"
 note "WAL mode: $N events over $(wc -l <"$WORK/relay-repl") TLS replication session(s)"
+
+# the server's certificate for another name (the same CA): refused by name
+psql -qAt -c "ALTER SYSTEM SET ssl_cert_file = '$PGDIR/tls/other.pem'" \
+    -c "ALTER SYSTEM SET ssl_key_file = '$PGDIR/tls/other.key'" -c "SELECT pg_reload_conf()" >/dev/null
+for ((i = 0; i < 50; i++)); do
+    psql -qAt "host=localhost hostaddr=127.0.0.1 port=$PGP dbname=postgres sslmode=verify-ca sslrootcert=$TLS/ca.pem" \
+        -c "SELECT 1" >/dev/null 2>&1 &&
+        ! psql -qAt "host=localhost hostaddr=127.0.0.1 port=$PGP dbname=postgres sslmode=verify-full sslrootcert=$TLS/ca.pem" \
+            -c "SELECT 1" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+[ "$i" -lt 50 ] || fail "the server did not take the other certificate"
+run_bounded 60 "$WORK/wrong-name.log" "$OBX_BIN" check-config -c "$WORK/good.cfg" --connect
+[ "$EXIT_RC" -eq 1 ] || { cat "$WORK/wrong-name.log" >&2; fail "check-config --connect to a certificate for another name exited $EXIT_RC, want 1"; }
+grep -q 'server certificate for "other.example" does not match host name "localhost"' "$WORK/wrong-name.log" ||
+    { cat "$WORK/wrong-name.log" >&2; fail "certificate for another name: the error does not say so"; }
+note "certificate for another name: exit 1, $(grep -m1 -o 'server certificate for .*' "$WORK/wrong-name.log")"
 echo "PASS tls_pg"

@@ -15,32 +15,39 @@ N=${TLS_WEBHOOK_EVENTS:-500}
 tls_make_certs
 tls_check_verified
 
-python3 "$(dirname "$0")/https_receiver.py" "$TLS/server.pem" "$TLS/server.key" "$TLS/ca.pem" \
-    "$WORK/port" "$WORK/received" 2>"$WORK/receiver.err" &
-RECV_PID=$!
-ENG_PIDS+=("$RECV_PID")
-for ((i = 0; i < 100; i++)); do
-    [ -s "$WORK/port" ] && break
-    kill -0 "$RECV_PID" 2>/dev/null || fail "the HTTPS receiver exited: $(cat "$WORK/receiver.err")"
-    sleep 0.1
-done
-[ -s "$WORK/port" ] || fail "the HTTPS receiver wrote no port"
-URL=https://localhost:$(cat "$WORK/port")/hooks
-: >"$WORK/received"
+# receiver NAME CERT: an HTTPS receiver with that server certificate; its
+# port in $WORK/NAME.port, its records in $WORK/NAME.received
+receiver() {
+    : >"$WORK/$1.received"
+    python3 "$(dirname "$0")/https_receiver.py" "$TLS/$2.pem" "$TLS/$2.key" "$TLS/ca.pem" \
+        "$WORK/$1.port" "$WORK/$1.received" 2>"$WORK/$1.err" &
+    local pid=$! i
+    ENG_PIDS+=("$pid")
+    for ((i = 0; i < 100; i++)); do
+        [ -s "$WORK/$1.port" ] && return 0
+        kill -0 "$pid" 2>/dev/null || fail "the HTTPS receiver exited: $(cat "$WORK/$1.err")"
+        sleep 0.1
+    done
+    fail "the HTTPS receiver wrote no port"
+}
+receiver main server
+ln -s main.received "$WORK/received"
+ln -s main.err "$WORK/receiver.err"
+URL=https://localhost:$(cat "$WORK/main.port")/hooks
 # plain HTTP is not served, and the receiver insists on a client certificate
-! curl -sS -m 10 -o /dev/null "http://localhost:$(cat "$WORK/port")/hooks" -d x 2>/dev/null ||
+! curl -sS -m 10 -o /dev/null "http://localhost:$(cat "$WORK/main.port")/hooks" -d x 2>/dev/null ||
     fail "the receiver answered plain HTTP"
 ! curl -sS -m 10 -o /dev/null --cacert "$TLS/ca.pem" "$URL" -d x 2>/dev/null ||
     fail "the receiver answered a client without a certificate"
 
 fresh_db tls_webhook
-wh_cfg() { # FILE CA CERT KEY
+wh_cfg() { # FILE CA CERT KEY [URL]
     cat >"$1" <<CFG
 database = { conninfo = "\${TEST_DSN}"; };
 relay = { workers = 2; batch_size = 100; poll_interval_ms = 200; drivers_dir = "\${OBX_DRIVERS}"; max_attempts = 3;
           backoff = { initial_ms = 50; max_ms = 400; multiplier = 2.0; jitter = 0.2; }; };
 outputs = ( { name = "hook_tls"; driver = "webhook";
-              options = { url = "$URL"; max_in_flight = 8; timeout_ms = 5000; };
+              options = { url = "${5:-$URL}"; max_in_flight = 8; timeout_ms = 5000; };
               properties = ( ["cainfo", "$2"], ["sslcert", "$3"], ["sslkey", "$4"] ); } );
 routes = ( { event_type = "*"; aggregate_type = "*"; output = "hook_tls"; destination = "orders"; } );
 CFG
@@ -57,11 +64,12 @@ expect_eq "events received that are not in the outbox" \
     "$(comm -23 <(cut -d' ' -f1 "$WORK/received" | sort -u) <(sql "SELECT event_id FROM outbox" | sort) | wc -l)" 0
 note "$N events delivered over HTTPS with a client certificate"
 
-# wrong_case NAME CA CERT KEY PATTERN: one event, a relay with these files
-# publishes nothing, its log names the output with PATTERN; SIGTERM stops it.
+# wrong_case NAME CA CERT KEY PATTERN [URL]: one event, a relay with these
+# files publishes nothing, its log names the output with PATTERN; SIGTERM
+# stops it.
 wrong_case() {
     local name=$1 pattern=$5 before
-    wh_cfg "$WORK/$name.cfg" "$2" "$3" "$4"
+    wh_cfg "$WORK/$name.cfg" "$2" "$3" "$4" "${6:-}"
     sql "SELECT outbox_enqueue('Order', 'agg-$name', 'order.created', '{}')" >/dev/null
     before=$(wc -l <"$WORK/received")
     start_relay "$WORK/$name.cfg" "$WORK/$name.log"
@@ -85,4 +93,12 @@ wrong_case wrong-ca "$TLS/wrong-ca.pem" "$TLS/client.pem" "$TLS/client.key" 'cur
 wrong_case wrong-client "$TLS/ca.pem" "$TLS/wrong-client.pem" "$TLS/wrong-client.key" 'unknown ca\|alert\|SSL'
 grep -q 'CERTIFICATE_VERIFY_FAILED\|unknown ca' "$WORK/receiver.err" ||
     { cat "$WORK/receiver.err" >&2; fail "the receiver did not refuse the wrong client certificate"; }
+# the right CA, but a certificate for other.example at localhost: refused
+# by name (curl 60, "no alternative certificate subject name matches")
+receiver other other
+curl -sS -m 10 -o /dev/null --cacert "$TLS/ca.pem" --cert "$TLS/client.pem" --key "$TLS/client.key" \
+    --connect-to "other.example:443:localhost:$(cat "$WORK/other.port")" https://other.example/ -d x ||
+    fail "the other-name receiver does not work"
+wrong_case wrong-name "$TLS/ca.pem" "$TLS/client.pem" "$TLS/client.key" 'curl 60: SSL: no alternative certificate subject name' \
+    "https://localhost:$(cat "$WORK/other.port")/hooks"
 echo "PASS tls_webhook"
