@@ -35,6 +35,11 @@ set(OBX_TIER_RULES
   "^(poll|wal)_(routing|dead_output)$" rabbitmq
   "^(mqtt_|wal_mqtt_|mosq_)" mqtt
   "^webhook_" webhook
+  "^tls_pg$" db
+  "^tls_(mqtt|mosq)$" mqtt
+  "^tls_webhook$" webhook
+  "^tls_rabbitmq$" rabbitmq
+  "^tls_kafka$" kafka
   "^spec_" db,spec
   "^(engine_|wal_|cursor_|poll_|metrics_)" db
   "^(status_held|package_notify|bench_smoke)$" db

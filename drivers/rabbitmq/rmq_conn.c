@@ -204,6 +204,18 @@ int rmq_connect(obx_instance *inst)
         char what[200];
         snprintf(what, sizeof(what), "login to %s as %s", where, inst->user);
         rmq_reply_text(r, what, inst->last_error, sizeof(inst->last_error));
+        /* TLS 1.3: the broker judges the client certificate after the
+         * client's handshake is done, and its refusal (an alert) only
+         * surfaces at the login's first read, as a bare "SSL error" */
+        if (inst->ssl && r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+            r.library_error == AMQP_STATUS_SSL_ERROR) {
+            size_t n = strlen(inst->last_error);
+            snprintf(inst->last_error + n, sizeof(inst->last_error) - n, "%s",
+                     inst->tls_cert ? " (the broker may have refused the client certificate: "
+                                      "is tls_cert signed by a CA the broker trusts?)"
+                                    : " (the broker may require a client certificate: "
+                                      "tls_cert and tls_key)");
+        }
         goto fail;
     }
     logged_in = 1;

@@ -157,6 +157,8 @@ static CURL *wh_easy_new(obx_instance *inst, char *err, size_t err_size)
                           ? curl_easy_setopt(e, o->id, strtol(v, NULL, 0))
                       : o->type == CURLOT_STRING ? curl_easy_setopt(e, o->id, v)
                                                  : CURLE_BAD_FUNCTION_ARGUMENT;
+        if (o && o->id == CURLOPT_SSLCERT)
+            inst->client_cert = 1;
         if (rc != CURLE_OK) {
             snprintf(err, err_size, "property %s: %s (a libcurl option taking a number or string)",
                      k, curl_easy_strerror(rc));

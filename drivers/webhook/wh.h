@@ -43,6 +43,7 @@ struct obx_instance {
     const obx_host *host;
     const char *url;
     int append_destination, closed;
+    int client_cert; /* a property sslcert: the relay shows a client certificate */
     int64_t max_in_flight, timeout_ms;
     char *secret;
     unsigned char sign_key[256]; /* Standard Webhooks key (WH_STD_KEY_MAX), sign_key_len 0: none */

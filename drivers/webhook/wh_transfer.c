@@ -122,7 +122,7 @@ static obx_status wh_transport_status(const obx_instance *inst, const wh_req *r,
  * request held for its Retry-After stays: the driver re-sends it. */
 static void wh_hand_back(obx_instance *inst, int code, const char *why)
 {
-    char detail[400];
+    char detail[448]; /* "not sent: " and a verdict's detail */
     snprintf(detail, sizeof detail, "not sent: %s", why);
     wh_req *r = inst->head, *last = NULL;
     inst->head = inst->tail = NULL;
@@ -158,10 +158,27 @@ static int wh_hold(obx_instance *inst, wh_req *r, long code, curl_off_t after)
     return 1;
 }
 
+/* A hint for a failure that may be a refused client certificate: over TLS
+ * 1.3 the endpoint judges it after the client's handshake is done, so the
+ * refusal comes as an alert or a closed connection at the first send or
+ * read of a new connection (curl 55 or 56), not as a handshake error. */
+static const char *wh_tls_hint(const obx_instance *inst, CURL *e, CURLcode cc)
+{
+    long connects = 0;
+    if ((cc != CURLE_SEND_ERROR && cc != CURLE_RECV_ERROR) || strncmp(inst->url, "https://", 8) ||
+        curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects) != CURLE_OK || connects < 1)
+        return "";
+    return inst->client_cert
+               ? " (on a new TLS connection: the endpoint may have refused the client "
+                 "certificate, property sslcert)"
+               : " (on a new TLS connection: the endpoint may require a client certificate, "
+                 "properties sslcert and sslkey)";
+}
+
 /* Classifies a finished transfer: completes it, or holds it for a Retry-After. */
 static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
 {
-    char detail[320];
+    char detail[432]; /* curl's error buffer (256) and the hints */
     long code = 0;
     curl_off_t after = 0;
     if (cc != CURLE_OK && r->answered_ms) { /* a 2xx, then the body failed or timed out */
@@ -170,8 +187,8 @@ static void wh_verdict(obx_instance *inst, wh_req *r, CURL *e, CURLcode cc)
     }
     if (cc != CURLE_OK) {
         obx_status st = wh_transport_status(inst, r, cc);
-        snprintf(detail, sizeof detail, "curl %d: %s%s", (int)cc,
-                 *r->errbuf ? r->errbuf : curl_easy_strerror(cc),
+        snprintf(detail, sizeof detail, "curl %d: %s%s%s", (int)cc,
+                 *r->errbuf ? r->errbuf : curl_easy_strerror(cc), wh_tls_hint(inst, e, cc),
                  st == OBX_RETRIABLE && inst->answered > r->start_seq
                      ? " (the endpoint answered later requests meanwhile)"
                      : "");
