@@ -1,5 +1,6 @@
 /* outbox-relay: the command line. */
 #include <getopt.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,10 @@ static const cli_command cli_commands[] = {
 
 int main(int argc, char **argv)
 {
+    /* Before libpq or a driver starts OpenSSL: its clean-up at exit would
+     * free what a driver's library threads (paho's) may still use over TLS
+     * while the process ends. The kernel frees it all anyway. */
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
     if (argc < 2) {
         cli_print_usage(stderr, cli_commands, 0);
         return 2;
