@@ -12,18 +12,36 @@
 #include "config/config_read.h"
 #include "config/settings.h"
 
+/* Anyone who can write the config, or a file it includes, chooses the
+ * drivers the relay loads: such a file is refused. Includes are found in
+ * the text (libconfig 1.5 has no include hook), each read beside dir, to a
+ * depth of 10 as libconfig. */
+static int refuse_writable(const char *path, const char *dir, int depth, char *err, size_t err_size)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && (sb.st_mode & S_IWOTH))
+        return snprintf(err, err_size,
+                        "%s: the config file is writable by every user (mode %03o): whoever can "
+                        "write it chooses the code the relay loads; chmod o-w it",
+                        path, (unsigned)(sb.st_mode & 0777)),
+               -1;
+    FILE *f = depth < 10 ? fopen(path, "r") : NULL;
+    char line[4096], name[4096], included[8192];
+    int rc = 0;
+    while (f && rc == 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, " @include \"%4095[^\"]\"", name) == 1) {
+            snprintf(included, sizeof included, "%s%s%s", name[0] == '/' ? "" : dir,
+                     name[0] == '/' ? "" : "/", name);
+            rc = refuse_writable(included, dir, depth + 1, err, err_size);
+        }
+    if (f)
+        fclose(f);
+    return rc;
+}
+
 /* Parses path into lc; -1 with err (FILE:LINE: what) when it cannot. */
 static int read_file(config_t *lc, const char *path, char *err, size_t err_size)
 {
-    /* anyone who can write the config chooses the drivers the relay loads */
-    struct stat sb;
-    if (stat(path, &sb) == 0 && (sb.st_mode & S_IWOTH)) {
-        snprintf(err, err_size,
-                 "%s: the config file is writable by every user (mode %03o): whoever can write it "
-                 "chooses the code the relay loads; chmod o-w it",
-                 path, (unsigned)(sb.st_mode & 0777));
-        return -1;
-    }
     /* @include "x.cfg" is read beside this file, wherever the relay starts */
     char dir[4096];
     const char *slash = strrchr(path, '/');
@@ -33,6 +51,8 @@ static int read_file(config_t *lc, const char *path, char *err, size_t err_size)
                              : (int)(slash - path),
              slash ? path : ".");
     config_set_include_dir(lc, dir);
+    if (refuse_writable(path, dir, 0, err, err_size) < 0)
+        return -1;
     if (config_read_file(lc, path))
         return 0;
     if (config_error_type(lc) == CONFIG_ERR_FILE_IO)

@@ -133,13 +133,25 @@ int control_print(PGconn *conn, const relay_config *cfg, FILE *out, char *err, s
     PGresult *res = run(conn, cfg, read_sql, 1, params, &absent, err, err_size);
     if (!res)
         return absent == 1 ? 0 : -1;
+    /* names, role and reason are the table's text: on a terminal their
+     * control characters are shown, not obeyed */
     for (int r = 0; r < PQntuples(res); r++) {
         int source = strcmp(PQgetvalue(res, r, 0), CONTROL_SOURCE) == 0;
-        fprintf(out, "paused:                 %s%s since %s by %s%s%s%s\n",
-                source ? "the source (nothing is sent)" : "output ",
-                source ? "" : PQgetvalue(res, r, 1), PQgetvalue(res, r, 2), PQgetvalue(res, r, 3),
-                PQgetvalue(res, r, 4)[0] ? " (" : "", PQgetvalue(res, r, 4),
-                PQgetvalue(res, r, 4)[0] ? ")" : "");
+        fputs("paused:                 ", out);
+        if (source)
+            fputs("the source (nothing is sent)", out);
+        else {
+            fputs("output ", out);
+            text_print_clean(out, PQgetvalue(res, r, 1), 200);
+        }
+        fprintf(out, " since %s by ", PQgetvalue(res, r, 2));
+        text_print_clean(out, PQgetvalue(res, r, 3), 200);
+        if (PQgetvalue(res, r, 4)[0]) {
+            fputs(" (", out);
+            text_print_clean(out, PQgetvalue(res, r, 4), 500);
+            fputc(')', out);
+        }
+        fputc('\n', out);
     }
     PQclear(res);
     return 0;

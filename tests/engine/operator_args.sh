@@ -5,7 +5,7 @@
 # requeue and purge before init-db (run init-db), a bad event id (2), a bad
 # --older-than (2), a bad replay --since/--until (2, the accepted forms
 # named); a relative time ('1 hour ago') is taken; status's wording when
-# nothing waits.
+# nothing waits, and a pause reason's control characters shown, not obeyed.
 . "$(dirname "$0")/source_lib.sh" operator_args
 source_cfg "$WORK/relay.cfg" "" ""
 CFG=$WORK/relay.cfg
@@ -41,6 +41,13 @@ grep -q "^requeued 0 dead events" "$WORK/out" || fail "requeue: $(cat "$WORK/out
 "$OBX_BIN" replay -c "$CFG" --since '2 hours ago' --until '1 hour ago' >"$WORK/out" 2>&1 ||
     fail "replay with relative times: $(cat "$WORK/out")"
 grep -q "done: 0 events replayed" "$WORK/out" || fail "replay: $(cat "$WORK/out")"
+# a pause reason is shown, not obeyed: its control characters printed as \xNN
+"$OBX_BIN" pause -c "$CFG" --output mem --reason $'deploy\e[2J\rdone' >/dev/null || fail "pause"
+"$OBX_BIN" status -c "$CFG" >"$WORK/paused" || fail "status while paused"
+grep -q 'paused: .*output mem since .* (deploy\\x1b\[2J\\x0ddone)$' "$WORK/paused" ||
+    fail "the pause reason: $(cat -v "$WORK/paused")"
+if grep -q $'\e' "$WORK/paused"; then fail "status printed a raw escape: $(cat -v "$WORK/paused")"; fi
+"$OBX_BIN" resume -c "$CFG" --output mem >/dev/null || fail "resume"
 if [ "$MODE" = poll ]; then
     "$OBX_BIN" status -c "$CFG" >"$WORK/status" || fail "status"
     grep -q "^waiting for an output:  0$" "$WORK/status" || fail "status when nothing waits: $(cat "$WORK/status")"

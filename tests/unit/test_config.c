@@ -505,6 +505,36 @@ static void test_include_beside_the_file(void **state)
     config_free(cfg);
 }
 
+/* A file the config includes that anyone may write is refused as the
+ * config itself would be, at any depth. */
+static void test_world_writable_include_refused(void **state)
+{
+    (void)state;
+    char outer[600], inner[600];
+    snprintf(outer, sizeof outer, "%s/outer.cfg", dir);
+    snprintf(inner, sizeof inner, "%s/inner.cfg", dir);
+    FILE *f = fopen(outer, "w");
+    assert_non_null(f);
+    fputs("  @include \"inner.cfg\"\n", f);
+    fclose(f);
+    f = fopen(inner, "w");
+    assert_non_null(f);
+    fputs("relay = { workers = 7; };\n", f);
+    fclose(f);
+    assert_int_equal(chmod(inner, 0666), 0);
+    relay_config *cfg = load(MINIMAL "@include \"outer.cfg\"\n");
+    assert_null(cfg);
+    assert_non_null(strstr(err, "inner.cfg: the config file is writable by every user (mode 666)"));
+    assert_int_equal(chmod(inner, 0644), 0);
+    cfg = load(MINIMAL "@include \"outer.cfg\"\n");
+    if (!cfg)
+        fail_msg("refused: %s", err);
+    assert_int_equal(cfg->workers, 7);
+    config_free(cfg);
+    unlink(outer);
+    unlink(inner);
+}
+
 /* sources: each entry's database and relay settings over the top level's,
  * the rest shared; config_load takes one by name. */
 static void test_sources(void **state)
@@ -662,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_secrets_not_in_errors),
         cmocka_unit_test(test_world_writable_refused),
+        cmocka_unit_test(test_world_writable_include_refused),
         cmocka_unit_test(test_include_beside_the_file),
         cmocka_unit_test(test_sources),
         cmocka_unit_test(test_sources_refused),
