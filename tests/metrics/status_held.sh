@@ -11,7 +11,7 @@ ENG_TEST=status_held
 . "$(dirname "$0")/../engine/engine_lib.sh"
 
 fresh_db status_held
-write_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50; on_dead = \"block\";
+write_cfg "$WORK/relay.cfg" "workers = 1; batch_size = 50; on_dead = \"block\";
     backoff = { initial_ms = 600000; max_ms = 600000; multiplier = 2.0; jitter = 0.0; };" \
     "retriable_event_type = \"flaky\"; permanent_event_type = \"poison\";"
 init_db "$WORK/relay.cfg"
