@@ -23,13 +23,6 @@ static const char page_sql[] =
 static const char count_sql[] = "SELECT count(*)" SELECTED;
 /* clang-format on */
 
-void replay_row_free(replay_row *r)
-{
-    for (int f = 0; f < RF_COUNT; f++)
-        free(r->v[f]);
-    memset(r, 0, sizeof *r);
-}
-
 /* The statement: the selection and the source's condition, then tail. */
 static PGresult *run(PGconn *conn, const relay_config *cfg, const char *head,
                      const replay_filter *f, long long after, const char *tail, char *err,
@@ -47,8 +40,14 @@ static PGresult *run(PGconn *conn, const relay_config *cfg, const char *head,
     return res;
 }
 
+/* page_sql's columns after the id, as the row every reader feeds the window */
+static const int page_fields[] = {WF_EVENT_ID,    WF_AGGREGATE_TYPE, WF_AGGREGATE_ID,
+                                  WF_EVENT_TYPE,  WF_PAYLOAD,        WF_HEADERS,
+                                  WF_DESTINATION, WF_AGGREGATE_SEQ,  WF_EVENT_VERSION};
+#define PAGE_FIELDS (int)(sizeof page_fields / sizeof page_fields[0])
+
 int replay_read_page(PGconn *conn, const relay_config *cfg, const replay_filter *f, long long after,
-                     int limit, replay_row *rows, char *err, size_t err_size)
+                     int limit, long long *ids, event_row **rows, char *err, size_t err_size)
 {
     char tail[64];
     snprintf(tail, sizeof tail, " ORDER BY o.{c.id} LIMIT %d", limit);
@@ -57,12 +56,16 @@ int replay_read_page(PGconn *conn, const relay_config *cfg, const replay_filter 
         return -1;
     int n = PQntuples(res);
     for (int i = 0; i < n; i++) {
-        replay_row *r = &rows[i];
-        r->id = atoll(PQgetvalue(res, i, 0));
-        for (int k = 0; k < RF_COUNT; k++)
-            r->v[k] = PQgetisnull(res, i, k + 1) ? NULL : strdup(PQgetvalue(res, i, k + 1));
-        r->payload_len = (size_t)PQgetlength(res, i, RF_PAYLOAD + 1);
-        r->created_at_us = atoll(PQgetvalue(res, i, RF_COUNT + 1));
+        const char *values[WF_COUNT] = {0};
+        size_t lens[WF_COUNT] = {0};
+        for (int k = 0; k < PAGE_FIELDS; k++)
+            if (!PQgetisnull(res, i, k + 1)) {
+                values[page_fields[k]] = PQgetvalue(res, i, k + 1);
+                lens[page_fields[k]] = (size_t)PQgetlength(res, i, k + 1);
+            }
+        ids[i] = atoll(PQgetvalue(res, i, 0));
+        rows[i] = event_row_new(values, lens);
+        rows[i]->created_at_us = atoll(PQgetvalue(res, i, PAGE_FIELDS + 1));
     }
     PQclear(res);
     return n;

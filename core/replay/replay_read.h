@@ -7,6 +7,7 @@
 #include <libpq-fe.h>
 
 #include "config/config.h"
+#include "event/event_row.h"
 #include "event/message.h"
 
 typedef struct replay_filter {
@@ -16,33 +17,11 @@ typedef struct replay_filter {
     const char *replayable;    /* the source's condition on row o: it was published */
 } replay_filter;
 
-enum {
-    RF_EVENT_ID,
-    RF_AGGREGATE_TYPE,
-    RF_AGGREGATE_ID,
-    RF_EVENT_TYPE,
-    RF_PAYLOAD,
-    RF_HEADERS,
-    RF_DESTINATION,
-    RF_AGGREGATE_SEQ, /* host->message_ext's fields */
-    RF_EVENT_VERSION,
-    RF_COUNT
-};
 
-/* One row, its texts owned (NULL for SQL NULL). */
-typedef struct replay_row {
-    long long id;
-    char *v[RF_COUNT];
-    size_t payload_len;
-    long long created_at_us;
-} replay_row;
-
-void replay_row_free(replay_row *r);
-
-/* Up to limit rows with id > after, into rows (owned by the caller).
- * Returns how many, or -1 with err. */
+/* Up to limit rows with id > after: rows[i] (the caller's, as the window
+ * takes them) with its id in ids[i]. Returns how many, or -1 with err. */
 int replay_read_page(PGconn *conn, const relay_config *cfg, const replay_filter *f, long long after,
-                     int limit, replay_row *rows, char *err, size_t err_size);
+                     int limit, long long *ids, event_row **rows, char *err, size_t err_size);
 
 /* How many rows with id > after the filter selects; -1 with err. */
 long long replay_count(PGconn *conn, const relay_config *cfg, const replay_filter *f,

@@ -38,6 +38,7 @@ typedef struct window_event {
     size_t bytes;      /* its row's, counted in the window until finished */
     size_t output;
     const cfg_route *route; /* where its last send went (the send's generation) */
+    int ended;              /* finished: how (WINDOW_ACKED... in window_publish.h) */
 } window_event;
 
 typedef struct window {

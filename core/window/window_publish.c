@@ -15,8 +15,7 @@
 /* A token names the event's seq (key) and which send it answers (check). */
 #define TOKEN(ev) delivery_token((ev)->seq, (ev)->sends)
 
-int window_publisher_init(window_publisher *p, relay_state *st, window *w, side_upkeep upkeep,
-                          void *upkeep_arg)
+static void init(window_publisher *p, relay_state *st, window *w, const char *scope, long only)
 {
     memset(p, 0, sizeof *p);
     const relay_config *cfg = st->cfg;
@@ -35,15 +34,31 @@ int window_publisher_init(window_publisher *p, relay_state *st, window *w, side_
     p->accept = calloc(ROUND, sizeof *p->accept);
     p->refused = calloc(ROUND, sizeof *p->refused);
     delivery_init(&p->dl, st, 0, completions_put, &p->done);
-    window_side_start(&p->side, st, upkeep, upkeep_arg);
     p->may_send = calloc(p->dl.outs.count, sizeof *p->may_send);
-    snprintf(p->dl.outs.scope, sizeof p->dl.outs.scope, SCOPE);
+    snprintf(p->dl.outs.scope, sizeof p->dl.outs.scope, "%s", scope);
+    p->dl.outs.only = only;
+}
+
+int window_publisher_init(window_publisher *p, relay_state *st, window *w, side_upkeep upkeep,
+                          void *upkeep_arg)
+{
+    init(p, st, w, SCOPE, OUTPUTS_ROUTED);
+    window_side_start(&p->side, st, upkeep, upkeep_arg);
+    return outputs_ensure(&p->dl.outs, 1) < 0 ? -1 : 0;
+}
+
+int window_publisher_init_hooked(window_publisher *p, relay_state *st, window *w,
+                                 const window_hooks *hooks)
+{
+    init(p, st, w, hooks->scope, hooks->only_output);
+    p->hooks = hooks;
     return outputs_ensure(&p->dl.outs, 1) < 0 ? -1 : 0;
 }
 
 void window_publisher_free(window_publisher *p)
 {
-    window_side_stop(&p->side);
+    if (!p->hooks)
+        window_side_stop(&p->side);
     delivery_free(&p->dl);
     arena_free(&p->scratch);
     completions_free(&p->done);
@@ -74,15 +89,27 @@ static void dead_letter(window_publisher *p, window_event *ev, const char *error
 /* The events whose dead-letter rows were written are finished. */
 static void bury_written(window_publisher *p)
 {
+    if (p->hooks)
+        return; /* no dead letters */
     dead_job *jobs = window_side_take(&p->side);
     for (dead_job *j = jobs; j; j = j->next) {
         window_event *ev = j->epoch == p->epoch ? window_find(p->w, j->seq) : NULL;
         if (!ev || ev->row)
             continue; /* from before a reconnect: the slot sends it again */
         atomic_fetch_add(&p->st->stats.dead, 1);
+        ev->ended = WINDOW_DEAD_LETTERED;
         window_finish(p->w, ev);
     }
     window_side_free_jobs(jobs);
+}
+
+/* Finished: its hook hears it while its row is there. */
+static void end(window_publisher *p, window_event *ev, int how, const char *error)
+{
+    ev->ended = how;
+    if (p->hooks && p->hooks->ended)
+        p->hooks->ended(p->hooks->arg, ev, error);
+    window_finish(p->w, ev);
 }
 
 /* A verdict on an event that was offered (or could not become a message). */
@@ -103,13 +130,18 @@ static void decide(window_publisher *p, window_event *ev, const verdict *v, long
     case OUTCOME_PUBLISHED:
         if (v->kind != VERDICT_DROPPED)
             atomic_fetch_add(&p->st->stats.published, 1);
-        window_finish(p->w, ev);
+        end(p, ev, v->kind == VERDICT_DROPPED ? WINDOW_DROPPED : WINDOW_ACKED, NULL);
         break;
     case OUTCOME_RETRY:
         atomic_fetch_add(&p->st->stats.retried, 1);
         window_retry(p->w, ev, now + d.delay_ms);
         break;
-    case OUTCOME_DEAD: dead_letter(p, ev, d.error); break;
+    case OUTCOME_DEAD:
+        if (p->hooks)
+            end(p, ev, WINDOW_GIVEN_UP, d.error);
+        else
+            dead_letter(p, ev, d.error);
+        break;
     default: /* the output failed, not the event: no attempt counted */
         atomic_fetch_add(&p->st->stats.deferred, 1);
         ev->attempt--;
@@ -209,7 +241,13 @@ int window_publisher_send(window_publisher *p, long long now)
             continue;
         }
         message_ext_build(&f, &p->exts[count]);
-        ev->output = ev->route->output_index;
+        long out =
+            p->hooks ? p->hooks->output_of(p->hooks->arg, ev) : (long)ev->route->output_index;
+        if (out < 0) {
+            end(p, ev, WINDOW_LEFT_OUT, NULL);
+            continue;
+        }
+        ev->output = (size_t)out;
         if (!p->may_send[ev->output]) {
             hold[held++] = ev;
             continue;
@@ -296,6 +334,8 @@ void window_publisher_finish_in_flight(window_publisher *p, long long ms)
 
 long window_publisher_burying(window_publisher *p)
 {
+    if (p->hooks)
+        return 0;
     return window_side_pending(&p->side);
 }
 

@@ -16,9 +16,27 @@
 #include "window/window.h"
 #include "window/window_side.h"
 
+/* How an event finished (window_event.ended). */
+enum { WINDOW_ACKED = 1, WINDOW_DROPPED, WINDOW_LEFT_OUT, WINDOW_GIVEN_UP, WINDOW_DEAD_LETTERED };
+
+/* A publisher without dead letters (replay): no side thread; an event
+ * given up is finished as WINDOW_GIVEN_UP, the row untouched. */
+typedef struct window_hooks {
+    const char *scope; /* the outputs' (logs, metrics) */
+    long only_output;  /* outputs.only: the one output made, or OUTPUTS_ROUTED */
+    /* Once its message is built: the output it goes to, or -1: finished
+     * unsent (WINDOW_LEFT_OUT). */
+    long (*output_of)(void *arg, const window_event *ev);
+    /* Each event as it finishes (its row still there), with the error when given up. */
+    void (*ended)(void *arg, const window_event *ev, const char *error);
+    void *arg;
+} window_hooks;
+
 typedef struct window_publisher {
     relay_state *st;
     window *w;
+    /* NULL: the WAL's and cursor's (dead letters) */
+    const window_hooks *hooks;
     delivery dl; /* publishes and settles; its outputs */
     arena scratch;
     message_source source;
@@ -44,6 +62,9 @@ typedef struct window_publisher {
  * (the source's own work on that thread, every 2 s, with upkeep_arg). Returns 0 or -1 (logged). */
 int window_publisher_init(window_publisher *p, relay_state *st, window *w, side_upkeep upkeep,
                           void *upkeep_arg);
+/* The same with hooks (kept by the caller), no side thread. */
+int window_publisher_init_hooked(window_publisher *p, relay_state *st, window *w,
+                                 const window_hooks *hooks);
 void window_publisher_free(window_publisher *p);
 
 /* Live reload: once nothing is in flight, takes the newest config
