@@ -118,6 +118,7 @@ typedef struct relay_config {
     int max_transaction_ms; /* a batch awaiting acknowledgements longer is given back */
     ordering_mode ordering;
     dead_policy on_dead;
+    int circuit_breaker; /* refusals for good judged by the output's health first */
     int max_attempts;
     int backoff_initial_ms;
     int backoff_max_ms;

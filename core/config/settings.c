@@ -248,6 +248,8 @@ static const setting_def table[] = {
     ENUM("relay", "ordering", ordering, orderings, ORDERING_AGGREGATE, FIXED),
     ENUM("relay", "on_dead", on_dead, policies, DEAD_SKIP, FIXED),
     INT("relay", "max_attempts", max_attempts, 1, 1000000, 10, LIVE),
+    /* an output that refuses everything is an outage (core/host/health.h) */
+    BOOL("relay", "circuit_breaker", circuit_breaker, 0, LIVE),
     ENUM("relay", "retention", retention, retentions, RETAIN_MARK, FIXED),
     INT("relay", "retention_hours", retention_hours, 0, 1000000, 168, FIXED),
     INT("relay", "max_payload_bytes", max_payload_bytes, 1, (1 << 30) - 1, 1 << 20, LIVE),

@@ -127,7 +127,7 @@ static void learn_health(delivery *d, const settle_item *it)
 static verdict judged(delivery *d, const settle_item *it)
 {
     verdict v = it->v;
-    if (v.kind != VERDICT_COMPLETED || v.status != OBX_PERMANENT)
+    if (!d->cfg->circuit_breaker || v.kind != VERDICT_COMPLETED || v.status != OBX_PERMANENT)
         return v;
     switch (
         health_refused(outputs_health(&d->outs, it->output), it->since_ms, it->attempt, v.detail)) {

@@ -9,7 +9,7 @@
 # the output was taken as at fault. A poison event afterwards (refused
 # while the others are taken) is still dead-lettered.
 . "$(dirname "$0")/source_lib.sh" breaker
-source_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50;" \
+source_cfg "$WORK/relay.cfg" "workers = 2; batch_size = 50; circuit_breaker = true;" \
     "refuse_all_file = \"$WORK/refuse\"; permanent_event_type = \"order.poison\";"
 CFG=$WORK/relay.cfg
 init_db "$CFG"
