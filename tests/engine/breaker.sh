@@ -26,29 +26,23 @@ dead_count() {
     if [ "$MODE" = poll ]; then sql "SELECT count(*) FROM outbox WHERE dead_at IS NOT NULL"
     else sql "SELECT count(*) FROM outbox_dead_letter"; fi
 }
-ok_events() { if [ -f "$REC" ]; then grep '"status":"ok"' "$REC" | grep -c '"order.created"' || true; else echo 0; fi; }
 
 enqueue 1 200 order.created
 touch "$WORK/refuse"
 start_relay "$CFG" "$WORK/relay.log"
-wait_log() { # PATTERN: until the relay's log has it (a liveness bound of 60 s)
-    local i
-    for ((i = 0; i < 600; i++)); do grep -q "$1" "$WORK/relay.log" && return 0; sleep 0.1; done
-    fail "no \"$1\" in the log: $(tail -5 "$WORK/relay.log")"
-}
-wait_log "messages in a row refused for good and nothing acknowledged since"
+wait_log "$WORK/relay.log" "messages in a row refused for good and nothing acknowledged since" 60
 enqueue 201 400 order.created
 sleep 3 # the output refuses on, probed, while the backlog waits
 expect_eq "dead while the output refused everything" "$(dead_count)" 0
 rm -f "$WORK/refuse"
-for ((i = 0; i < 600 && $(ok_events) < 400; i++)); do sleep 0.2; done
-wait_log "is back after"
+wait_distinct "$REC" 400 120 agg-
+wait_log "$WORK/relay.log" "is back after" 60
 
 # a poison event now: the output takes the others, so it is the event's own fault
 sql "SELECT outbox_enqueue('Order', 'poison', 'order.poison', '{}'::jsonb)" >/dev/null
 enqueue 401 420 order.created
 for ((i = 0; i < 600 && $(dead_count) < 1; i++)); do sleep 0.2; done
-for ((i = 0; i < 600 && $(ok_events) < 420; i++)); do sleep 0.2; done
+wait_distinct "$REC" 420 120 agg-
 kill -TERM "$RELAY_PID"
 wait_exit "$RELAY_PID" 60
 load_record
