@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "db/db.h"
 #include "db/sql.h"
+#include "db/sql_run.h"
 
 /* SQL text reads best as written. */
 /* clang-format off */
@@ -52,14 +53,9 @@ static int refuse_order_column(const relay_config *cfg, const char *type, char *
 static int ask(PGconn *conn, const relay_config *cfg, const char *tmpl, const char *param,
                char *why, size_t why_size)
 {
-    char *sql = sql_render(cfg, tmpl);
-    PGresult *res = PQexecParams(conn, sql, param != NULL, NULL, &param, NULL, NULL, 0);
-    free(sql);
-    int rc = -1;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
-        db_error(conn, res, why, why_size);
-    else
-        rc = PQgetvalue(res, 0, 0)[0] == 't';
+    PGresult *res =
+        sql_run(conn, cfg, tmpl, param != NULL, &param, PGRES_TUPLES_OK, NULL, why, why_size);
+    int rc = res ? PQgetvalue(res, 0, 0)[0] == 't' : -1;
     PQclear(res);
     return rc;
 }
